@@ -1,0 +1,158 @@
+//! The one error type of the engine.
+//!
+//! Every fallible call returns [`Result`]. Errors that come from bytes read
+//! off disk are always [`Error::Corruption`] and name the file and offset, so a
+//! user (or `strata check`) can find the damage; they never panic.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// Result alias used throughout the engine.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What went wrong.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// An operating-system I/O call failed. `context` says which call and on
+    /// which file.
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
+    /// Bytes read from disk are not what the engine wrote: a checksum does not
+    /// match, a length points past the end, a field holds an impossible value.
+    Corruption {
+        file: PathBuf,
+        offset: u64,
+        reason: String,
+    },
+    /// The caller passed something the engine refuses; nothing was written.
+    InvalidArgument(String),
+    /// Another process (or another `Db` in this one) holds the database lock.
+    Locked { path: PathBuf },
+    /// A write or sync failed earlier; the database refuses writes until it
+    /// is closed and reopened, so that no acknowledged write is lost.
+    ReadOnly { cause: String },
+    /// The file was written by a format version this build does not know.
+    UnsupportedVersion {
+        file: PathBuf,
+        found: u32,
+        supported: u32,
+    },
+    /// The path holds no database and `create_if_missing` is off.
+    NotFound { path: PathBuf },
+    /// The database has been closed.
+    Closed,
+}
+
+impl Error {
+    /// Builds an [`Error::Corruption`].
+    pub fn corruption(file: impl Into<PathBuf>, offset: u64, reason: impl Into<String>) -> Self {
+        Error::Corruption {
+            file: file.into(),
+            offset,
+            reason: reason.into(),
+        }
+    }
+
+    /// Wraps an I/O error with what was being done.
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io {
+            context: context.into(),
+            source,
+        }
+    }
+
+    /// True for errors caused by damaged on-disk data.
+    pub fn is_corruption(&self) -> bool {
+        matches!(self, Error::Corruption { .. })
+    }
+
+    /// A copy good enough to hand to several waiters (I/O errors keep their
+    /// kind and message, not their source chain).
+    pub fn duplicate(&self) -> Error {
+        match self {
+            Error::Io { context, source } => Error::Io {
+                context: context.clone(),
+                source: std::io::Error::new(source.kind(), source.to_string()),
+            },
+            Error::Corruption {
+                file,
+                offset,
+                reason,
+            } => Error::Corruption {
+                file: file.clone(),
+                offset: *offset,
+                reason: reason.clone(),
+            },
+            Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
+            Error::Locked { path } => Error::Locked { path: path.clone() },
+            Error::ReadOnly { cause } => Error::ReadOnly {
+                cause: cause.clone(),
+            },
+            Error::UnsupportedVersion {
+                file,
+                found,
+                supported,
+            } => Error::UnsupportedVersion {
+                file: file.clone(),
+                found: *found,
+                supported: *supported,
+            },
+            Error::NotFound { path } => Error::NotFound { path: path.clone() },
+            Error::Closed => Error::Closed,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Io { context, source } => write!(f, "I/O error: {context}: {source}"),
+            Error::Corruption {
+                file,
+                offset,
+                reason,
+            } => write!(
+                f,
+                "corruption in {} at offset {offset}: {reason}",
+                file.display()
+            ),
+            Error::InvalidArgument(s) => write!(f, "invalid argument: {s}"),
+            Error::Locked { path } => write!(
+                f,
+                "database at {} is locked by another process (or another open handle in this one)",
+                path.display()
+            ),
+            Error::ReadOnly { cause } => write!(
+                f,
+                "database is read-only after an earlier failure ({cause}); close and reopen it"
+            ),
+            Error::UnsupportedVersion {
+                file,
+                found,
+                supported,
+            } => write!(
+                f,
+                "{} has format version {found}, this build reads versions up to {supported}",
+                file.display()
+            ),
+            Error::NotFound { path } => write!(
+                f,
+                "no database at {} (set create_if_missing to create one)",
+                path.display()
+            ),
+            Error::Closed => write!(f, "database is closed"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,283 @@
+//! The file-system seam: every file operation of the engine goes through
+//! [`Vfs`], so tests can substitute an in-memory or fault-injecting one.
+//!
+//! The contract the engine relies on:
+//! - [`WritableFile::flush`] hands buffered bytes to the operating system (a
+//!   process crash no longer loses them); [`WritableFile::sync`] makes them
+//!   durable (a power cut no longer loses them).
+//! - [`Vfs::rename`] is atomic, and durable once [`Vfs::sync_dir`] on the
+//!   parent directory returns.
+//! - A newly created file's directory entry is durable only after
+//!   [`Vfs::sync_dir`].
+
+use std::fmt;
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+
+/// A file opened for appending.
+pub trait WritableFile: Send {
+    /// Appends bytes (possibly buffered in user space).
+    fn append(&mut self, data: &[u8]) -> Result<()>;
+    /// Hands buffered bytes to the operating system.
+    fn flush(&mut self) -> Result<()>;
+    /// Flushes, then makes the contents durable (fsync/fdatasync).
+    fn sync(&mut self) -> Result<()>;
+    /// Bytes appended so far.
+    fn len(&self) -> u64;
+    /// True when nothing has been appended.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A file opened for positional reads; shared by many readers.
+pub trait RandomAccessFile: Send + Sync {
+    /// Fills `buf` from `offset`; an error if the file is shorter.
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()>;
+    /// The file size when it was opened.
+    fn len(&self) -> u64;
+    /// True for an empty file.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A held database lock; released on drop.
+pub trait FileLock: Send + Sync {}
+
+/// Every file operation the engine performs.
+pub trait Vfs: Send + Sync + fmt::Debug {
+    /// Creates a directory and its parents.
+    fn create_dir_all(&self, path: &Path) -> Result<()>;
+    /// Creates (or truncates) a file for appending.
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Opens a file for positional reads.
+    fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    /// Renames atomically, replacing `to` if it exists.
+    fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+    /// Removes a file.
+    fn remove(&self, path: &Path) -> Result<()>;
+    /// Names (not paths) of the entries in a directory.
+    fn list(&self, dir: &Path) -> Result<Vec<String>>;
+    /// True if the path exists.
+    fn exists(&self, path: &Path) -> bool;
+    /// Makes the directory's entries (creations, renames, removals) durable.
+    fn sync_dir(&self, dir: &Path) -> Result<()>;
+    /// Takes an exclusive lock on `path` (created if missing), failing with
+    /// [`Error::Locked`] if it is held elsewhere.
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;
+    /// Size of a file in bytes.
+    fn file_size(&self, path: &Path) -> Result<u64>;
+
+    /// Reads a whole file.
+    fn read_all(&self, path: &Path) -> Result<Vec<u8>> {
+        let f = self.open(path)?;
+        let len = usize::try_from(f.len())
+            .map_err(|_| Error::corruption(path, 0, "file too large to read into memory"))?;
+        let mut buf = vec![0u8; len];
+        f.read_exact_at(&mut buf, 0)?;
+        Ok(buf)
+    }
+}
+
+/// The real file system.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct StdVfs;
+
+fn io_err(what: &str, path: &Path, e: std::io::Error) -> Error {
+    Error::io(format!("{what} {}", path.display()), e)
+}
+
+/// How many bytes a [`StdWritableFile`] gathers before handing them to the OS.
+const WRITE_BUFFER_BYTES: usize = 64 * 1024;
+
+struct StdWritableFile {
+    file: File,
+    path: PathBuf,
+    buf: Vec<u8>,
+    len: u64,
+}
+
+impl WritableFile for StdWritableFile {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.len += data.len() as u64;
+        if self.buf.len() + data.len() > WRITE_BUFFER_BYTES {
+            self.flush()?;
+            if data.len() >= WRITE_BUFFER_BYTES {
+                return self
+                    .file
+                    .write_all(data)
+                    .map_err(|e| io_err("write", &self.path, e));
+            }
+        }
+        self.buf.extend_from_slice(data);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if !self.buf.is_empty() {
+            let r = self.file.write_all(&self.buf);
+            self.buf.clear();
+            r.map_err(|e| io_err("write", &self.path, e))?;
+        }
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        self.flush()?;
+        self.file
+            .sync_data()
+            .map_err(|e| io_err("fsync", &self.path, e))
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+struct StdRandomAccessFile {
+    file: File,
+    len: u64,
+    path: PathBuf,
+}
+
+impl RandomAccessFile for StdRandomAccessFile {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        self.file
+            .read_exact_at(buf, offset)
+            .map_err(|e| io_err(&format!("read {} bytes at {offset} from", buf.len()), &self.path, e))
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+struct StdFileLock {
+    _file: File,
+}
+
+impl FileLock for StdFileLock {}
+
+impl Vfs for StdVfs {
+    fn create_dir_all(&self, path: &Path) -> Result<()> {
+        fs::create_dir_all(path).map_err(|e| io_err("create directory", path, e))
+    }
+
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(|e| io_err("create", path, e))?;
+        Ok(Box::new(StdWritableFile {
+            file,
+            path: path.to_path_buf(),
+            buf: Vec::with_capacity(WRITE_BUFFER_BYTES),
+            len: 0,
+        }))
+    }
+
+    fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        let file = File::open(path).map_err(|e| io_err("open", path, e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| io_err("stat", path, e))?
+            .len();
+        Ok(Arc::new(StdRandomAccessFile {
+            file,
+            len,
+            path: path.to_path_buf(),
+        }))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        fs::rename(from, to).map_err(|e| io_err("rename", from, e))
+    }
+
+    fn remove(&self, path: &Path) -> Result<()> {
+        fs::remove_file(path).map_err(|e| io_err("remove", path, e))
+    }
+
+    fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in fs::read_dir(dir).map_err(|e| io_err("list", dir, e))? {
+            let entry = entry.map_err(|e| io_err("list", dir, e))?;
+            if let Some(name) = entry.file_name().to_str() {
+                names.push(name.to_string());
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        path.exists()
+    }
+
+    fn sync_dir(&self, dir: &Path) -> Result<()> {
+        let d = File::open(dir).map_err(|e| io_err("open directory", dir, e))?;
+        d.sync_all().map_err(|e| io_err("fsync directory", dir, e))
+    }
+
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| io_err("open lock file", path, e))?;
+        match file.try_lock() {
+            Ok(()) => Ok(Box::new(StdFileLock { _file: file })),
+            Err(std::fs::TryLockError::WouldBlock) => Err(Error::Locked {
+                path: path.parent().unwrap_or(path).to_path_buf(),
+            }),
+            Err(std::fs::TryLockError::Error(e)) => Err(io_err("lock", path, e)),
+        }
+    }
+
+    fn file_size(&self, path: &Path) -> Result<u64> {
+        Ok(fs::metadata(path)
+            .map_err(|e| io_err("stat", path, e))?
+            .len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn second_lock_on_same_file_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("LOCK");
+        let held = StdVfs.lock(&p).expect("first lock");
+        assert!(matches!(StdVfs.lock(&p), Err(Error::Locked { .. })));
+        drop(held);
+        StdVfs.lock(&p).expect("lock after release");
+    }
+
+    #[test]
+    fn written_bytes_read_back() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("f");
+        let mut w = StdVfs.create(&p).expect("create");
+        w.append(b"hello ").expect("append");
+        w.append(&vec![7u8; WRITE_BUFFER_BYTES + 3]).expect("append big");
+        w.sync().expect("sync");
+        assert_eq!(w.len(), 6 + WRITE_BUFFER_BYTES as u64 + 3);
+        let all = StdVfs.read_all(&p).expect("read");
+        assert_eq!(&all[..6], b"hello ");
+        assert_eq!(all.len() as u64, w.len());
+        let f = StdVfs.open(&p).expect("open");
+        let mut buf = [0u8; 4];
+        assert!(f.read_exact_at(&mut buf, f.len() - 2).is_err());
+    }
+}
