@@ -1,0 +1,158 @@
+//! The block cache: decompressed table blocks shared by every table reader.
+//!
+//! ```text
+//!   key                                  value
+//! +---------------------+-------------+  +------------------------------+
+//! | cache_id: u64       | offset: u64 |->| Arc<Block> (decompressed)    |
+//! | (one per reader,    | (block      |  | weight = block bytes + 96    |
+//! |  BlockCache::new_id)|  handle)    |  |                              |
+//! +---------------------+-------------+  +------------------------------+
+//! ```
+//!
+//! Backed by `quick_cache::sync::Cache` (sharded CLOCK-Pro) with a byte
+//! weighter. A capacity of 0 disables caching: lookups miss, inserts are
+//! dropped. Ids come from a process-wide counter, so a file reopened by a new
+//! reader never sees another reader's blocks.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use quick_cache::Weighter;
+use quick_cache::sync::Cache;
+
+use crate::sst::block::Block;
+
+/// Bookkeeping bytes charged per cached block on top of its contents.
+pub const BLOCK_OVERHEAD_BYTES: u64 = 96;
+
+static NEXT_CACHE_ID: AtomicU64 = AtomicU64::new(1);
+
+#[derive(Clone, Copy, Debug)]
+struct BlockWeighter;
+
+impl Weighter<(u64, u64), Arc<Block>> for BlockWeighter {
+    fn weight(&self, _key: &(u64, u64), block: &Arc<Block>) -> u64 {
+        block.size() as u64 + BLOCK_OVERHEAD_BYTES
+    }
+}
+
+/// A byte-bounded cache of decompressed blocks.
+pub struct BlockCache {
+    inner: Option<Cache<(u64, u64), Arc<Block>, BlockWeighter>>,
+    capacity: u64,
+}
+
+impl fmt::Debug for BlockCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BlockCache")
+            .field("capacity_bytes", &self.capacity)
+            .field("usage_bytes", &self.usage_bytes())
+            .finish()
+    }
+}
+
+impl BlockCache {
+    /// A cache holding up to `capacity_bytes` of blocks (0 = no caching).
+    pub fn new(capacity_bytes: u64) -> Self {
+        let inner = (capacity_bytes > 0).then(|| {
+            let items = (capacity_bytes / 4096).clamp(1, 1 << 20) as usize;
+            Cache::with_weighter(items, capacity_bytes, BlockWeighter)
+        });
+        BlockCache {
+            inner,
+            capacity: capacity_bytes,
+        }
+    }
+
+    /// A fresh id for a table reader's blocks.
+    pub fn new_id() -> u64 {
+        NEXT_CACHE_ID.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The cached block at `offset` of reader `id`.
+    pub fn get(&self, id: u64, offset: u64) -> Option<Arc<Block>> {
+        self.inner.as_ref()?.get(&(id, offset))
+    }
+
+    /// Caches a block (dropped when the capacity is 0 or the block is larger
+    /// than a cache shard).
+    pub fn insert(&self, id: u64, offset: u64, block: Arc<Block>) {
+        if let Some(c) = &self.inner {
+            c.insert((id, offset), block);
+        }
+    }
+
+    /// Bytes currently charged to cached blocks.
+    pub fn usage_bytes(&self) -> u64 {
+        self.inner.as_ref().map_or(0, |c| c.weight())
+    }
+
+    /// The configured capacity in bytes.
+    pub fn capacity_bytes(&self) -> u64 {
+        self.capacity
+    }
+
+    /// Number of cached blocks.
+    pub fn num_blocks(&self) -> usize {
+        self.inner.as_ref().map_or(0, |c| c.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block(n: usize) -> Arc<Block> {
+        // A real block of at least `n` bytes.
+        let mut b = crate::sst::block::BlockBuilder::new(16);
+        let mut i = 0u32;
+        while b.current_size_estimate() < n {
+            let k = crate::key::make_internal_key(&i.to_be_bytes(), 1, crate::key::ValueKind::Put);
+            b.add(&k, &[0u8; 50]);
+            i += 1;
+        }
+        Arc::new(Block::new(b.finish().to_vec()).expect("valid block"))
+    }
+
+    #[test]
+    fn hits_misses_and_byte_bound() {
+        let cap = 64 * 1024;
+        let c = BlockCache::new(cap);
+        assert_eq!(c.capacity_bytes(), cap);
+        let id = BlockCache::new_id();
+        assert!(c.get(id, 0).is_none());
+        let b = block(4000);
+        c.insert(id, 0, b.clone());
+        let got = c.get(id, 0).expect("just inserted");
+        assert!(Arc::ptr_eq(&got, &b));
+        assert_eq!(c.usage_bytes(), b.size() as u64 + BLOCK_OVERHEAD_BYTES);
+        // Another id does not see it.
+        assert!(c.get(BlockCache::new_id(), 0).is_none());
+        // Overfill: usage stays within the capacity and old blocks go.
+        for off in 1..200u64 {
+            c.insert(id, off * 4096, block(4000));
+            assert!(c.usage_bytes() <= cap, "usage {} > {cap}", c.usage_bytes());
+        }
+        assert!(c.num_blocks() < 200);
+        assert!(c.usage_bytes() > cap / 2);
+    }
+
+    #[test]
+    fn zero_capacity_caches_nothing() {
+        let c = BlockCache::new(0);
+        let id = BlockCache::new_id();
+        c.insert(id, 0, block(100));
+        assert!(c.get(id, 0).is_none());
+        assert_eq!(c.usage_bytes(), 0);
+        assert_eq!(c.num_blocks(), 0);
+        assert_eq!(c.capacity_bytes(), 0);
+    }
+
+    #[test]
+    fn ids_are_unique() {
+        let a = BlockCache::new_id();
+        let b = BlockCache::new_id();
+        assert_ne!(a, b);
+    }
+}

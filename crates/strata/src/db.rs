@@ -1,0 +1,2024 @@
+//! The database: keyspaces over one write-ahead log, the group-commit write
+//! path, background flush and compaction, reads at snapshots.
+//!
+//! Locks, in the order they may be taken:
+//! 1. `writers` — the queue of pending writes; its leader alone touches the
+//!    write-ahead log and switches memtables.
+//! 2. `manifest` — serialises version changes; held across the manifest
+//!    write so that versions change one at a time.
+//! 3. `state` — memtables, versions and bookkeeping; never held across I/O.
+//! 4. each keyspace's `sv` (read-mostly), swapped under `state`.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
+
+use crate::batch::{DecodedBatch, WriteBatch};
+use crate::cache::BlockCache;
+use crate::compaction::{self, CompactionReason, CompactionTask, DropPolicy, DropStats};
+use crate::db_iter::DbIter;
+use crate::error::{Error, Result};
+use crate::filename::{self, FileKind};
+use crate::iter::{InternalIterator, MergingIterator};
+use crate::key::{SeqNo, ValueKind, append_internal_key, make_seek_key, user_key};
+use crate::log::{LogReader, LogWriter, TailPolicy};
+use crate::lookup::Lookup;
+use crate::manifest::{MANIFEST_FORMAT_VERSION, NewFile, VersionEdit};
+use crate::memtable::MemTable;
+use crate::options::{
+    KeyspaceOptions, MAX_KEY_BYTES, MAX_VALUE_BYTES, Options, ReadOptions, WriteOptions,
+};
+use crate::sst::{TableBuilder, TableReader};
+use crate::stats::Statistics;
+use crate::version::{FileMeta, LevelIter, Version};
+use crate::vfs::{FileLock, Vfs};
+
+/// Id of the default keyspace.
+pub const DEFAULT_KEYSPACE_ID: u32 = 0;
+/// Name of the default keyspace.
+pub const DEFAULT_KEYSPACE: &str = "default";
+
+/// What a reader of one keyspace needs, published as one immutable unit.
+pub(crate) struct SuperVersion {
+    mem: Arc<MemTable>,
+    /// Newest first.
+    imms: Vec<Arc<MemTable>>,
+    version: Arc<Version>,
+    opts: Arc<KeyspaceOptions>,
+}
+
+/// State of a keyspace that only changes under the `state` lock.
+struct KeyspaceState {
+    name: String,
+    opts: Arc<KeyspaceOptions>,
+    mem: Arc<MemTable>,
+    /// Oldest first.
+    imms: Vec<Arc<MemTable>>,
+    version: Arc<Version>,
+    /// Oldest log that may hold this keyspace's unflushed entries.
+    log_number: u64,
+    flushing: bool,
+    compact_cursor: Vec<Vec<u8>>,
+    shared: Arc<KeyspaceShared>,
+    level_stats: Vec<LevelStats>,
+}
+
+/// Per-level compaction counters.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LevelStats {
+    pub compactions: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub micros: u64,
+}
+
+/// What keyspace handles share.
+struct KeyspaceShared {
+    id: u32,
+    name: String,
+    sv: RwLock<Arc<SuperVersion>>,
+}
+
+struct State {
+    keyspaces: BTreeMap<u32, KeyspaceState>,
+    next_keyspace_id: u32,
+    next_file_number: u64,
+    /// Write-ahead logs still on disk, ascending.
+    live_logs: Vec<u64>,
+    bg_error: Option<Error>,
+    snapshots: BTreeMap<SeqNo, usize>,
+    running_compactions: usize,
+    running_flushes: usize,
+    closed: bool,
+}
+
+impl State {
+    fn new_file_number(&mut self) -> u64 {
+        let n = self.next_file_number;
+        self.next_file_number += 1;
+        n
+    }
+
+    fn snapshot_list(&self) -> Vec<SeqNo> {
+        self.snapshots.keys().copied().collect()
+    }
+}
+
+struct ManifestWriter {
+    log: LogWriter,
+    number: u64,
+}
+
+enum Request {
+    Batch {
+        batch: WriteBatch,
+        sync: bool,
+        no_wal: bool,
+    },
+    /// Switch the memtables of these keyspaces (for `flush`).
+    Switch(Vec<u32>),
+}
+
+#[derive(Default)]
+struct WriteQueue {
+    next_ticket: u64,
+    pending: VecDeque<(u64, Request)>,
+    leader_active: bool,
+    finished: HashMap<u64, Result<()>>,
+}
+
+struct WalState {
+    writer: Option<LogWriter>,
+    number: u64,
+}
+
+/// What recovery found.
+#[derive(Clone, Debug, Default)]
+pub struct RecoveryReport {
+    /// Write-ahead logs replayed.
+    pub logs_replayed: usize,
+    /// Entries replayed into memtables.
+    pub entries_replayed: u64,
+    /// Bytes dropped from the tail of the last log (torn or corrupt), with
+    /// the offset and reason.
+    pub wal_tail_dropped: Option<(PathBuf, u64, u64, String)>,
+    /// Files removed because no version referenced them.
+    pub obsolete_files_removed: usize,
+}
+
+pub(crate) struct DbInner {
+    path: PathBuf,
+    opts: Options,
+    vfs: Arc<dyn Vfs>,
+    _lock: Box<dyn FileLock>,
+    cache: Option<Arc<BlockCache>>,
+    stats: Arc<Statistics>,
+    state: Mutex<State>,
+    bg_cv: Condvar,
+    writers: Mutex<WriteQueue>,
+    writers_cv: Condvar,
+    wal: Mutex<WalState>,
+    manifest: Mutex<ManifestWriter>,
+    last_seqno: AtomicU64,
+    shutting_down: AtomicBool,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    next_memtable_id: AtomicU64,
+    recovery: RecoveryReport,
+}
+
+/// An open database. Cheap to clone; every clone is the same database.
+#[derive(Clone)]
+pub struct Db {
+    inner: Arc<DbInner>,
+}
+
+/// A handle on one keyspace (an independent LSM tree sharing the database's
+/// log and write path). Cheap to clone.
+#[derive(Clone)]
+pub struct Keyspace {
+    inner: Arc<DbInner>,
+    shared: Arc<KeyspaceShared>,
+}
+
+/// A consistent point-in-time view; released on drop.
+pub struct Snapshot {
+    inner: Arc<DbInner>,
+    seqno: SeqNo,
+}
+
+impl Snapshot {
+    /// The sequence number the snapshot reads at.
+    pub fn seqno(&self) -> SeqNo {
+        self.seqno
+    }
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        let mut st = self.inner.state.lock();
+        if let Some(c) = st.snapshots.get_mut(&self.seqno) {
+            *c -= 1;
+            if *c == 0 {
+                st.snapshots.remove(&self.seqno);
+            }
+        }
+    }
+}
+
+/// Counters and shape of the database, from [`Db::stats`].
+#[derive(Clone, Debug, Default)]
+pub struct DbStats {
+    pub keyspaces: Vec<KeyspaceStats>,
+    pub block_cache_hits: u64,
+    pub block_cache_misses: u64,
+    pub block_cache_usage_bytes: u64,
+    pub block_cache_capacity_bytes: u64,
+    pub bloom_useful: u64,
+    pub bloom_checked_positive: u64,
+    pub bloom_false_positive: u64,
+    pub user_bytes_written: u64,
+    pub wal_bytes_written: u64,
+    pub flush_bytes_written: u64,
+    pub compaction_bytes_read: u64,
+    pub compaction_bytes_written: u64,
+    /// (flush + compaction bytes written) / user key and value bytes written.
+    pub write_amplification: f64,
+    pub stall_micros: u64,
+    pub slowdown_micros: u64,
+    pub flushes: u64,
+    pub compactions: u64,
+    pub writes: u64,
+    pub write_groups: u64,
+    pub wal_syncs: u64,
+    pub last_seqno: SeqNo,
+    pub live_snapshots: usize,
+    pub background_error: Option<String>,
+}
+
+/// Shape of one keyspace.
+#[derive(Clone, Debug, Default)]
+pub struct KeyspaceStats {
+    pub name: String,
+    pub id: u32,
+    /// Per level: (file count, bytes).
+    pub levels: Vec<(usize, u64)>,
+    pub level_compactions: Vec<LevelStats>,
+    pub memtable_bytes: usize,
+    pub immutable_memtables: usize,
+    pub memtable_kind: String,
+}
+
+impl DbStats {
+    /// A human-readable multi-line summary (used by `strata stats`).
+    pub fn render(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        for ks in &self.keyspaces {
+            let _ = writeln!(
+                s,
+                "keyspace {} (id {}), memtable {}: {} bytes, {} immutable",
+                ks.name, ks.id, ks.memtable_kind, ks.memtable_bytes, ks.immutable_memtables
+            );
+            let _ = writeln!(s, "  level  files        bytes  compactions   read_bytes  written_bytes");
+            for (l, (n, b)) in ks.levels.iter().enumerate() {
+                let c = ks.level_compactions.get(l).copied().unwrap_or_default();
+                let _ = writeln!(
+                    s,
+                    "  L{l:<4} {n:>6} {b:>12} {:>12} {:>12} {:>14}",
+                    c.compactions, c.bytes_read, c.bytes_written
+                );
+            }
+        }
+        let _ = writeln!(s, "user bytes written: {}", self.user_bytes_written);
+        let _ = writeln!(s, "wal bytes written: {}", self.wal_bytes_written);
+        let _ = writeln!(s, "flush bytes written: {}", self.flush_bytes_written);
+        let _ = writeln!(
+            s,
+            "compaction bytes read/written: {} / {}",
+            self.compaction_bytes_read, self.compaction_bytes_written
+        );
+        let _ = writeln!(s, "write amplification: {:.2}", self.write_amplification);
+        let _ = writeln!(
+            s,
+            "stall micros: {} (slowdown {})",
+            self.stall_micros, self.slowdown_micros
+        );
+        let _ = writeln!(s, "flushes: {}, compactions: {}", self.flushes, self.compactions);
+        let _ = writeln!(
+            s,
+            "writes: {} in {} groups, wal syncs: {}",
+            self.writes, self.write_groups, self.wal_syncs
+        );
+        let _ = writeln!(
+            s,
+            "block cache: {} hits, {} misses, {} / {} bytes",
+            self.block_cache_hits,
+            self.block_cache_misses,
+            self.block_cache_usage_bytes,
+            self.block_cache_capacity_bytes
+        );
+        let _ = writeln!(
+            s,
+            "bloom: {} useful, {} positive, {} false positive",
+            self.bloom_useful, self.bloom_checked_positive, self.bloom_false_positive
+        );
+        let _ = writeln!(s, "last seqno: {}, live snapshots: {}", self.last_seqno, self.live_snapshots);
+        if let Some(e) = &self.background_error {
+            let _ = writeln!(s, "background error: {e}");
+        }
+        s
+    }
+}
+
+fn check_key_value(key: &[u8], value: Option<&[u8]>) -> Result<()> {
+    if key.len() > MAX_KEY_BYTES {
+        return Err(Error::InvalidArgument(format!(
+            "key of {} bytes exceeds the limit of {MAX_KEY_BYTES}",
+            key.len()
+        )));
+    }
+    if let Some(v) = value
+        && v.len() > MAX_VALUE_BYTES
+    {
+        return Err(Error::InvalidArgument(format!(
+            "value of {} bytes exceeds the limit of {MAX_VALUE_BYTES}",
+            v.len()
+        )));
+    }
+    Ok(())
+}
+
+impl Db {
+    /// Opens (or creates) the database at `path`.
+    pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        opts.validate()?;
+        let inner = DbInner::open(path.as_ref(), opts)?;
+        let inner = Arc::new(inner);
+        DbInner::start_threads(&inner);
+        Ok(Db { inner })
+    }
+
+    /// The directory of the database.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// What recovery found when the database was opened.
+    pub fn recovery_report(&self) -> &RecoveryReport {
+        &self.inner.recovery
+    }
+
+    /// The default keyspace.
+    pub fn default_keyspace(&self) -> Keyspace {
+        let st = self.inner.state.lock();
+        let ks = st
+            .keyspaces
+            .get(&DEFAULT_KEYSPACE_ID)
+            .map(|k| Arc::clone(&k.shared));
+        drop(st);
+        Keyspace {
+            inner: Arc::clone(&self.inner),
+            // The default keyspace is created at open and never dropped.
+            shared: ks.unwrap_or_else(|| unreachable_default()),
+        }
+    }
+
+    /// Opens the keyspace `name`, creating it if missing. Options of an
+    /// existing keyspace are replaced by `opts` (the tree itself is kept).
+    pub fn keyspace(&self, name: &str, opts: KeyspaceOptions) -> Result<Keyspace> {
+        opts.validate()?;
+        if name.is_empty() || name.len() > 255 {
+            return Err(Error::InvalidArgument(
+                "keyspace names must be 1 to 255 bytes".into(),
+            ));
+        }
+        let shared = self.inner.open_keyspace(name, opts)?;
+        Ok(Keyspace {
+            inner: Arc::clone(&self.inner),
+            shared,
+        })
+    }
+
+    /// Names of every keyspace.
+    pub fn keyspace_names(&self) -> Vec<String> {
+        let st = self.inner.state.lock();
+        st.keyspaces.values().map(|k| k.name.clone()).collect()
+    }
+
+    /// Sets `key` in the default keyspace.
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.default_keyspace().put(key, value)
+    }
+
+    /// Reads `key` from the default keyspace.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.default_keyspace().get(key)
+    }
+
+    /// Deletes `key` from the default keyspace.
+    pub fn delete(&self, key: &[u8]) -> Result<()> {
+        self.default_keyspace().delete(key)
+    }
+
+    /// Adds a merge operand to `key` in the default keyspace.
+    pub fn merge(&self, key: &[u8], operand: &[u8]) -> Result<()> {
+        self.default_keyspace().merge(key, operand)
+    }
+
+    /// Applies a batch atomically.
+    pub fn write(&self, opts: WriteOptions, batch: WriteBatch) -> Result<()> {
+        self.inner.write(opts, batch)
+    }
+
+    /// A consistent view of every keyspace at this moment.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut st = self.inner.state.lock();
+        let seqno = self.inner.last_seqno.load(Ordering::Acquire);
+        *st.snapshots.entry(seqno).or_insert(0) += 1;
+        Snapshot {
+            inner: Arc::clone(&self.inner),
+            seqno,
+        }
+    }
+
+    /// Flushes every keyspace's memtable to level 0 and waits for it.
+    pub fn flush(&self) -> Result<()> {
+        let ids: Vec<u32> = self.inner.state.lock().keyspaces.keys().copied().collect();
+        self.inner.flush_keyspaces(ids)
+    }
+
+    /// Compacts every keyspace's whole key range.
+    pub fn compact(&self) -> Result<()> {
+        let ids: Vec<u32> = self.inner.state.lock().keyspaces.keys().copied().collect();
+        for id in ids {
+            self.inner.compact_range(id, None, None)?;
+        }
+        Ok(())
+    }
+
+    /// Compacts the default keyspace's keys in `[lo, hi]` down the tree.
+    pub fn compact_range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<()> {
+        self.inner.compact_range(DEFAULT_KEYSPACE_ID, lo, hi)
+    }
+
+    /// Counters and the shape of every keyspace.
+    pub fn stats(&self) -> DbStats {
+        self.inner.stats()
+    }
+
+    /// Verifies every checksum of every live table file; returns the
+    /// corrupt files with their errors (empty when all are sound).
+    pub fn verify(&self) -> Vec<(PathBuf, Error)> {
+        let files: Vec<Arc<FileMeta>> = {
+            let st = self.inner.state.lock();
+            st.keyspaces
+                .values()
+                .flat_map(|k| k.version.all_files().map(|(_, f)| Arc::clone(f)).collect::<Vec<_>>())
+                .collect()
+        };
+        files
+            .iter()
+            .filter_map(|f| f.table.verify().err().map(|e| (f.path.clone(), e)))
+            .collect()
+    }
+
+    /// Stops background work (waiting for running jobs) and releases the
+    /// database. Other clones become unusable (`Error::Closed`).
+    pub fn close(self) -> Result<()> {
+        self.inner.shutdown();
+        let st = self.inner.state.lock();
+        match &st.bg_error {
+            Some(e) => Err(e.duplicate()),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cold]
+fn unreachable_default() -> Arc<KeyspaceShared> {
+    // The default keyspace exists from creation on; reaching this means the
+    // manifest lost it, which open() rejects.
+    panic!("default keyspace missing")
+}
+
+impl Keyspace {
+    /// The keyspace's id (for [`WriteBatch::put_in`]).
+    pub fn id(&self) -> u32 {
+        self.shared.id
+    }
+
+    /// The keyspace's name.
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// Sets `key` to `value`.
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.put_opt(WriteOptions::default(), key, value)
+    }
+
+    /// Sets `key` to `value` with write options.
+    pub fn put_opt(&self, opts: WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put_in(self.shared.id, key, value);
+        self.inner.write(opts, b)
+    }
+
+    /// Deletes `key`.
+    pub fn delete(&self, key: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete_in(self.shared.id, key);
+        self.inner.write(WriteOptions::default(), b)
+    }
+
+    /// Adds a merge operand for `key`.
+    pub fn merge(&self, key: &[u8], operand: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.merge_in(self.shared.id, key, operand);
+        self.inner.write(WriteOptions::default(), b)
+    }
+
+    /// Reads the latest value of `key`.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.inner.get(&self.shared, key, None)
+    }
+
+    /// Reads `key` as of `snapshot`.
+    pub fn get_at(&self, key: &[u8], snapshot: &Snapshot) -> Result<Option<Vec<u8>>> {
+        self.inner.get(&self.shared, key, Some(snapshot.seqno))
+    }
+
+    /// An iterator with bounds and snapshot from `opts`; position it with a
+    /// seek before reading.
+    pub fn iter(&self, opts: ReadOptions) -> Result<DbIter> {
+        self.inner.iter(&self.shared, opts)
+    }
+
+    /// Entries with keys in `[from, to)` (either bound open), at most
+    /// `limit`, in key order.
+    pub fn scan(
+        &self,
+        from: Option<&[u8]>,
+        to: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut it = self.iter(ReadOptions {
+            snapshot: None,
+            lower_bound: from.map(<[u8]>::to_vec),
+            upper_bound: to.map(<[u8]>::to_vec),
+        })?;
+        it.seek_to_first();
+        let mut out = Vec::new();
+        while it.valid() && out.len() < limit {
+            out.push((it.key().to_vec(), it.value().to_vec()));
+            it.next();
+        }
+        it.status()?;
+        Ok(out)
+    }
+
+    /// Compacts keys in `[lo, hi]` down the tree.
+    pub fn compact_range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<()> {
+        self.inner.compact_range(self.shared.id, lo, hi)
+    }
+
+    /// Flushes this keyspace's memtable and waits for it.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.flush_keyspaces(vec![self.shared.id])
+    }
+}
+
+/// Per-keyspace data gathered while recovering.
+struct RecoveredKeyspace {
+    name: String,
+    log_number: u64,
+    files: BTreeMap<u64, NewFile>,
+}
+
+impl DbInner {
+    fn open(path: &Path, opts: Options) -> Result<DbInner> {
+        let vfs = Arc::clone(&opts.vfs);
+        if !vfs.exists(path) {
+            if !opts.create_if_missing {
+                return Err(Error::NotFound {
+                    path: path.to_path_buf(),
+                });
+            }
+            vfs.create_dir_all(path)?;
+        }
+        let lock = vfs.lock(&filename::lock_path(path))?;
+        let current = filename::current_path(path);
+        let exists = vfs.exists(&current);
+        if exists && opts.error_if_exists {
+            return Err(Error::InvalidArgument(format!(
+                "database at {} already exists (error_if_exists is set)",
+                path.display()
+            )));
+        }
+        if !exists && !opts.create_if_missing {
+            return Err(Error::NotFound {
+                path: path.to_path_buf(),
+            });
+        }
+        let stats = Arc::new(Statistics::default());
+        let cache = (opts.block_cache_bytes > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_bytes)));
+
+        // Read the manifest named by CURRENT, or start empty.
+        let mut keyspaces: BTreeMap<u32, RecoveredKeyspace> = BTreeMap::new();
+        let mut next_file_number: u64 = 2;
+        let mut last_seqno: SeqNo = 0;
+        let mut old_manifest = None;
+        if exists {
+            let name = vfs.read_all(&current)?;
+            let name = std::str::from_utf8(&name)
+                .ok()
+                .map(str::trim_end)
+                .filter(|n| matches!(filename::parse(n), Some(FileKind::Manifest(_))))
+                .ok_or_else(|| Error::corruption(&current, 0, "CURRENT does not name a manifest"))?
+                .to_string();
+            let mpath = path.join(&name);
+            replay_manifest(&*vfs, &mpath, &mut keyspaces, &mut next_file_number, &mut last_seqno)?;
+            old_manifest = Some(mpath);
+        }
+        keyspaces
+            .entry(DEFAULT_KEYSPACE_ID)
+            .or_insert_with(|| RecoveredKeyspace {
+                name: DEFAULT_KEYSPACE.into(),
+                log_number: 0,
+                files: BTreeMap::new(),
+            });
+
+        let mut report = RecoveryReport::default();
+        let names = vfs.list(path)?;
+        let mut logs: Vec<u64> = names
+            .iter()
+            .filter_map(|n| match filename::parse(n) {
+                Some(FileKind::Log(k)) => Some(k),
+                _ => None,
+            })
+            .collect();
+        logs.sort_unstable();
+        let max_existing = names
+            .iter()
+            .filter_map(|n| match filename::parse(n) {
+                Some(FileKind::Log(k) | FileKind::Table(k) | FileKind::Manifest(k)) => Some(k),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
+        next_file_number = next_file_number.max(max_existing + 1);
+
+        // Open the tables every keyspace references.
+        let mut versions: BTreeMap<u32, Version> = BTreeMap::new();
+        let mut ks_opts: BTreeMap<u32, Arc<KeyspaceOptions>> = BTreeMap::new();
+        for (&id, rk) in &keyspaces {
+            let o = if id == DEFAULT_KEYSPACE_ID {
+                opts.default_keyspace.clone()
+            } else {
+                KeyspaceOptions::default()
+            };
+            let mut added = Vec::new();
+            for f in rk.files.values() {
+                let meta = open_table_meta(&vfs, path, f, cache.clone(), Arc::clone(&stats))?;
+                added.push((f.level as usize, Arc::new(meta)));
+            }
+            let levels = o.num_levels.max(
+                rk.files
+                    .values()
+                    .map(|f| f.level as usize + 1)
+                    .max()
+                    .unwrap_or(0),
+            );
+            let v = Version::empty(levels).apply(id, &[], added);
+            v.check_invariants()
+                .map_err(|e| Error::corruption(old_manifest.clone().unwrap_or_default(), 0, e))?;
+            versions.insert(id, v);
+            ks_opts.insert(id, Arc::new(o));
+        }
+
+        // Replay write-ahead logs into fresh memtables.
+        let min_log = keyspaces.values().map(|k| k.log_number).min().unwrap_or(0);
+        let replay: Vec<u64> = logs.iter().copied().filter(|&l| l >= min_log).collect();
+        let mut mems: BTreeMap<u32, MemTable> = BTreeMap::new();
+        let mut key_buf = Vec::new();
+        for (i, &log) in replay.iter().enumerate() {
+            let is_last = i + 1 == replay.len();
+            let lpath = filename::log_path(path, log);
+            let policy = if is_last { TailPolicy::StopAtDamage } else { TailPolicy::Strict };
+            let mut reader = LogReader::open(&*vfs, &lpath, policy)?;
+            report.logs_replayed += 1;
+            while let Some(rec) = reader.next_record()? {
+                let offset = reader.last_record_offset();
+                let batch = DecodedBatch::parse(&rec).map_err(|e| Error::corruption(&lpath, offset, e))?;
+                for (j, entry) in batch.iter().enumerate() {
+                    let entry = entry.map_err(|e| Error::corruption(&lpath, offset, e))?;
+                    let seq = batch.seqno + j as u64;
+                    last_seqno = last_seqno.max(seq);
+                    let Some(rk) = keyspaces.get(&entry.keyspace) else {
+                        // Entries of a dropped keyspace.
+                        continue;
+                    };
+                    if log < rk.log_number {
+                        continue;
+                    }
+                    let kind = ks_opts
+                        .get(&entry.keyspace)
+                        .map(|o| o.memtable)
+                        .unwrap_or_default();
+                    let mem = mems
+                        .entry(entry.keyspace)
+                        .or_insert_with(|| MemTable::new(kind, 0, log));
+                    key_buf.clear();
+                    append_internal_key(&mut key_buf, entry.key, seq, entry.kind as u8);
+                    mem.add(&key_buf, entry.value, seq, entry.kind == ValueKind::Delete);
+                    report.entries_replayed += 1;
+                }
+            }
+            if let Some((off, bytes, reason)) = reader.dropped() {
+                report.wal_tail_dropped = Some((lpath.clone(), off, bytes, reason));
+            }
+        }
+
+        // Flush what was replayed to level 0, so the old logs can go.
+        for (id, mem) in &mems {
+            if mem.is_empty() {
+                continue;
+            }
+            let o = &ks_opts[id];
+            let number = next_file_number;
+            next_file_number += 1;
+            let mut it = mem.iter();
+            let out = build_table(
+                &vfs,
+                path,
+                number,
+                it.as_mut(),
+                o,
+                0,
+                &[],
+                false,
+                &|| false,
+            )?;
+            if let Some(rec) = out {
+                let rec = NewFile { keyspace: *id, ..rec };
+                let meta = open_table_meta(&vfs, path, &rec, cache.clone(), Arc::clone(&stats))?;
+                let v = versions.remove(id).unwrap_or_else(|| Version::empty(o.num_levels));
+                versions.insert(*id, v.apply(*id, &[], vec![(0, Arc::new(meta))]));
+                Statistics::add(&stats.bytes_flushed, rec.size);
+            }
+        }
+        if !mems.is_empty() {
+            vfs.sync_dir(path)?;
+        }
+
+        // A new log for new writes, and a new manifest holding everything.
+        let wal_number = next_file_number;
+        next_file_number += 1;
+        let manifest_number = next_file_number;
+        next_file_number += 1;
+        let mut snapshot = VersionEdit {
+            format_version: Some(MANIFEST_FORMAT_VERSION),
+            next_file_number: Some(next_file_number),
+            last_seqno: Some(last_seqno),
+            ..Default::default()
+        };
+        for (&id, rk) in &keyspaces {
+            snapshot.added_keyspaces.push((id, rk.name.clone()));
+            snapshot.log_numbers.push((id, wal_number));
+            for (level, f) in versions[&id].all_files() {
+                snapshot.new_files.push(f.record(id, level));
+            }
+        }
+        let mlog = write_new_manifest(&*vfs, path, manifest_number, &snapshot)?;
+        let wal_file = vfs.create(&filename::log_path(path, wal_number))?;
+        vfs.sync_dir(path)?;
+
+        // Remove what no version references.
+        let live_tables: std::collections::HashSet<u64> = versions
+            .values()
+            .flat_map(|v| v.all_files().map(|(_, f)| f.number).collect::<Vec<_>>())
+            .collect();
+        for n in vfs.list(path)? {
+            let remove = match filename::parse(&n) {
+                Some(FileKind::Log(k)) => k < wal_number,
+                Some(FileKind::Table(k)) => !live_tables.contains(&k),
+                Some(FileKind::Manifest(k)) => k != manifest_number,
+                Some(FileKind::Temp) => true,
+                _ => false,
+            };
+            if remove {
+                vfs.remove(&path.join(&n))?;
+                report.obsolete_files_removed += 1;
+            }
+        }
+        vfs.sync_dir(path)?;
+
+        let next_memtable_id = AtomicU64::new(1);
+        let mut state_ks = BTreeMap::new();
+        let mut next_keyspace_id = 1;
+        for (id, rk) in keyspaces {
+            let o = Arc::clone(&ks_opts[&id]);
+            let version = Arc::new(versions.remove(&id).unwrap_or_else(|| Version::empty(o.num_levels)));
+            let mem = Arc::new(MemTable::new(
+                o.memtable,
+                next_memtable_id.fetch_add(1, Ordering::Relaxed),
+                wal_number,
+            ));
+            let sv = Arc::new(SuperVersion {
+                mem: Arc::clone(&mem),
+                imms: Vec::new(),
+                version: Arc::clone(&version),
+                opts: Arc::clone(&o),
+            });
+            let shared = Arc::new(KeyspaceShared {
+                id,
+                name: rk.name.clone(),
+                sv: RwLock::new(sv),
+            });
+            next_keyspace_id = next_keyspace_id.max(id + 1);
+            let levels = version.num_levels();
+            state_ks.insert(
+                id,
+                KeyspaceState {
+                    name: rk.name,
+                    opts: o,
+                    mem,
+                    imms: Vec::new(),
+                    version,
+                    log_number: wal_number,
+                    flushing: false,
+                    compact_cursor: vec![Vec::new(); levels],
+                    shared,
+                    level_stats: vec![LevelStats::default(); levels],
+                },
+            );
+        }
+
+        Ok(DbInner {
+            path: path.to_path_buf(),
+            vfs,
+            _lock: lock,
+            cache,
+            stats,
+            state: Mutex::new(State {
+                keyspaces: state_ks,
+                next_keyspace_id,
+                next_file_number,
+                live_logs: vec![wal_number],
+                bg_error: None,
+                snapshots: BTreeMap::new(),
+                running_compactions: 0,
+                running_flushes: 0,
+                closed: false,
+            }),
+            bg_cv: Condvar::new(),
+            writers: Mutex::new(WriteQueue::default()),
+            writers_cv: Condvar::new(),
+            wal: Mutex::new(WalState {
+                writer: Some(LogWriter::new(wal_file)),
+                number: wal_number,
+            }),
+            manifest: Mutex::new(ManifestWriter {
+                log: mlog,
+                number: manifest_number,
+            }),
+            last_seqno: AtomicU64::new(last_seqno),
+            shutting_down: AtomicBool::new(false),
+            threads: Mutex::new(Vec::new()),
+            next_memtable_id,
+            recovery: report,
+            opts,
+        })
+    }
+
+    fn start_threads(inner: &Arc<DbInner>) {
+        let mut threads = inner.threads.lock();
+        for i in 0..inner.opts.flush_threads {
+            let db = Arc::clone(inner);
+            if let Ok(h) = std::thread::Builder::new()
+                .name(format!("strata-flush-{i}"))
+                .spawn(move || db.flush_loop())
+            {
+                threads.push(h);
+            }
+        }
+        for i in 0..inner.opts.compaction_threads {
+            let db = Arc::clone(inner);
+            if let Ok(h) = std::thread::Builder::new()
+                .name(format!("strata-compact-{i}"))
+                .spawn(move || db.compaction_loop())
+            {
+                threads.push(h);
+            }
+        }
+    }
+
+    fn shutdown(&self) {
+        self.shutting_down.store(true, Ordering::Release);
+        {
+            let mut st = self.state.lock();
+            st.closed = true;
+            self.bg_cv.notify_all();
+        }
+        self.writers_cv.notify_all();
+        let threads: Vec<_> = std::mem::take(&mut *self.threads.lock());
+        for t in threads {
+            let _ = t.join();
+        }
+        // Make sure everything acknowledged reached the OS.
+        if let Some(w) = self.wal.lock().writer.as_mut() {
+            let _ = w.flush();
+        }
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.shutting_down.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
+    fn open_keyspace(&self, name: &str, opts: KeyspaceOptions) -> Result<Arc<KeyspaceShared>> {
+        self.check_open()?;
+        let opts = Arc::new(opts);
+        // Serialise with other version changes.
+        let mut manifest = self.manifest.lock();
+        let mut st = self.state.lock();
+        if let Some(ks) = st.keyspaces.values_mut().find(|k| k.name == name) {
+            ks.opts = Arc::clone(&opts);
+            let levels = opts.num_levels.max(ks.version.num_levels());
+            if levels > ks.version.num_levels() {
+                let mut v = (*ks.version).clone();
+                v.levels.resize(levels, Vec::new());
+                ks.version = Arc::new(v);
+                ks.compact_cursor.resize(levels, Vec::new());
+                ks.level_stats.resize(levels, LevelStats::default());
+            }
+            publish(ks);
+            return Ok(Arc::clone(&ks.shared));
+        }
+        let id = st.next_keyspace_id;
+        let log_number = self.wal.lock().number;
+        let edit = VersionEdit {
+            added_keyspaces: vec![(id, name.to_string())],
+            log_numbers: vec![(id, log_number)],
+            ..Default::default()
+        };
+        drop(st);
+        self.log_edit(&mut manifest, &edit)?;
+        let mut st = self.state.lock();
+        st.next_keyspace_id = id + 1;
+        let mem = Arc::new(MemTable::new(
+            opts.memtable,
+            self.next_memtable_id.fetch_add(1, Ordering::Relaxed),
+            log_number,
+        ));
+        let version = Arc::new(Version::empty(opts.num_levels));
+        let shared = Arc::new(KeyspaceShared {
+            id,
+            name: name.to_string(),
+            sv: RwLock::new(Arc::new(SuperVersion {
+                mem: Arc::clone(&mem),
+                imms: Vec::new(),
+                version: Arc::clone(&version),
+                opts: Arc::clone(&opts),
+            })),
+        });
+        st.keyspaces.insert(
+            id,
+            KeyspaceState {
+                name: name.to_string(),
+                opts: Arc::clone(&opts),
+                mem,
+                imms: Vec::new(),
+                version,
+                log_number,
+                flushing: false,
+                compact_cursor: vec![Vec::new(); opts.num_levels],
+                shared: Arc::clone(&shared),
+                level_stats: vec![LevelStats::default(); opts.num_levels],
+            },
+        );
+        Ok(shared)
+    }
+
+    /// Appends an edit to the manifest and syncs it. A failure is sticky.
+    /// REQUIRES: the manifest lock is held (the guard is the proof).
+    fn log_edit(&self, manifest: &mut MutexGuard<'_, ManifestWriter>, edit: &VersionEdit) -> Result<()> {
+        let r = manifest
+            .log
+            .add_record(&edit.encode())
+            .and_then(|()| manifest.log.sync());
+        if let Err(e) = &r {
+            self.set_bg_error(e.duplicate());
+        }
+        r
+    }
+
+    fn set_bg_error(&self, e: Error) {
+        let mut st = self.state.lock();
+        if st.bg_error.is_none() {
+            st.bg_error = Some(e);
+        }
+        self.bg_cv.notify_all();
+    }
+
+    fn bg_error(st: &State) -> Result<()> {
+        match &st.bg_error {
+            Some(e) => Err(Error::ReadOnly {
+                cause: e.to_string(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    // ----- writes -------------------------------------------------------
+
+    fn write(&self, opts: WriteOptions, batch: WriteBatch) -> Result<()> {
+        self.check_open()?;
+        if batch.is_empty() {
+            return Ok(());
+        }
+        {
+            let st = self.state.lock();
+            Self::bg_error(&st)?;
+            for e in batch.iter() {
+                let e = e.map_err(Error::InvalidArgument)?;
+                check_key_value(e.key, (e.kind != ValueKind::Delete).then_some(e.value))?;
+                let Some(ks) = st.keyspaces.get(&e.keyspace) else {
+                    return Err(Error::InvalidArgument(format!("no keyspace with id {}", e.keyspace)));
+                };
+                if e.kind == ValueKind::Merge && ks.opts.merge_operator.is_none() {
+                    return Err(Error::InvalidArgument(format!(
+                        "keyspace {} has no merge operator",
+                        ks.name
+                    )));
+                }
+            }
+        }
+        Statistics::add(&self.stats.writes, 1);
+        self.submit(Request::Batch {
+            batch,
+            sync: opts.sync,
+            no_wal: opts.disable_wal,
+        })
+    }
+
+    /// Queues a request and waits until a leader (possibly this thread) has
+    /// carried it out.
+    fn submit(&self, req: Request) -> Result<()> {
+        let mut q = self.writers.lock();
+        let ticket = q.next_ticket;
+        q.next_ticket += 1;
+        q.pending.push_back((ticket, req));
+        loop {
+            if let Some(r) = q.finished.remove(&ticket) {
+                return r;
+            }
+            if !q.leader_active && q.pending.front().is_some_and(|(t, _)| *t == ticket) {
+                break;
+            }
+            self.writers_cv.wait(&mut q);
+        }
+        // This thread leads: take its request and, for batches, the batches
+        // queued behind it, up to the group byte limit.
+        q.leader_active = true;
+        let Some((_, first)) = q.pending.pop_front() else {
+            q.leader_active = false;
+            return Err(Error::Closed);
+        };
+        let mut group: Vec<u64> = Vec::new();
+        let result = match first {
+            Request::Switch(ids) => {
+                drop(q);
+                self.switch_memtables(&ids)
+            }
+            Request::Batch {
+                mut batch,
+                mut sync,
+                no_wal,
+            } => {
+                let limit = self.opts.max_write_group_bytes;
+                while batch.encoded_len() < limit {
+                    match q.pending.front() {
+                        Some((_, Request::Batch { batch: b, no_wal: nw, .. }))
+                            if *nw == no_wal && batch.encoded_len() + b.encoded_len() <= limit => {}
+                        _ => break,
+                    }
+                    if let Some((t, Request::Batch { batch: b, sync: s, .. })) = q.pending.pop_front() {
+                        batch.append(&b);
+                        sync |= s;
+                        group.push(t);
+                    }
+                }
+                drop(q);
+                self.write_group(batch, sync, no_wal)
+            }
+        };
+        let mut q = self.writers.lock();
+        for t in group {
+            q.finished.insert(t, result.as_ref().map(|_| ()).map_err(Error::duplicate));
+        }
+        q.leader_active = false;
+        self.writers_cv.notify_all();
+        result
+    }
+
+    /// Writes one group: makes room, logs, inserts, publishes.
+    /// REQUIRES: this thread is the write leader.
+    fn write_group(&self, mut batch: WriteBatch, sync: bool, no_wal: bool) -> Result<()> {
+        Statistics::add(&self.stats.write_groups, 1);
+        let mut touched: Vec<u32> = batch.iter().filter_map(|e| e.ok().map(|e| e.keyspace)).collect();
+        touched.sort_unstable();
+        touched.dedup();
+        let (mems, skip_wal) = self.make_room_for_write(&touched)?;
+        let base = self.last_seqno.load(Ordering::Acquire) + 1;
+        batch.set_seqno(base);
+        if !(no_wal || skip_wal) {
+            let mut wal = self.wal.lock();
+            let Some(w) = wal.writer.as_mut() else {
+                return Err(Error::Closed);
+            };
+            let r = w.add_record(batch.encoded()).and_then(|()| {
+                if sync {
+                    Statistics::add(&self.stats.wal_syncs, 1);
+                    w.sync()
+                } else {
+                    w.flush()
+                }
+            });
+            if let Err(e) = r {
+                // The log may now hold a partial record; nothing after it can
+                // be trusted to recover, so refuse writes until reopen.
+                wal.writer = None;
+                drop(wal);
+                self.set_bg_error(e.duplicate());
+                return Err(e);
+            }
+            Statistics::add(&self.stats.bytes_written_wal, batch.encoded_len() as u64);
+        }
+        let mut key_buf = Vec::with_capacity(64);
+        let mut user_bytes = 0u64;
+        let mut n = 0u64;
+        for e in batch.iter() {
+            let e = e.map_err(Error::InvalidArgument)?;
+            let seq = base + n;
+            n += 1;
+            key_buf.clear();
+            append_internal_key(&mut key_buf, e.key, seq, e.kind as u8);
+            if let Some((_, m)) = mems.iter().find(|(id, _)| *id == e.keyspace) {
+                m.add(&key_buf, e.value, seq, e.kind == ValueKind::Delete);
+            }
+            user_bytes += (e.key.len() + e.value.len()) as u64;
+        }
+        Statistics::add(&self.stats.user_bytes_written, user_bytes);
+        self.last_seqno.store(base + n - 1, Ordering::Release);
+        Ok(())
+    }
+
+    /// Waits while the tree is too far behind, switches full memtables, and
+    /// returns the memtables to insert into. Also reports whether every
+    /// touched keyspace skips the log.
+    /// REQUIRES: this thread is the write leader.
+    #[allow(clippy::type_complexity)]
+    fn make_room_for_write(&self, touched: &[u32]) -> Result<(Vec<(u32, Arc<MemTable>)>, bool)> {
+        let mut slowed = false;
+        let mut st = self.state.lock();
+        loop {
+            Self::bg_error(&st)?;
+            if st.closed {
+                return Err(Error::Closed);
+            }
+            let mut wait = false;
+            let mut switch = Vec::new();
+            let mut slow = false;
+            for id in touched {
+                let Some(ks) = st.keyspaces.get(id) else { continue };
+                let l0 = ks.version.levels[0].len();
+                let full = ks.mem.memory_usage().total() >= ks.opts.write_buffer_size;
+                if l0 >= ks.opts.level0_stop_trigger {
+                    wait = true;
+                } else if full && ks.imms.len() + 1 >= ks.opts.max_write_buffers {
+                    wait = true;
+                } else if full {
+                    switch.push(*id);
+                } else if l0 >= ks.opts.level0_slowdown_trigger {
+                    slow = true;
+                }
+            }
+            if slow && !slowed && !wait && switch.is_empty() {
+                // Delay this group a little so compaction keeps up, once.
+                slowed = true;
+                drop(st);
+                let t = Instant::now();
+                std::thread::sleep(Duration::from_millis(1));
+                Statistics::add(&self.stats.slowdown_micros, t.elapsed().as_micros() as u64);
+                st = self.state.lock();
+                continue;
+            }
+            if wait {
+                let t = Instant::now();
+                self.bg_cv.notify_all();
+                self.bg_cv.wait_for(&mut st, Duration::from_millis(100));
+                Statistics::add(&self.stats.stall_micros, t.elapsed().as_micros() as u64);
+                continue;
+            }
+            if !switch.is_empty() {
+                drop(st);
+                self.switch_memtables(&switch)?;
+                st = self.state.lock();
+                continue;
+            }
+            let mut mems = Vec::with_capacity(touched.len());
+            let mut all_skip = true;
+            for id in touched {
+                if let Some(ks) = st.keyspaces.get(id) {
+                    mems.push((*id, Arc::clone(&ks.mem)));
+                    all_skip &= ks.opts.disable_wal;
+                }
+            }
+            return Ok((mems, all_skip));
+        }
+    }
+
+    /// Starts a new log and moves the memtables of `ids` (those not empty)
+    /// to the immutable queue.
+    /// REQUIRES: this thread is the write leader.
+    fn switch_memtables(&self, ids: &[u32]) -> Result<()> {
+        let new_log = {
+            let mut st = self.state.lock();
+            Self::bg_error(&st)?;
+            if !ids.iter().any(|id| st.keyspaces.get(id).is_some_and(|k| !k.mem.is_empty())) {
+                return Ok(());
+            }
+            st.new_file_number()
+        };
+        let file = match self.vfs.create(&filename::log_path(&self.path, new_log)) {
+            Ok(f) => f,
+            Err(e) => {
+                self.set_bg_error(e.duplicate());
+                return Err(e);
+            }
+        };
+        if let Err(e) = self.vfs.sync_dir(&self.path) {
+            self.set_bg_error(e.duplicate());
+            return Err(e);
+        }
+        {
+            let mut wal = self.wal.lock();
+            if let Some(old) = wal.writer.as_mut()
+                && let Err(e) = old.flush()
+            {
+                drop(wal);
+                self.set_bg_error(e.duplicate());
+                return Err(e);
+            }
+            wal.writer = Some(LogWriter::new(file));
+            wal.number = new_log;
+        }
+        let mut st = self.state.lock();
+        st.live_logs.push(new_log);
+        for ks in st.keyspaces.values_mut() {
+            let id = ks.shared.id;
+            let mem_id = self.next_memtable_id.fetch_add(1, Ordering::Relaxed);
+            let fresh = Arc::new(MemTable::new(ks.opts.memtable, mem_id, new_log));
+            if ids.contains(&id) && !ks.mem.is_empty() {
+                let old = std::mem::replace(&mut ks.mem, fresh);
+                old.freeze();
+                ks.imms.push(old);
+                publish(ks);
+            } else if ks.mem.is_empty() {
+                // An empty memtable holds nothing of the old logs; let it
+                // stop pinning them.
+                ks.mem = fresh;
+                if ks.imms.is_empty() {
+                    ks.log_number = new_log;
+                }
+                publish(ks);
+            }
+        }
+        self.bg_cv.notify_all();
+        Ok(())
+    }
+
+    fn flush_keyspaces(&self, ids: Vec<u32>) -> Result<()> {
+        self.check_open()?;
+        self.submit(Request::Switch(ids.clone()))?;
+        let mut st = self.state.lock();
+        loop {
+            Self::bg_error(&st)?;
+            if st.closed {
+                return Err(Error::Closed);
+            }
+            let pending = ids
+                .iter()
+                .any(|id| st.keyspaces.get(id).is_some_and(|k| !k.imms.is_empty()));
+            if !pending {
+                return Ok(());
+            }
+            self.bg_cv.notify_all();
+            self.bg_cv.wait_for(&mut st, Duration::from_millis(100));
+        }
+    }
+
+    // ----- reads --------------------------------------------------------
+
+    fn get(&self, ks: &KeyspaceShared, key: &[u8], snapshot: Option<SeqNo>) -> Result<Option<Vec<u8>>> {
+        self.check_open()?;
+        let sv = Arc::clone(&ks.sv.read());
+        let snap = snapshot.unwrap_or_else(|| self.last_seqno.load(Ordering::Acquire));
+        let seek = make_seek_key(key, snap);
+        let mut lookup = Lookup::new(key, snap);
+        let mut visit = |k: &[u8], v: &[u8]| lookup.visit(k, v);
+        sv.mem.get(&seek, &mut visit);
+        for imm in &sv.imms {
+            if lookup.is_done() {
+                break;
+            }
+            let mut visit = |k: &[u8], v: &[u8]| lookup.visit(k, v);
+            imm.get(&seek, &mut visit);
+        }
+        let merge = sv.opts.merge_operator.as_deref();
+        if lookup.is_done() {
+            return lookup.finish(merge, "memtable");
+        }
+        let v = &sv.version;
+        for f in &v.levels[0] {
+            if lookup.is_done() {
+                break;
+            }
+            if key < f.smallest_user_key() || key > f.largest_user_key() {
+                continue;
+            }
+            let mut visit = |k: &[u8], val: &[u8]| lookup.visit(k, val);
+            f.table.get(key, &seek, &mut visit)?;
+        }
+        for level in 1..v.num_levels() {
+            if lookup.is_done() {
+                break;
+            }
+            if let Some(f) = v.find_file(level, key) {
+                let mut visit = |k: &[u8], val: &[u8]| lookup.visit(k, val);
+                f.table.get(key, &seek, &mut visit)?;
+            }
+        }
+        lookup.finish(merge, "table")
+    }
+
+    fn iter(&self, ks: &KeyspaceShared, opts: ReadOptions) -> Result<DbIter> {
+        self.check_open()?;
+        let sv = Arc::clone(&ks.sv.read());
+        let snap = opts
+            .snapshot
+            .unwrap_or_else(|| self.last_seqno.load(Ordering::Acquire));
+        let lo = opts.lower_bound.as_deref();
+        let hi = opts.upper_bound.as_deref();
+        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        children.push(sv.mem.iter());
+        for m in &sv.imms {
+            children.push(m.iter());
+        }
+        let in_range = |f: &Arc<FileMeta>| {
+            !(hi.is_some_and(|h| f.smallest_user_key() >= h) || lo.is_some_and(|l| f.largest_user_key() < l))
+        };
+        for f in sv.version.levels[0].iter().filter(|f| in_range(f)) {
+            children.push(Box::new(f.table.iter()));
+        }
+        for files in sv.version.levels.iter().skip(1) {
+            let files: Vec<_> = files.iter().filter(|f| in_range(f)).cloned().collect();
+            if !files.is_empty() {
+                children.push(Box::new(LevelIter::new(files)));
+            }
+        }
+        let merging = MergingIterator::new(children);
+        Ok(DbIter::new(
+            Box::new(merging),
+            snap,
+            sv.opts.merge_operator.clone(),
+            opts.lower_bound,
+            opts.upper_bound,
+            Box::new(sv),
+        ))
+    }
+
+    // ----- background work ----------------------------------------------
+
+    fn flush_loop(self: Arc<Self>) {
+        loop {
+            let job = {
+                let mut st = self.state.lock();
+                loop {
+                    if st.closed {
+                        return;
+                    }
+                    if st.bg_error.is_none() {
+                        let found = st
+                            .keyspaces
+                            .iter_mut()
+                            .find(|(_, k)| !k.flushing && !k.imms.is_empty())
+                            .map(|(id, k)| {
+                                k.flushing = true;
+                                (*id, Arc::clone(&k.imms[0]))
+                            });
+                        if let Some((id, imm)) = found {
+                            st.running_flushes += 1;
+                            let number = st.new_file_number();
+                            break (id, imm, number, st.snapshot_list());
+                        }
+                    }
+                    self.bg_cv.wait(&mut st);
+                }
+            };
+            let (id, imm, number, snapshots) = job;
+            let r = self.flush_memtable(id, &imm, number, &snapshots);
+            let mut st = self.state.lock();
+            st.running_flushes -= 1;
+            if let Some(k) = st.keyspaces.get_mut(&id) {
+                k.flushing = false;
+            }
+            drop(st);
+            if let Err(e) = r {
+                if !matches!(e, Error::Closed) {
+                    self.set_bg_error(e);
+                }
+            }
+            self.bg_cv.notify_all();
+        }
+    }
+
+    fn flush_memtable(&self, id: u32, imm: &Arc<MemTable>, number: u64, snapshots: &[SeqNo]) -> Result<()> {
+        let opts = {
+            let st = self.state.lock();
+            st.keyspaces.get(&id).map(|k| Arc::clone(&k.opts)).ok_or(Error::Closed)?
+        };
+        let mut it = imm.iter();
+        let out = build_table(
+            &self.vfs,
+            &self.path,
+            number,
+            it.as_mut(),
+            &opts,
+            0,
+            snapshots,
+            false,
+            &|| false,
+        )?;
+        let added = match out {
+            Some(rec) => {
+                let rec = NewFile { keyspace: id, ..rec };
+                self.vfs.sync_dir(&self.path)?;
+                Statistics::add(&self.stats.bytes_flushed, rec.size);
+                let meta = open_table_meta(&self.vfs, &self.path, &rec, self.cache.clone(), Arc::clone(&self.stats))?;
+                vec![(0usize, Arc::new(meta))]
+            }
+            None => Vec::new(),
+        };
+        Statistics::add(&self.stats.flushes, 1);
+        let mut manifest = self.manifest.lock();
+        let (edit, next_log) = {
+            let st = self.state.lock();
+            let k = st.keyspaces.get(&id).ok_or(Error::Closed)?;
+            // The oldest memtable left after this one decides the log number.
+            let next_log = k.imms.get(1).map_or(k.mem.log_number, |m| m.log_number);
+            let edit = VersionEdit {
+                next_file_number: Some(st.next_file_number),
+                last_seqno: Some(self.last_seqno.load(Ordering::Acquire)),
+                log_numbers: vec![(id, next_log)],
+                new_files: added.iter().map(|(l, f)| f.record(id, *l)).collect(),
+                ..Default::default()
+            };
+            (edit, next_log)
+        };
+        self.log_edit(&mut manifest, &edit)?;
+        let obsolete_logs = {
+            let mut st = self.state.lock();
+            let k = st.keyspaces.get_mut(&id).ok_or(Error::Closed)?;
+            k.version = Arc::new(k.version.apply(id, &[], added));
+            if k.imms.first().is_some_and(|m| Arc::ptr_eq(m, imm)) {
+                k.imms.remove(0);
+            }
+            k.log_number = next_log;
+            publish(k);
+            let min_log = st.keyspaces.values().map(|k| k.log_number).min().unwrap_or(0);
+            let (old, keep): (Vec<u64>, Vec<u64>) = st.live_logs.iter().partition(|&&l| l < min_log);
+            st.live_logs = keep;
+            old
+        };
+        drop(manifest);
+        for l in obsolete_logs {
+            // A log left behind is removed at the next open.
+            let _ = self.vfs.remove(&filename::log_path(&self.path, l));
+        }
+        Ok(())
+    }
+
+    fn compaction_loop(self: Arc<Self>) {
+        loop {
+            let task = {
+                let mut st = self.state.lock();
+                loop {
+                    if st.closed {
+                        return;
+                    }
+                    if st.bg_error.is_none()
+                        && let Some((id, t)) = pick_any(&mut st)
+                    {
+                        st.running_compactions += 1;
+                        break (id, t);
+                    }
+                    self.bg_cv.wait(&mut st);
+                }
+            };
+            let (id, t) = task;
+            let r = self.run_compaction(id, &t);
+            for f in t.all_inputs() {
+                f.being_compacted.store(false, Ordering::Release);
+            }
+            self.state.lock().running_compactions -= 1;
+            if let Err(e) = r
+                && !matches!(e, Error::Closed)
+            {
+                self.set_bg_error(e);
+            }
+            self.bg_cv.notify_all();
+        }
+    }
+
+    /// Carries out a compaction task whose inputs are marked as being
+    /// compacted, and installs its result.
+    fn run_compaction(&self, id: u32, t: &CompactionTask) -> Result<()> {
+        let started = Instant::now();
+        let (opts, snapshots) = {
+            let st = self.state.lock();
+            let k = st.keyspaces.get(&id).ok_or(Error::Closed)?;
+            (Arc::clone(&k.opts), st.snapshot_list())
+        };
+        let mut deleted: Vec<(u32, u32, u64)> = t
+            .all_inputs()
+            .map(|f| (id, if t.inputs.iter().any(|i| Arc::ptr_eq(i, f)) { t.level } else { t.output_level } as u32, f.number))
+            .collect();
+        let mut added: Vec<(usize, Arc<FileMeta>)> = Vec::new();
+        let mut written = 0u64;
+        if t.trivial_move {
+            added.push((t.output_level, Arc::clone(&t.inputs[0])));
+        } else {
+            let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+            for f in &t.inputs {
+                children.push(Box::new(f.table.iter()));
+            }
+            if t.level == 0 {
+                // Level-0 inputs overlap; the merge handles that.
+            }
+            if !t.overlapping.is_empty() {
+                children.push(Box::new(LevelIter::new(t.overlapping.clone())));
+            }
+            let mut input = MergingIterator::new(children);
+            let stop = || self.shutting_down.load(Ordering::Acquire);
+            let outputs = self.write_compaction_outputs(&mut input, &opts, t, &snapshots, &stop);
+            let outputs = match outputs {
+                Ok(o) => o,
+                Err(e) => return Err(e),
+            };
+            for rec in outputs {
+                written += rec.size;
+                let rec = NewFile { keyspace: id, ..rec };
+                let meta = open_table_meta(&self.vfs, &self.path, &rec, self.cache.clone(), Arc::clone(&self.stats))?;
+                added.push((t.output_level, Arc::new(meta)));
+            }
+            self.vfs.sync_dir(&self.path)?;
+        }
+        let read = if t.trivial_move { 0 } else { t.input_bytes() };
+        Statistics::add(&self.stats.compaction_bytes_read, read);
+        Statistics::add(&self.stats.compaction_bytes_written, written);
+        Statistics::add(&self.stats.compactions, 1);
+
+        let mut manifest = self.manifest.lock();
+        let edit = {
+            let st = self.state.lock();
+            VersionEdit {
+                next_file_number: Some(st.next_file_number),
+                deleted_files: deleted.clone(),
+                new_files: added.iter().map(|(l, f)| f.record(id, *l)).collect(),
+                ..Default::default()
+            }
+        };
+        if let Err(e) = self.log_edit(&mut manifest, &edit) {
+            for (_, f) in &added {
+                if !t.trivial_move {
+                    f.mark_obsolete();
+                }
+            }
+            return Err(e);
+        }
+        let mut st = self.state.lock();
+        let k = st.keyspaces.get_mut(&id).ok_or(Error::Closed)?;
+        if t.trivial_move {
+            // The file stays; only its level changes.
+            deleted.retain(|_| true);
+        }
+        let new_version = k.version.apply(id, &deleted, added.clone());
+        if !t.trivial_move {
+            for f in t.all_inputs() {
+                f.mark_obsolete();
+            }
+        }
+        k.version = Arc::new(new_version);
+        if let Some(c) = k.compact_cursor.get_mut(t.level) {
+            *c = t.inputs.iter().map(|f| f.largest_user_key().to_vec()).max().unwrap_or_default();
+        }
+        if let Some(s) = k.level_stats.get_mut(t.output_level) {
+            s.compactions += 1;
+            s.bytes_read += read;
+            s.bytes_written += written;
+            s.micros += started.elapsed().as_micros() as u64;
+        }
+        publish(k);
+        Ok(())
+    }
+
+    fn write_compaction_outputs(
+        &self,
+        input: &mut dyn InternalIterator,
+        opts: &KeyspaceOptions,
+        t: &CompactionTask,
+        snapshots: &[SeqNo],
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Vec<NewFile>> {
+        let mut outputs: Vec<NewFile> = Vec::new();
+        let mut builder: Option<(TableBuilder, u64)> = None;
+        let mut last_ukey: Vec<u8> = Vec::new();
+        let target = opts.target_file_size;
+        let table_opts = opts.table_options(t.output_level);
+        let policy = DropPolicy {
+            snapshots,
+            bottommost: t.bottommost,
+            merge: opts.merge_operator.as_deref(),
+        };
+        let mut emit = |k: &[u8], v: &[u8]| -> Result<()> {
+            let uk = user_key(k);
+            let split = builder
+                .as_ref()
+                .is_some_and(|(b, _)| b.estimated_file_size() >= target && uk != last_ukey.as_slice());
+            if split && let Some((b, number)) = builder.take() {
+                outputs.push(finish_table(b, number)?);
+            }
+            if builder.is_none() {
+                let number = self.state.lock().new_file_number();
+                let p = filename::table_path(&self.path, number);
+                let f = self.vfs.create(&p)?;
+                builder = Some((TableBuilder::new(f, p, table_opts.clone()), number));
+            }
+            if let Some((b, _)) = builder.as_mut() {
+                b.add(k, v)?;
+            }
+            last_ukey.clear();
+            last_ukey.extend_from_slice(uk);
+            Ok(())
+        };
+        let r: Result<DropStats> = compaction::compact_entries(input, &policy, &mut emit, stop);
+        let r = r.and_then(|_| match builder.take() {
+            Some((b, number)) => finish_table(b, number).map(|rec| outputs.push(rec)),
+            None => Ok(()),
+        });
+        if let Err(e) = r {
+            for o in &outputs {
+                let _ = self.vfs.remove(&filename::table_path(&self.path, o.number));
+            }
+            if let Some((_, number)) = builder {
+                let _ = self.vfs.remove(&filename::table_path(&self.path, number));
+            }
+            return Err(e);
+        }
+        Ok(outputs)
+    }
+
+    fn compact_range(&self, id: u32, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<()> {
+        self.check_open()?;
+        self.flush_keyspaces(vec![id])?;
+        let last_nonempty = {
+            let st = self.state.lock();
+            let k = st.keyspaces.get(&id).ok_or_else(|| Error::InvalidArgument(format!("no keyspace with id {id}")))?;
+            (0..k.version.num_levels())
+                .rev()
+                .find(|&l| !k.version.overlapping(l, lo, hi).is_empty())
+                .unwrap_or(0)
+        };
+        let target = last_nonempty.max(1);
+        for level in 0..target {
+            loop {
+                let task = {
+                    let mut st = self.state.lock();
+                    Self::bg_error(&st)?;
+                    if st.closed {
+                        return Err(Error::Closed);
+                    }
+                    let k = st.keyspaces.get(&id).ok_or(Error::Closed)?;
+                    let inputs = k.version.overlapping(level, lo, hi);
+                    if inputs.is_empty() {
+                        break;
+                    }
+                    match compaction::task_for_inputs(&k.version, level, inputs, CompactionReason::Manual, 0.0) {
+                        Some(mut t) => {
+                            // A manual compaction rewrites even a lone file,
+                            // so that its tombstones and old versions go.
+                            t.trivial_move = false;
+                            for f in t.all_inputs() {
+                                f.being_compacted.store(true, Ordering::Release);
+                            }
+                            st.running_compactions += 1;
+                            Some(t)
+                        }
+                        None => {
+                            // Background compaction holds some input; wait.
+                            self.bg_cv.wait_for(&mut st, Duration::from_millis(50));
+                            None
+                        }
+                    }
+                };
+                let Some(t) = task else { continue };
+                let r = self.run_compaction(id, &t);
+                for f in t.all_inputs() {
+                    f.being_compacted.store(false, Ordering::Release);
+                }
+                self.state.lock().running_compactions -= 1;
+                self.bg_cv.notify_all();
+                if let Err(e) = r {
+                    if !matches!(e, Error::Closed) {
+                        self.set_bg_error(e.duplicate());
+                    }
+                    return Err(e);
+                }
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn stats(&self) -> DbStats {
+        let s = &self.stats;
+        let g = Statistics::get;
+        let st = self.state.lock();
+        let keyspaces = st
+            .keyspaces
+            .iter()
+            .map(|(id, k)| KeyspaceStats {
+                name: k.name.clone(),
+                id: *id,
+                levels: (0..k.version.num_levels())
+                    .map(|l| (k.version.levels[l].len(), k.version.level_bytes(l)))
+                    .collect(),
+                level_compactions: k.level_stats.clone(),
+                memtable_bytes: k.mem.memory_usage().total(),
+                immutable_memtables: k.imms.len(),
+                memtable_kind: k.opts.memtable.name().to_string(),
+            })
+            .collect();
+        let user = g(&s.user_bytes_written);
+        let flushed = g(&s.bytes_flushed);
+        let cw = g(&s.compaction_bytes_written);
+        DbStats {
+            keyspaces,
+            block_cache_hits: g(&s.block_cache_hits),
+            block_cache_misses: g(&s.block_cache_misses),
+            block_cache_usage_bytes: self.cache.as_ref().map_or(0, |c| c.usage_bytes()),
+            block_cache_capacity_bytes: self.cache.as_ref().map_or(0, |c| c.capacity_bytes()),
+            bloom_useful: g(&s.bloom_useful),
+            bloom_checked_positive: g(&s.bloom_checked_positive),
+            bloom_false_positive: g(&s.bloom_false_positive),
+            user_bytes_written: user,
+            wal_bytes_written: g(&s.bytes_written_wal),
+            flush_bytes_written: flushed,
+            compaction_bytes_read: g(&s.compaction_bytes_read),
+            compaction_bytes_written: cw,
+            write_amplification: if user == 0 { 0.0 } else { (flushed + cw) as f64 / user as f64 },
+            stall_micros: g(&s.stall_micros),
+            slowdown_micros: g(&s.slowdown_micros),
+            flushes: g(&s.flushes),
+            compactions: g(&s.compactions),
+            writes: g(&s.writes),
+            write_groups: g(&s.write_groups),
+            wal_syncs: g(&s.wal_syncs),
+            last_seqno: self.last_seqno.load(Ordering::Acquire),
+            live_snapshots: st.snapshots.values().sum(),
+            background_error: st.bg_error.as_ref().map(|e| e.to_string()),
+        }
+    }
+}
+
+impl Drop for DbInner {
+    fn drop(&mut self) {
+        self.shutting_down.store(true, Ordering::Release);
+        if let Some(w) = self.wal.get_mut().writer.as_mut() {
+            let _ = w.flush();
+        }
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        // The background threads hold clones of the inner Arc; when only
+        // they and this handle remain, stop them so the database closes.
+        if Arc::strong_count(&self.inner) == 1 + self.inner.threads.lock().len() {
+            self.inner.shutdown();
+        }
+    }
+}
+
+/// Publishes a keyspace's current memtables and version to readers.
+/// REQUIRES: the state lock is held (the caller has `&mut KeyspaceState`).
+fn publish(ks: &mut KeyspaceState) {
+    let sv = Arc::new(SuperVersion {
+        mem: Arc::clone(&ks.mem),
+        imms: ks.imms.iter().rev().cloned().collect(),
+        version: Arc::clone(&ks.version),
+        opts: Arc::clone(&ks.opts),
+    });
+    *ks.shared.sv.write() = sv;
+}
+
+/// Finds a compaction in any keyspace and marks its inputs.
+fn pick_any(st: &mut State) -> Option<(u32, CompactionTask)> {
+    for (id, k) in st.keyspaces.iter() {
+        if let Some(t) = compaction::pick_compaction(&k.version, &k.opts, &k.compact_cursor) {
+            for f in t.all_inputs() {
+                f.being_compacted.store(true, Ordering::Release);
+            }
+            return Some((*id, t));
+        }
+    }
+    None
+}
+
+fn finish_table(b: TableBuilder, number: u64) -> Result<NewFile> {
+    let s = b.finish()?;
+    Ok(NewFile {
+        keyspace: 0,
+        level: 0,
+        group: 0,
+        number,
+        size: s.file_size,
+        smallest: s.smallest,
+        largest: s.largest,
+        smallest_seqno: s.smallest_seqno,
+        largest_seqno: s.largest_seqno,
+        num_entries: s.num_entries,
+        num_deletions: s.num_deletions,
+    })
+}
+
+/// Writes the surviving entries of `input` into one table file at `level`;
+/// `None` if nothing survived (the file is removed).
+#[allow(clippy::too_many_arguments)]
+fn build_table(
+    vfs: &Arc<dyn Vfs>,
+    dir: &Path,
+    number: u64,
+    input: &mut dyn InternalIterator,
+    opts: &KeyspaceOptions,
+    level: usize,
+    snapshots: &[SeqNo],
+    bottommost: bool,
+    stop: &dyn Fn() -> bool,
+) -> Result<Option<NewFile>> {
+    let p = filename::table_path(dir, number);
+    let f = vfs.create(&p)?;
+    let mut b = TableBuilder::new(f, p.clone(), opts.table_options(level));
+    let policy = DropPolicy {
+        snapshots,
+        bottommost,
+        merge: opts.merge_operator.as_deref(),
+    };
+    let r = compaction::compact_entries(input, &policy, &mut |k, v| b.add(k, v), stop);
+    let r = r.and_then(|_| {
+        if b.num_entries() == 0 {
+            Ok(None)
+        } else {
+            finish_table(b, number).map(Some)
+        }
+    });
+    match r {
+        Ok(Some(mut rec)) => {
+            rec.level = level as u32;
+            Ok(Some(rec))
+        }
+        Ok(None) => {
+            let _ = vfs.remove(&p);
+            Ok(None)
+        }
+        Err(e) => {
+            let _ = vfs.remove(&p);
+            Err(e)
+        }
+    }
+}
+
+fn open_table_meta(
+    vfs: &Arc<dyn Vfs>,
+    dir: &Path,
+    rec: &NewFile,
+    cache: Option<Arc<BlockCache>>,
+    stats: Arc<Statistics>,
+) -> Result<FileMeta> {
+    let p = filename::table_path(dir, rec.number);
+    if !vfs.exists(&p) {
+        return Err(Error::corruption(&p, 0, "table file named by the manifest is missing"));
+    }
+    let file = vfs.open(&p)?;
+    if file.len() != rec.size {
+        return Err(Error::corruption(
+            &p,
+            0,
+            format!("table file has {} bytes, the manifest says {}", file.len(), rec.size),
+        ));
+    }
+    let table = TableReader::open(file, p.clone(), rec.number, cache, stats)?;
+    Ok(FileMeta::new(rec, Arc::new(table), p, Arc::clone(vfs)))
+}
+
+/// Writes a manifest holding `snapshot` and points CURRENT at it.
+fn write_new_manifest(vfs: &dyn Vfs, dir: &Path, number: u64, snapshot: &VersionEdit) -> Result<LogWriter> {
+    let name = filename::manifest_name(number);
+    let mut log = LogWriter::new(vfs.create(&dir.join(&name))?);
+    log.add_record(&snapshot.encode())?;
+    log.sync()?;
+    let tmp = dir.join("CURRENT.tmp");
+    let mut f = vfs.create(&tmp)?;
+    f.append(format!("{name}\n").as_bytes())?;
+    f.sync()?;
+    drop(f);
+    vfs.rename(&tmp, &filename::current_path(dir))?;
+    // The rename is durable only once the directory is synced.
+    vfs.sync_dir(dir)?;
+    Ok(log)
+}
+
+/// Applies every edit of a manifest.
+fn replay_manifest(
+    vfs: &dyn Vfs,
+    mpath: &Path,
+    keyspaces: &mut BTreeMap<u32, RecoveredKeyspace>,
+    next_file_number: &mut u64,
+    last_seqno: &mut SeqNo,
+) -> Result<()> {
+    if !vfs.exists(mpath) {
+        return Err(Error::corruption(mpath, 0, "manifest named by CURRENT is missing"));
+    }
+    // A crash while appending an edit leaves a torn last record; that edit
+    // was never acknowledged, so it is dropped. Damage before the end is
+    // corruption.
+    let mut reader = LogReader::open(vfs, mpath, TailPolicy::StopAtDamage)?;
+    let mut first = true;
+    while let Some(rec) = reader.next_record()? {
+        let offset = reader.last_record_offset();
+        let edit = VersionEdit::decode(&rec).map_err(|e| Error::corruption(mpath, offset, e))?;
+        if first {
+            let v = edit
+                .format_version
+                .ok_or_else(|| Error::corruption(mpath, offset, "manifest does not start with a format version"))?;
+            if v > MANIFEST_FORMAT_VERSION {
+                return Err(Error::UnsupportedVersion {
+                    file: mpath.to_path_buf(),
+                    found: v,
+                    supported: MANIFEST_FORMAT_VERSION,
+                });
+            }
+            first = false;
+        }
+        if let Some(n) = edit.next_file_number {
+            *next_file_number = (*next_file_number).max(n);
+        }
+        if let Some(s) = edit.last_seqno {
+            *last_seqno = (*last_seqno).max(s);
+        }
+        for (id, name) in &edit.added_keyspaces {
+            keyspaces.entry(*id).or_insert_with(|| RecoveredKeyspace {
+                name: name.clone(),
+                log_number: 0,
+                files: BTreeMap::new(),
+            });
+        }
+        for id in &edit.dropped_keyspaces {
+            keyspaces.remove(id);
+        }
+        for (id, log) in &edit.log_numbers {
+            if let Some(k) = keyspaces.get_mut(id) {
+                k.log_number = k.log_number.max(*log);
+            }
+        }
+        for (id, _level, number) in &edit.deleted_files {
+            if let Some(k) = keyspaces.get_mut(id) {
+                k.files.remove(number);
+            }
+        }
+        for f in &edit.new_files {
+            let k = keyspaces
+                .get_mut(&f.keyspace)
+                .ok_or_else(|| Error::corruption(mpath, offset, format!("file {} of unknown keyspace {}", f.number, f.keyspace)))?;
+            if f.level as usize >= 64 {
+                return Err(Error::corruption(mpath, offset, format!("file {} at impossible level {}", f.number, f.level)));
+            }
+            k.files.insert(f.number, f.clone());
+        }
+    }
+    if first {
+        return Err(Error::corruption(mpath, 0, "manifest holds no records"));
+    }
+    if let Some((off, _bytes, reason)) = reader.dropped()
+        && !reader_tail_is_torn(&reason)
+    {
+        return Err(Error::corruption(mpath, off, reason));
+    }
+    Ok(())
+}
+
+/// Whether a log reader's damage report describes a torn tail (a record cut
+/// short by a crash) rather than damage to complete bytes.
+fn reader_tail_is_torn(reason: &str) -> bool {
+    let r = reason.to_ascii_lowercase();
+    r.contains("truncated") || r.contains("torn") || r.contains("zero")
+}

@@ -1,0 +1,388 @@
+//! The user-facing iterator: turns the merged stream of internal entries into
+//! the user keys and values visible at one snapshot, in either direction.
+//!
+//! Forward invariant: positioned on user key `K`, the inner iterator is at or
+//! before the first entry of the next user key. Reverse invariant: the inner
+//! iterator is at the last entry of a user key smaller than `K` (or invalid).
+
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+use crate::key::{KIND_SEEK, MAX_SEQNO, SeqNo, ValueKind, make_internal_key, make_seek_key, parse_internal_key};
+use crate::merge::MergeOperator;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Direction {
+    Forward,
+    Reverse,
+}
+
+/// Iterates user keys and values at a snapshot. Create one with
+/// [`crate::Keyspace::iter`].
+pub struct DbIter {
+    inner: Box<dyn InternalIterator>,
+    snapshot: SeqNo,
+    merge: Option<Arc<dyn MergeOperator>>,
+    lower: Option<Vec<u8>>,
+    upper: Option<Vec<u8>>,
+    direction: Direction,
+    valid: bool,
+    key: Vec<u8>,
+    value: Vec<u8>,
+    error: Option<Error>,
+    /// Reused buffers for merge operands, so stepping does not allocate.
+    operands: Vec<Vec<u8>>,
+    base: Option<Vec<u8>>,
+    // Keeps memtables and table files alive for the iterator's life.
+    _pin: Box<dyn Send + Sync>,
+}
+
+impl DbIter {
+    pub(crate) fn new(
+        inner: Box<dyn InternalIterator>,
+        snapshot: SeqNo,
+        merge: Option<Arc<dyn MergeOperator>>,
+        lower: Option<Vec<u8>>,
+        upper: Option<Vec<u8>>,
+        pin: Box<dyn Send + Sync>,
+    ) -> Self {
+        DbIter {
+            inner,
+            snapshot,
+            merge,
+            lower,
+            upper,
+            direction: Direction::Forward,
+            valid: false,
+            key: Vec::new(),
+            value: Vec::new(),
+            error: None,
+            operands: Vec::new(),
+            base: None,
+            _pin: pin,
+        }
+    }
+
+    /// True when positioned on an entry.
+    pub fn valid(&self) -> bool {
+        self.valid
+    }
+
+    /// The current key. REQUIRES: `valid()`.
+    pub fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    /// The current value. REQUIRES: `valid()`.
+    pub fn value(&self) -> &[u8] {
+        &self.value
+    }
+
+    /// The first error met; check it when `valid()` turns false.
+    pub fn status(&self) -> Result<()> {
+        match &self.error {
+            Some(e) => Err(e.duplicate()),
+            None => self.inner.status(),
+        }
+    }
+
+    fn fail(&mut self, e: Error) {
+        self.valid = false;
+        if self.error.is_none() {
+            self.error = Some(e);
+        }
+    }
+
+    fn past_upper(&self, ukey: &[u8]) -> bool {
+        self.upper.as_deref().is_some_and(|u| ukey >= u)
+    }
+
+    fn before_lower(&self, ukey: &[u8]) -> bool {
+        self.lower.as_deref().is_some_and(|l| ukey < l)
+    }
+
+    /// Positions on the first key.
+    pub fn seek_to_first(&mut self) {
+        match self.lower.clone() {
+            Some(l) => self.seek(&l),
+            None => {
+                self.direction = Direction::Forward;
+                self.inner.seek_to_first();
+                self.find_next_user_entry(None);
+            }
+        }
+    }
+
+    /// Positions on the last key.
+    pub fn seek_to_last(&mut self) {
+        self.direction = Direction::Reverse;
+        match self.upper.clone() {
+            Some(u) => self.inner.seek_for_prev(&make_internal_key_for_seek_before(&u)),
+            None => self.inner.seek_to_last(),
+        }
+        self.find_prev_user_entry();
+    }
+
+    /// Positions on the first key `>= target`.
+    pub fn seek(&mut self, target: &[u8]) {
+        let target = match &self.lower {
+            Some(l) if target < l.as_slice() => l.clone(),
+            _ => target.to_vec(),
+        };
+        self.direction = Direction::Forward;
+        self.inner.seek(&make_seek_key(&target, self.snapshot));
+        self.find_next_user_entry(None);
+    }
+
+    /// Positions on the last key `<= target`.
+    pub fn seek_for_prev(&mut self, target: &[u8]) {
+        self.direction = Direction::Reverse;
+        if self.past_upper(target) {
+            self.seek_to_last();
+            return;
+        }
+        // (target, seqno 0, kind 0) is the largest internal key of `target`.
+        self.inner
+            .seek_for_prev(&make_internal_key(target, 0, ValueKind::Delete));
+        self.find_prev_user_entry();
+    }
+
+    /// Moves to the next key. REQUIRES: `valid()`.
+    pub fn next(&mut self) {
+        if !self.valid {
+            return;
+        }
+        if self.direction == Direction::Reverse {
+            // The inner iterator sits before the current key; go to its first
+            // entry, then skip all of them.
+            self.inner.seek(&make_seek_key(&self.key, MAX_SEQNO));
+            self.direction = Direction::Forward;
+        }
+        let cur = std::mem::take(&mut self.key);
+        self.find_next_user_entry(Some(&cur));
+        if !self.valid && self.key.is_empty() {
+            self.key = cur;
+        }
+    }
+
+    /// Moves to the previous key. REQUIRES: `valid()`.
+    pub fn prev(&mut self) {
+        if !self.valid {
+            return;
+        }
+        if self.direction == Direction::Forward {
+            // The inner iterator is somewhere at or after the current key;
+            // move to the last entry before its first version.
+            let mut k = Vec::with_capacity(self.key.len() + 8);
+            crate::key::append_internal_key(&mut k, &self.key, MAX_SEQNO, KIND_SEEK);
+            self.inner.seek_for_prev(&k);
+            self.direction = Direction::Reverse;
+        }
+        self.find_prev_user_entry();
+    }
+
+    /// Forward: skips entries of `skip` (the key just left), invisible
+    /// versions and deleted keys, and stops on the next visible key.
+    fn find_next_user_entry(&mut self, skip: Option<&[u8]>) {
+        self.valid = false;
+        let mut skipping: Option<Vec<u8>> = skip.map(<[u8]>::to_vec);
+        while self.inner.valid() {
+            let Some(p) = parse_internal_key(self.inner.key()) else {
+                let n = self.inner.key().len();
+                self.fail(Error::corruption("iterator", 0, format!("malformed internal key of {n} bytes")));
+                return;
+            };
+            if p.seqno > self.snapshot
+                || skipping.as_deref().is_some_and(|s| s == p.user_key)
+            {
+                self.inner.next();
+                continue;
+            }
+            if self.past_upper(p.user_key) {
+                return;
+            }
+            match p.kind {
+                ValueKind::Delete => {
+                    skipping = Some(p.user_key.to_vec());
+                    self.inner.next();
+                }
+                ValueKind::Put => {
+                    self.key.clear();
+                    self.key.extend_from_slice(p.user_key);
+                    self.value.clear();
+                    self.value.extend_from_slice(self.inner.value());
+                    self.valid = true;
+                    return;
+                }
+                ValueKind::Merge => {
+                    self.key.clear();
+                    self.key.extend_from_slice(p.user_key);
+                    if self.collect_merge_forward() {
+                        return;
+                    }
+                    skipping = Some(self.key.clone());
+                }
+            }
+        }
+        if let Err(e) = self.inner.status() {
+            self.fail(e);
+        }
+    }
+
+    /// Gathers the operands of `self.key` from the inner position onwards
+    /// and resolves them. Returns true when positioned on a value.
+    fn collect_merge_forward(&mut self) -> bool {
+        self.operands.clear();
+        self.base = None;
+        while self.inner.valid() {
+            let Some(p) = parse_internal_key(self.inner.key()) else { break };
+            if p.user_key != self.key.as_slice() {
+                break;
+            }
+            if p.seqno <= self.snapshot {
+                match p.kind {
+                    ValueKind::Merge => self.operands.push(self.inner.value().to_vec()),
+                    ValueKind::Put => {
+                        self.base = Some(self.inner.value().to_vec());
+                        self.inner.next();
+                        break;
+                    }
+                    ValueKind::Delete => {
+                        self.inner.next();
+                        break;
+                    }
+                }
+            }
+            self.inner.next();
+        }
+        if let Err(e) = self.inner.status() {
+            self.fail(e);
+            return false;
+        }
+        // Operands were gathered newest first; the operator wants oldest first.
+        self.operands.reverse();
+        self.resolve_merge()
+    }
+
+    fn resolve_merge(&mut self) -> bool {
+        let Some(op) = self.merge.clone() else {
+            self.fail(Error::InvalidArgument(
+                "key has merge operands but the keyspace has no merge operator".into(),
+            ));
+            return false;
+        };
+        let ops: Vec<&[u8]> = self.operands.iter().map(Vec::as_slice).collect();
+        match op.merge(&self.key, self.base.as_deref(), &ops) {
+            Ok(v) => {
+                self.value = v;
+                self.valid = true;
+                true
+            }
+            Err(e) => {
+                self.fail(Error::InvalidArgument(format!("merge operator {} failed: {e}", op.name())));
+                false
+            }
+        }
+    }
+
+    /// Reverse: the inner iterator is at the last entry of some user key;
+    /// gathers that key's visible versions (oldest first as we walk back),
+    /// resolves them, and repeats until a key has a value.
+    fn find_prev_user_entry(&mut self) {
+        self.valid = false;
+        loop {
+            if !self.inner.valid() {
+                if let Err(e) = self.inner.status() {
+                    self.fail(e);
+                }
+                return;
+            }
+            let Some(p) = parse_internal_key(self.inner.key()) else {
+                let n = self.inner.key().len();
+                self.fail(Error::corruption("iterator", 0, format!("malformed internal key of {n} bytes")));
+                return;
+            };
+            if self.before_lower(p.user_key) {
+                return;
+            }
+            self.key.clear();
+            self.key.extend_from_slice(p.user_key);
+            // Walking backwards sees versions oldest first: a put or delete
+            // resets the state, merges accumulate on top of it.
+            let mut state: Option<bool> = None; // Some(true): has base; Some(false): deleted
+            self.operands.clear();
+            self.base = None;
+            while self.inner.valid() {
+                let Some(p) = parse_internal_key(self.inner.key()) else { break };
+                if p.user_key != self.key.as_slice() {
+                    break;
+                }
+                if p.seqno <= self.snapshot {
+                    match p.kind {
+                        ValueKind::Put => {
+                            self.base = Some(self.inner.value().to_vec());
+                            self.operands.clear();
+                            state = Some(true);
+                        }
+                        ValueKind::Delete => {
+                            self.base = None;
+                            self.operands.clear();
+                            state = Some(false);
+                        }
+                        ValueKind::Merge => {
+                            self.operands.push(self.inner.value().to_vec());
+                            if state.is_none() {
+                                state = Some(false);
+                            }
+                        }
+                    }
+                }
+                self.inner.prev();
+            }
+            if let Err(e) = self.inner.status() {
+                self.fail(e);
+                return;
+            }
+            if self.past_upper(&self.key) {
+                continue;
+            }
+            if !self.operands.is_empty() {
+                // Operands were gathered oldest first, as the operator wants.
+                if self.resolve_merge() {
+                    return;
+                }
+                if self.error.is_some() {
+                    return;
+                }
+            } else if state == Some(true) {
+                self.value = self.base.take().unwrap_or_default();
+                self.valid = true;
+                return;
+            }
+        }
+    }
+}
+
+/// The internal key just before every version of `ukey`, so that a
+/// `seek_for_prev` to it lands on the last entry of a smaller user key.
+fn make_internal_key_for_seek_before(ukey: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(ukey.len() + 8);
+    crate::key::append_internal_key(&mut k, ukey, MAX_SEQNO, KIND_SEEK);
+    k
+}
+
+impl Iterator for DbIter {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    /// Yields the entry at the current position and advances. Call
+    /// `seek`/`seek_to_first` first.
+    fn next(&mut self) -> Option<Self::Item> {
+        if !self.valid {
+            return self.status().err().map(Err);
+        }
+        let item = (self.key.clone(), self.value.clone());
+        DbIter::next(self);
+        Some(Ok(item))
+    }
+}

@@ -1,0 +1,82 @@
+//! Names of the files in a database directory.
+//!
+//! ```text
+//! CURRENT            name of the live manifest, one line
+//! LOCK               held (flock) by the process that has the database open
+//! MANIFEST-000001    version edits (record log)
+//! 000002.log         write-ahead log (record log of write batches)
+//! 000003.sst         table file
+//! *.tmp              temporary files, removed at open
+//! ```
+
+use std::path::{Path, PathBuf};
+
+/// What a file in the database directory is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileKind {
+    Current,
+    Lock,
+    Manifest(u64),
+    Log(u64),
+    Table(u64),
+    Temp,
+}
+
+pub fn log_path(dir: &Path, n: u64) -> PathBuf {
+    dir.join(format!("{n:06}.log"))
+}
+
+pub fn table_path(dir: &Path, n: u64) -> PathBuf {
+    dir.join(format!("{n:06}.sst"))
+}
+
+pub fn manifest_name(n: u64) -> String {
+    format!("MANIFEST-{n:06}")
+}
+
+pub fn current_path(dir: &Path) -> PathBuf {
+    dir.join("CURRENT")
+}
+
+pub fn lock_path(dir: &Path) -> PathBuf {
+    dir.join("LOCK")
+}
+
+/// Classifies a directory entry; `None` for files that are not the engine's.
+pub fn parse(name: &str) -> Option<FileKind> {
+    match name {
+        "CURRENT" => return Some(FileKind::Current),
+        "LOCK" => return Some(FileKind::Lock),
+        _ => {}
+    }
+    if name.ends_with(".tmp") {
+        return Some(FileKind::Temp);
+    }
+    if let Some(n) = name.strip_prefix("MANIFEST-") {
+        return n.parse().ok().map(FileKind::Manifest);
+    }
+    if let Some(n) = name.strip_suffix(".log") {
+        return n.parse().ok().map(FileKind::Log);
+    }
+    if let Some(n) = name.strip_suffix(".sst") {
+        return n.parse().ok().map(FileKind::Table);
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        let d = Path::new("/db");
+        let name = |p: PathBuf| p.file_name().and_then(|n| n.to_str()).map(str::to_string);
+        assert_eq!(parse(&name(log_path(d, 7)).unwrap_or_default()), Some(FileKind::Log(7)));
+        assert_eq!(parse(&name(table_path(d, 1234567)).unwrap_or_default()), Some(FileKind::Table(1234567)));
+        assert_eq!(parse(&manifest_name(3)), Some(FileKind::Manifest(3)));
+        assert_eq!(parse("CURRENT.tmp"), Some(FileKind::Temp));
+        assert_eq!(parse("notes.txt"), None);
+        assert_eq!(parse("abc.sst"), None);
+    }
+}

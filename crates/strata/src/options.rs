@@ -1,0 +1,313 @@
+//! Options for a database and for each keyspace, with defaults that match
+//! RocksDB's where the concept is the same.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::memtable::MemTableKind;
+use crate::merge::MergeOperator;
+use crate::sst::{Compression, TableBuilderOptions};
+use crate::vfs::{StdVfs, Vfs};
+
+/// Largest accepted key (bytes).
+pub const MAX_KEY_BYTES: usize = 64 * 1024;
+/// Largest accepted value (bytes).
+pub const MAX_VALUE_BYTES: usize = 1 << 30;
+
+/// Options of a whole database.
+#[derive(Clone)]
+pub struct Options {
+    /// Create the database if the directory holds none (default true).
+    pub create_if_missing: bool,
+    /// Fail if a database already exists (default false).
+    pub error_if_exists: bool,
+    /// The file system (default: the real one).
+    pub vfs: Arc<dyn Vfs>,
+    /// Byte budget of the block cache shared by all keyspaces (default 64 MiB).
+    pub block_cache_bytes: u64,
+    /// Background flush threads (default 1).
+    pub flush_threads: usize,
+    /// Background compaction threads (default 1).
+    pub compaction_threads: usize,
+    /// Upper bound on the bytes of one group commit (default 1 MiB).
+    pub max_write_group_bytes: usize,
+    /// When the live write-ahead logs exceed this, the keyspaces holding the
+    /// oldest log are flushed (default 0: four times the sum of write buffers).
+    pub max_total_wal_bytes: u64,
+    /// Options of the default keyspace.
+    pub default_keyspace: KeyspaceOptions,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            create_if_missing: true,
+            error_if_exists: false,
+            vfs: Arc::new(StdVfs),
+            block_cache_bytes: 64 << 20,
+            flush_threads: 1,
+            compaction_threads: 1,
+            max_write_group_bytes: 1 << 20,
+            max_total_wal_bytes: 0,
+            default_keyspace: KeyspaceOptions::default(),
+        }
+    }
+}
+
+impl fmt::Debug for Options {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Options")
+            .field("create_if_missing", &self.create_if_missing)
+            .field("block_cache_bytes", &self.block_cache_bytes)
+            .field("flush_threads", &self.flush_threads)
+            .field("compaction_threads", &self.compaction_threads)
+            .field("default_keyspace", &self.default_keyspace)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Options {
+    /// Checks values that would make the engine misbehave.
+    pub fn validate(&self) -> Result<()> {
+        if self.flush_threads == 0 || self.compaction_threads == 0 {
+            return Err(Error::InvalidArgument(
+                "flush_threads and compaction_threads must be at least 1".into(),
+            ));
+        }
+        self.default_keyspace.validate()
+    }
+}
+
+/// Chooses how each level of a keyspace is stored. The key-value core uses
+/// one column group per level and varies only the table options (for
+/// example LZ4 on hot levels and Zstd on cold ones); the table layer plugs in
+/// column-group layouts through the same seam.
+pub trait Layout: Send + Sync {
+    /// A stable name for stats and logs.
+    fn name(&self) -> &str;
+    /// Table options for files written to `level`.
+    fn table_options(&self, level: usize, base: &TableBuilderOptions) -> TableBuilderOptions;
+}
+
+/// The default layout: the keyspace's table options at every level.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct UniformLayout;
+
+impl Layout for UniformLayout {
+    fn name(&self) -> &str {
+        "uniform"
+    }
+    fn table_options(&self, _level: usize, base: &TableBuilderOptions) -> TableBuilderOptions {
+        base.clone()
+    }
+}
+
+/// A layout that compresses levels from `cold_from_level` on with a
+/// different codec (for example Zstd below LZ4).
+#[derive(Debug, Clone, Copy)]
+pub struct TieredCompressionLayout {
+    pub hot: Compression,
+    pub cold: Compression,
+    pub cold_from_level: usize,
+}
+
+impl Layout for TieredCompressionLayout {
+    fn name(&self) -> &str {
+        "tiered-compression"
+    }
+    fn table_options(&self, level: usize, base: &TableBuilderOptions) -> TableBuilderOptions {
+        let mut o = base.clone();
+        o.compression = if level >= self.cold_from_level {
+            self.cold
+        } else {
+            self.hot
+        };
+        o
+    }
+}
+
+/// Options of one keyspace (one LSM tree).
+#[derive(Clone)]
+pub struct KeyspaceOptions {
+    /// Bytes a memtable holds before it is switched for flushing (default 64 MiB).
+    pub write_buffer_size: usize,
+    /// Memtables (mutable + immutable) allowed before writes stall (default 2).
+    pub max_write_buffers: usize,
+    /// The memtable representation.
+    pub memtable: MemTableKind,
+    /// Target size of uncompressed data blocks (default 4 KiB).
+    pub block_size: usize,
+    /// Entries between restart points in a block (default 16).
+    pub block_restart_interval: usize,
+    /// Bloom filter bits per key; 0 disables filters (default 10).
+    pub bloom_bits_per_key: u32,
+    /// Block compression (default none).
+    pub compression: Compression,
+    /// Level-0 files that trigger a compaction (default 4).
+    pub level0_compaction_trigger: usize,
+    /// Level-0 files at which writes are slowed (default 20).
+    pub level0_slowdown_trigger: usize,
+    /// Level-0 files at which writes stop until compaction catches up (default 36).
+    pub level0_stop_trigger: usize,
+    /// Size ratio `T` between adjacent levels (default 10).
+    pub size_ratio: u64,
+    /// Number of levels (default 7).
+    pub num_levels: usize,
+    /// Target size of files written by compaction (default 64 MiB).
+    pub target_file_size: u64,
+    /// Byte budget of level 1 (default 256 MiB); level n gets `T^(n-1)` times it.
+    pub level1_max_bytes: u64,
+    /// The merge operator; `merge` fails without one.
+    pub merge_operator: Option<Arc<dyn MergeOperator>>,
+    /// Skip the write-ahead log for this keyspace (bulk loads; data since the
+    /// last flush is lost on a crash).
+    pub disable_wal: bool,
+    /// How each level is stored.
+    pub layout: Arc<dyn Layout>,
+}
+
+impl Default for KeyspaceOptions {
+    fn default() -> Self {
+        KeyspaceOptions {
+            write_buffer_size: 64 << 20,
+            max_write_buffers: 2,
+            memtable: MemTableKind::default(),
+            block_size: 4096,
+            block_restart_interval: 16,
+            bloom_bits_per_key: 10,
+            compression: Compression::None,
+            level0_compaction_trigger: 4,
+            level0_slowdown_trigger: 20,
+            level0_stop_trigger: 36,
+            size_ratio: 10,
+            num_levels: 7,
+            target_file_size: 64 << 20,
+            level1_max_bytes: 256 << 20,
+            merge_operator: None,
+            disable_wal: false,
+            layout: Arc::new(UniformLayout),
+        }
+    }
+}
+
+impl fmt::Debug for KeyspaceOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyspaceOptions")
+            .field("write_buffer_size", &self.write_buffer_size)
+            .field("max_write_buffers", &self.max_write_buffers)
+            .field("memtable", &self.memtable)
+            .field("block_size", &self.block_size)
+            .field("bloom_bits_per_key", &self.bloom_bits_per_key)
+            .field("compression", &self.compression)
+            .field("level0_compaction_trigger", &self.level0_compaction_trigger)
+            .field("size_ratio", &self.size_ratio)
+            .field("num_levels", &self.num_levels)
+            .field("target_file_size", &self.target_file_size)
+            .field("level1_max_bytes", &self.level1_max_bytes)
+            .field(
+                "merge_operator",
+                &self.merge_operator.as_ref().map(|m| m.name().to_string()),
+            )
+            .field("disable_wal", &self.disable_wal)
+            .field("layout", &self.layout.name())
+            .finish()
+    }
+}
+
+impl KeyspaceOptions {
+    /// Sets the memtable representation.
+    pub fn memtable(mut self, kind: MemTableKind) -> Self {
+        self.memtable = kind;
+        self
+    }
+
+    /// Sets the merge operator.
+    pub fn merge_operator(mut self, op: Arc<dyn MergeOperator>) -> Self {
+        self.merge_operator = Some(op);
+        self
+    }
+
+    /// Sets the write buffer size.
+    pub fn write_buffer_size(mut self, bytes: usize) -> Self {
+        self.write_buffer_size = bytes;
+        self
+    }
+
+    /// Checks values that would make the engine misbehave.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |s: &str| Err(Error::InvalidArgument(s.to_string()));
+        if self.write_buffer_size < 4096 {
+            return bad("write_buffer_size must be at least 4096 bytes");
+        }
+        if self.max_write_buffers < 2 {
+            return bad("max_write_buffers must be at least 2");
+        }
+        if self.block_size < 64 || self.block_size > (16 << 20) {
+            return bad("block_size must be between 64 bytes and 16 MiB");
+        }
+        if self.block_restart_interval == 0 {
+            return bad("block_restart_interval must be at least 1");
+        }
+        if self.size_ratio < 2 {
+            return bad("size_ratio must be at least 2");
+        }
+        if !(2..=32).contains(&self.num_levels) {
+            return bad("num_levels must be between 2 and 32");
+        }
+        if self.level0_compaction_trigger == 0
+            || self.level0_slowdown_trigger < self.level0_compaction_trigger
+            || self.level0_stop_trigger < self.level0_slowdown_trigger
+        {
+            return bad(
+                "level-0 triggers must satisfy 1 <= compaction <= slowdown <= stop",
+            );
+        }
+        if self.target_file_size < 4096 || self.level1_max_bytes < 4096 {
+            return bad("target_file_size and level1_max_bytes must be at least 4096 bytes");
+        }
+        self.memtable.validate()
+    }
+
+    /// Table options for files written to `level`, through the layout.
+    pub fn table_options(&self, level: usize) -> TableBuilderOptions {
+        let base = TableBuilderOptions {
+            block_size: self.block_size,
+            restart_interval: self.block_restart_interval,
+            bloom_bits_per_key: self.bloom_bits_per_key,
+            compression: self.compression,
+        };
+        self.layout.table_options(level, &base)
+    }
+
+    /// Byte budget of `level` (>= 1).
+    pub fn level_max_bytes(&self, level: usize) -> u64 {
+        let mut b = self.level1_max_bytes;
+        for _ in 1..level {
+            b = b.saturating_mul(self.size_ratio);
+        }
+        b
+    }
+}
+
+/// Options of one write.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WriteOptions {
+    /// fsync the log before acknowledging (default false: the log reaches the
+    /// operating system before the acknowledgement, so a process crash loses
+    /// nothing, but a power cut may lose the last writes).
+    pub sync: bool,
+    /// Skip the write-ahead log for this write.
+    pub disable_wal: bool,
+}
+
+/// Options of one read.
+#[derive(Clone, Debug, Default)]
+pub struct ReadOptions {
+    /// Read at this snapshot instead of the latest state.
+    pub snapshot: Option<crate::key::SeqNo>,
+    /// Inclusive lower bound of an iterator.
+    pub lower_bound: Option<Vec<u8>>,
+    /// Exclusive upper bound of an iterator.
+    pub upper_bound: Option<Vec<u8>>,
+}

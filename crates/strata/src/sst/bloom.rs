@@ -1,0 +1,211 @@
+//! The whole-file Bloom filter over user keys.
+//!
+//! ```text
+//! +------------------------------------------+---------+-------------+
+//! | bit array: m/8 bytes                     | k: u8   | layout: u8  |
+//! | bit j = byte[j / 8] >> (j % 8) & 1       | probes  | 1 = plain   |
+//! +------------------------------------------+---------+-------------+
+//!   m = 8 * (block length - 2)
+//! ```
+//!
+//! Layout 1 (the only one): `h = xxh3_64(user_key)` (XXH3 64-bit, seed 0),
+//! `h1 = h & 0xffff_ffff`, `h2 = h >> 32`; the key sets bits
+//! `(h1 + i * h2) mod m` for `i = 0..k` (computed in 64-bit arithmetic, which
+//! cannot overflow). A key may be present only if all `k` bits are set.
+//!
+//! The writer uses `m = max(64, n * bits_per_key)` rounded up to a multiple of
+//! 8 (capped so the block stays under the 64 MiB block limit) and
+//! `k = clamp(bits_per_key * 69 / 100, 1, 30)`.
+
+use xxhash_rust::xxh3::xxh3_64;
+
+use super::format::MAX_BLOCK_SIZE;
+
+/// Layout byte of the plain double-hashed XXH3 Bloom filter.
+pub const BLOOM_LAYOUT_PLAIN_XXH3: u8 = 1;
+
+/// Most probes a filter may ask for.
+pub const MAX_PROBES: u8 = 30;
+
+/// The hash every filter probe sequence starts from.
+#[inline]
+pub fn bloom_hash(user_key: &[u8]) -> u64 {
+    xxh3_64(user_key)
+}
+
+/// Collects key hashes and builds a filter block.
+#[derive(Debug, Clone)]
+pub struct BloomFilterBuilder {
+    bits_per_key: u32,
+    hashes: Vec<u64>,
+}
+
+impl BloomFilterBuilder {
+    /// A builder for `bits_per_key` bits per added key (at least 1).
+    pub fn new(bits_per_key: u32) -> Self {
+        BloomFilterBuilder {
+            bits_per_key: bits_per_key.max(1),
+            hashes: Vec::new(),
+        }
+    }
+
+    /// Adds a user key. The caller skips consecutive duplicates.
+    pub fn add_key(&mut self, user_key: &[u8]) {
+        self.hashes.push(bloom_hash(user_key));
+    }
+
+    /// Number of keys added.
+    pub fn num_keys(&self) -> usize {
+        self.hashes.len()
+    }
+
+    /// The number of probes used for `bits_per_key`.
+    pub fn probes(bits_per_key: u32) -> u8 {
+        (u64::from(bits_per_key) * 69 / 100).clamp(1, u64::from(MAX_PROBES)) as u8
+    }
+
+    /// Builds the filter block contents.
+    pub fn finish(&self) -> Vec<u8> {
+        let max_bytes = MAX_BLOCK_SIZE - 2;
+        let bits = (self.hashes.len() as u64)
+            .saturating_mul(u64::from(self.bits_per_key))
+            .max(64);
+        let num_bytes = bits.div_ceil(8).min(max_bytes) as usize;
+        let num_bits = num_bytes as u64 * 8;
+        let k = Self::probes(self.bits_per_key);
+        let mut out = vec![0u8; num_bytes + 2];
+        for &h in &self.hashes {
+            let (h1, h2) = (h & 0xffff_ffff, h >> 32);
+            for i in 0..u64::from(k) {
+                let bit = (h1 + i * h2) % num_bits;
+                out[(bit / 8) as usize] |= 1 << (bit % 8);
+            }
+        }
+        out[num_bytes] = k;
+        out[num_bytes + 1] = BLOOM_LAYOUT_PLAIN_XXH3;
+        out
+    }
+}
+
+/// A filter read back from a filter block.
+#[derive(Debug, Clone)]
+pub struct BloomFilter {
+    data: Vec<u8>,
+    num_bits: u64,
+    k: u8,
+}
+
+impl BloomFilter {
+    /// Parses a filter block. Errors are corruption reasons.
+    pub fn from_block(mut data: Vec<u8>) -> Result<BloomFilter, String> {
+        if data.len() < 3 {
+            return Err(format!("filter block of {} bytes is too short", data.len()));
+        }
+        let layout = data[data.len() - 1];
+        let k = data[data.len() - 2];
+        if layout != BLOOM_LAYOUT_PLAIN_XXH3 {
+            return Err(format!("unknown filter layout {layout}"));
+        }
+        if k == 0 || k > MAX_PROBES {
+            return Err(format!("filter asks for {k} probes (allowed 1..={MAX_PROBES})"));
+        }
+        data.truncate(data.len() - 2);
+        Ok(BloomFilter {
+            num_bits: data.len() as u64 * 8,
+            data,
+            k,
+        })
+    }
+
+    /// False only if `user_key` was certainly not added.
+    pub fn may_contain(&self, user_key: &[u8]) -> bool {
+        self.may_contain_hash(bloom_hash(user_key))
+    }
+
+    /// As [`BloomFilter::may_contain`] for a precomputed [`bloom_hash`].
+    pub fn may_contain_hash(&self, h: u64) -> bool {
+        let (h1, h2) = (h & 0xffff_ffff, h >> 32);
+        (0..u64::from(self.k)).all(|i| {
+            let bit = (h1 + i * h2) % self.num_bits;
+            self.data[(bit / 8) as usize] & (1 << (bit % 8)) != 0
+        })
+    }
+
+    /// Number of probes per key.
+    pub fn probes(&self) -> u8 {
+        self.k
+    }
+
+    /// Size of the bit array in bits.
+    pub fn num_bits(&self) -> u64 {
+        self.num_bits
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(i: u32) -> Vec<u8> {
+        format!("user-key-{i:08}").into_bytes()
+    }
+
+    #[test]
+    fn no_false_negatives_and_low_false_positive_rate() {
+        let mut b = BloomFilterBuilder::new(10);
+        for i in 0..10_000 {
+            b.add_key(&key(i));
+        }
+        let f = BloomFilter::from_block(b.finish()).expect("valid filter");
+        assert_eq!(f.probes(), 6);
+        assert_eq!(f.num_bits(), 100_000);
+        for i in 0..10_000 {
+            assert!(f.may_contain(&key(i)), "false negative for {i}");
+        }
+        let fp = (10_000..20_000).filter(|&i| f.may_contain(&key(i))).count();
+        let rate = fp as f64 / 10_000.0;
+        assert!(rate < 0.02, "false-positive rate {rate}");
+        // And the filter does filter: something absent was rejected.
+        assert!(fp < 10_000 / 4);
+    }
+
+    #[test]
+    fn tiny_filters_work() {
+        let mut b = BloomFilterBuilder::new(10);
+        b.add_key(b"");
+        let f = BloomFilter::from_block(b.finish()).expect("valid filter");
+        assert_eq!(f.num_bits(), 64);
+        assert!(f.may_contain(b""));
+        let fp = (0..1000u32).filter(|i| f.may_contain(&key(*i))).count();
+        assert!(fp < 100, "{fp} false positives for a one-key filter");
+    }
+
+    #[test]
+    fn probe_sequence_matches_the_documented_formula() {
+        let mut b = BloomFilterBuilder::new(4);
+        b.add_key(b"hello");
+        let block = b.finish();
+        let k = BloomFilterBuilder::probes(4);
+        assert_eq!(k, 2);
+        assert_eq!(&block[block.len() - 2..], &[k, 1]);
+        let m = ((block.len() - 2) * 8) as u64;
+        let h = xxh3_64(b"hello");
+        let mut expected = vec![0u8; block.len() - 2];
+        for i in 0..u64::from(k) {
+            let bit = ((h & 0xffff_ffff) + i * (h >> 32)) % m;
+            expected[(bit / 8) as usize] |= 1 << (bit % 8);
+        }
+        assert_eq!(&block[..block.len() - 2], &expected[..]);
+    }
+
+    #[test]
+    fn malformed_filter_blocks_are_rejected() {
+        assert!(BloomFilter::from_block(vec![]).is_err());
+        assert!(BloomFilter::from_block(vec![0xff, 6]).is_err());
+        assert!(BloomFilter::from_block(vec![0xff, 6, 2]).is_err(), "unknown layout");
+        assert!(BloomFilter::from_block(vec![0xff, 0, 1]).is_err(), "zero probes");
+        assert!(BloomFilter::from_block(vec![0xff, 31, 1]).is_err(), "too many probes");
+        let f = BloomFilter::from_block(vec![0xff, 3, 1]).expect("valid");
+        assert!(f.may_contain(b"anything"));
+    }
+}

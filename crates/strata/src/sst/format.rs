@@ -1,0 +1,455 @@
+//! Table-file framing: block handles, block trailers, compression, footer.
+//!
+//! Every block is stored as its (possibly compressed) bytes followed by a
+//! 5-byte trailer:
+//!
+//! ```text
+//! +---------------------------+-----------+---------------------------+
+//! | stored bytes (size bytes) | type: u8  | crc: u32 LE               |
+//! +---------------------------+-----------+---------------------------+
+//!   crc = CRC-32C(stored bytes ++ type byte)
+//!   type 0 = none:  stored bytes are the block contents
+//!   type 1 = lz4:   stored bytes = varint(uncompressed len) ++ lz4 block
+//!   type 2 = zstd:  stored bytes = varint(uncompressed len) ++ zstd frame
+//! ```
+//!
+//! A block handle, as stored in the index block, is two varints:
+//!
+//! ```text
+//! +----------------------+--------------------+
+//! | offset: varint64     | size: varint64     |   (size excludes the trailer)
+//! +----------------------+--------------------+
+//! ```
+//!
+//! The footer is the last 64 bytes of the file; every field little-endian:
+//!
+//! ```text
+//!  0      8      16     24     32     40     48     52      56              64
+//!  +------+------+------+------+------+------+------+-------+---------------+
+//!  |index |index |filter|filter|props |props | crc  |version| magic         |
+//!  |offset|size  |offset|size  |offset|size  | u32  | u32   | u64           |
+//!  +------+------+------+------+------+------+------+-------+---------------+
+//!   (all handle fields u64)     crc = CRC-32C(bytes 0..48)
+//!   filter size 0 = the table has no filter block
+//!   magic = 0x5453_5354_4154_5253 (bytes "SRTATSST" on disk)
+//! ```
+
+use std::cell::RefCell;
+use std::fmt;
+use std::path::Path;
+use std::str::FromStr;
+
+use crate::coding::{crc32c, decode_fixed32, decode_fixed64, get_varint64, put_varint64};
+use crate::error::{Error, Result};
+
+/// Largest block (stored or uncompressed) the format allows: 64 MiB.
+pub const MAX_BLOCK_SIZE: u64 = 64 << 20;
+
+/// Bytes after every stored block: compression type + CRC-32C.
+pub const BLOCK_TRAILER_LEN: usize = 5;
+
+/// Size of the fixed footer at the end of every table file.
+pub const FOOTER_LEN: usize = 64;
+
+/// The table format version this build writes and the newest it reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Magic number in the last 8 bytes of every table file. Stored little-endian
+/// it reads `SRTATSST` in a hex dump.
+pub const TABLE_MAGIC: u64 = u64::from_le_bytes(*b"SRTATSST");
+
+/// Compression type byte: no compression.
+pub const COMPRESSION_NONE: u8 = 0;
+/// Compression type byte: LZ4 block format with a varint length prefix.
+pub const COMPRESSION_LZ4: u8 = 1;
+/// Compression type byte: one zstd frame with a varint length prefix.
+pub const COMPRESSION_ZSTD: u8 = 2;
+
+/// The zstd level used for [`Compression::Zstd`].
+pub const ZSTD_LEVEL: i32 = 3;
+
+/// How data blocks are compressed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Compression {
+    /// Stored as is.
+    #[default]
+    None,
+    /// LZ4 (block format).
+    Lz4,
+    /// Zstandard at level 3.
+    Zstd,
+}
+
+impl Compression {
+    /// The trailer type byte for this compression.
+    pub fn code(self) -> u8 {
+        match self {
+            Compression::None => COMPRESSION_NONE,
+            Compression::Lz4 => COMPRESSION_LZ4,
+            Compression::Zstd => COMPRESSION_ZSTD,
+        }
+    }
+
+    /// Decodes a trailer type byte.
+    pub fn from_code(code: u8) -> Option<Compression> {
+        match code {
+            COMPRESSION_NONE => Some(Compression::None),
+            COMPRESSION_LZ4 => Some(Compression::Lz4),
+            COMPRESSION_ZSTD => Some(Compression::Zstd),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Compression {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Compression::None => "none",
+            Compression::Lz4 => "lz4",
+            Compression::Zstd => "zstd",
+        })
+    }
+}
+
+impl FromStr for Compression {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "none" => Ok(Compression::None),
+            "lz4" => Ok(Compression::Lz4),
+            "zstd" => Ok(Compression::Zstd),
+            _ => Err(Error::InvalidArgument(format!(
+                "unknown compression {s:?} (expected none, lz4 or zstd)"
+            ))),
+        }
+    }
+}
+
+/// Where a block lives in the file: its offset and stored size (without the
+/// 5-byte trailer).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BlockHandle {
+    pub offset: u64,
+    pub size: u64,
+}
+
+impl BlockHandle {
+    /// Longest varint encoding of a handle.
+    pub const MAX_ENCODED_LEN: usize = 20;
+
+    /// Appends `offset varint | size varint`.
+    pub fn encode_to(&self, dst: &mut Vec<u8>) {
+        put_varint64(dst, self.offset);
+        put_varint64(dst, self.size);
+    }
+
+    /// Decodes a handle that must fill `src` exactly.
+    pub fn decode_exact(src: &[u8]) -> Option<BlockHandle> {
+        let mut cur = src;
+        let offset = get_varint64(&mut cur)?;
+        let size = get_varint64(&mut cur)?;
+        if !cur.is_empty() {
+            return None;
+        }
+        Some(BlockHandle { offset, size })
+    }
+
+    /// Offset just past the block's trailer, or `None` on overflow.
+    pub fn end_with_trailer(&self) -> Option<u64> {
+        self.offset
+            .checked_add(self.size)?
+            .checked_add(BLOCK_TRAILER_LEN as u64)
+    }
+}
+
+/// Builds the 5-byte trailer for `stored` bytes of compression type `ctype`.
+pub fn block_trailer(stored: &[u8], ctype: u8) -> [u8; BLOCK_TRAILER_LEN] {
+    let crc = crate::coding::crc32c_two(stored, &[ctype]);
+    let c = crc.to_le_bytes();
+    [ctype, c[0], c[1], c[2], c[3]]
+}
+
+/// The decoded footer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Footer {
+    pub index: BlockHandle,
+    /// `size == 0` means "no filter".
+    pub filter: BlockHandle,
+    pub properties: BlockHandle,
+    pub version: u32,
+}
+
+impl Footer {
+    /// Serializes the footer (64 bytes).
+    pub fn encode(&self) -> [u8; FOOTER_LEN] {
+        let mut out = [0u8; FOOTER_LEN];
+        let fields = [
+            self.index.offset,
+            self.index.size,
+            self.filter.offset,
+            self.filter.size,
+            self.properties.offset,
+            self.properties.size,
+        ];
+        for (i, v) in fields.iter().enumerate() {
+            out[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes());
+        }
+        let crc = crc32c(&out[..48]);
+        out[48..52].copy_from_slice(&crc.to_le_bytes());
+        out[52..56].copy_from_slice(&self.version.to_le_bytes());
+        out[56..64].copy_from_slice(&TABLE_MAGIC.to_le_bytes());
+        out
+    }
+
+    /// Parses the footer read from `offset` of `file`. Checks, in order: the
+    /// magic number, the version (0 is corrupt, above [`FORMAT_VERSION`] is
+    /// [`Error::UnsupportedVersion`]), then the footer checksum.
+    pub fn decode(bytes: &[u8], file: &Path, offset: u64) -> Result<Footer> {
+        let corrupt = |reason: String| Error::corruption(file, offset, reason);
+        if bytes.len() != FOOTER_LEN {
+            return Err(corrupt(format!("footer is {} bytes, expected {FOOTER_LEN}", bytes.len())));
+        }
+        let magic = decode_fixed64(&bytes[56..]).unwrap_or(0);
+        if magic != TABLE_MAGIC {
+            return Err(corrupt(format!(
+                "not a Strata table file (magic {magic:#018x}, expected {TABLE_MAGIC:#018x})"
+            )));
+        }
+        let version = decode_fixed32(&bytes[52..]).unwrap_or(0);
+        if version == 0 {
+            return Err(corrupt("footer has format version 0".to_string()));
+        }
+        if version > FORMAT_VERSION {
+            return Err(Error::UnsupportedVersion {
+                file: file.to_path_buf(),
+                found: version,
+                supported: FORMAT_VERSION,
+            });
+        }
+        let stored_crc = decode_fixed32(&bytes[48..]).unwrap_or(0);
+        let crc = crc32c(&bytes[..48]);
+        if crc != stored_crc {
+            return Err(corrupt(format!(
+                "footer checksum mismatch (stored {stored_crc:#010x}, computed {crc:#010x})"
+            )));
+        }
+        let f = |i: usize| decode_fixed64(&bytes[i * 8..]).unwrap_or(0);
+        Ok(Footer {
+            index: BlockHandle {
+                offset: f(0),
+                size: f(1),
+            },
+            filter: BlockHandle {
+                offset: f(2),
+                size: f(3),
+            },
+            properties: BlockHandle {
+                offset: f(4),
+                size: f(5),
+            },
+            version,
+        })
+    }
+}
+
+/// Builder-side compression with reusable buffers and zstd context.
+#[derive(Default)]
+pub(crate) struct BlockCompressor {
+    scratch: Vec<u8>,
+    zstd: Option<zstd::bulk::Compressor<'static>>,
+}
+
+impl BlockCompressor {
+    /// Compresses `raw`; returns the type byte and stored bytes, or `None`
+    /// when the block should be stored uncompressed (compression off, failed,
+    /// or saved less than 12.5%).
+    pub(crate) fn compress(&mut self, c: Compression, raw: &[u8]) -> Option<(u8, &[u8])> {
+        if c == Compression::None || raw.is_empty() {
+            return None;
+        }
+        self.scratch.clear();
+        put_varint64(&mut self.scratch, raw.len() as u64);
+        let prefix = self.scratch.len();
+        let n = match c {
+            Compression::None => return None,
+            Compression::Lz4 => {
+                self.scratch
+                    .resize(prefix + lz4_flex::block::get_maximum_output_size(raw.len()), 0);
+                lz4_flex::block::compress_into(raw, &mut self.scratch[prefix..]).ok()?
+            }
+            Compression::Zstd => {
+                if self.zstd.is_none() {
+                    self.zstd = zstd::bulk::Compressor::new(ZSTD_LEVEL).ok();
+                }
+                let z = self.zstd.as_mut()?;
+                self.scratch
+                    .resize(prefix + zstd::zstd_safe::compress_bound(raw.len()), 0);
+                z.compress_to_buffer(raw, &mut self.scratch[prefix..]).ok()?
+            }
+        };
+        self.scratch.truncate(prefix + n);
+        if self.scratch.len() > raw.len() - raw.len() / 8 {
+            return None;
+        }
+        Some((c.code(), &self.scratch[..]))
+    }
+}
+
+thread_local! {
+    static ZSTD_DCTX: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
+}
+
+/// Turns stored block bytes of type `ctype` into the block contents. Errors
+/// are reasons for a corruption report.
+pub fn decompress_block(ctype: u8, stored: Vec<u8>) -> std::result::Result<Vec<u8>, String> {
+    if ctype == COMPRESSION_NONE {
+        return Ok(stored);
+    }
+    if ctype != COMPRESSION_LZ4 && ctype != COMPRESSION_ZSTD {
+        return Err(format!("unknown block compression type {ctype}"));
+    }
+    let mut src = &stored[..];
+    let ulen = get_varint64(&mut src).ok_or("compressed block has a bad length prefix")?;
+    if ulen > MAX_BLOCK_SIZE {
+        return Err(format!(
+            "compressed block claims {ulen} uncompressed bytes (limit {MAX_BLOCK_SIZE})"
+        ));
+    }
+    let ulen = ulen as usize;
+    let mut out = vec![0u8; ulen];
+    let n = if ctype == COMPRESSION_LZ4 {
+        lz4_flex::block::decompress_into(src, &mut out)
+            .map_err(|e| format!("lz4 decompression failed: {e}"))?
+    } else {
+        ZSTD_DCTX.with(|cell| -> std::result::Result<usize, String> {
+            let mut slot = cell.borrow_mut();
+            if slot.is_none() {
+                *slot = Some(
+                    zstd::bulk::Decompressor::new()
+                        .map_err(|e| format!("cannot create zstd context: {e}"))?,
+                );
+            }
+            let d = slot.as_mut().ok_or("no zstd context")?;
+            d.decompress_to_buffer(src, &mut out[..])
+                .map_err(|e| format!("zstd decompression failed: {e}"))
+        })?
+    };
+    if n != ulen {
+        return Err(format!(
+            "block decompressed to {n} bytes, its header claims {ulen}"
+        ));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compression_parses_and_prints() {
+        for c in [Compression::None, Compression::Lz4, Compression::Zstd] {
+            let s = c.to_string();
+            assert_eq!(s.parse::<Compression>().expect("parse"), c);
+            assert_eq!(Compression::from_code(c.code()), Some(c));
+        }
+        assert_eq!("LZ4".parse::<Compression>().expect("parse"), Compression::Lz4);
+        assert!("snappy".parse::<Compression>().is_err());
+        assert_eq!(Compression::from_code(3), None);
+    }
+
+    #[test]
+    fn footer_round_trips_and_rejects_damage() {
+        let f = Footer {
+            index: BlockHandle { offset: 1000, size: 77 },
+            filter: BlockHandle { offset: 900, size: 95 },
+            properties: BlockHandle { offset: 1082, size: 300 },
+            version: FORMAT_VERSION,
+        };
+        let bytes = f.encode();
+        assert_eq!(&bytes[56..], b"SRTATSST");
+        let p = Path::new("t.sst");
+        assert_eq!(Footer::decode(&bytes, p, 5).expect("decode"), f);
+        for i in 0..FOOTER_LEN {
+            let mut b = bytes;
+            b[i] ^= 0x04;
+            let e = Footer::decode(&b, p, 5).expect_err("damaged footer accepted");
+            match e {
+                Error::Corruption { offset, .. } => assert_eq!(offset, 5),
+                Error::UnsupportedVersion { found, .. } => {
+                    assert!((52..56).contains(&i), "version error from byte {i}");
+                    assert!(found > 1);
+                }
+                other => panic!("unexpected error {other}"),
+            }
+        }
+        let mut b = bytes;
+        b[52..56].copy_from_slice(&2u32.to_le_bytes());
+        assert!(matches!(
+            Footer::decode(&b, p, 0),
+            Err(Error::UnsupportedVersion { found: 2, supported: 1, .. })
+        ));
+    }
+
+    #[test]
+    fn handle_decoding_is_exact() {
+        let h = BlockHandle { offset: 1 << 40, size: 4096 };
+        let mut buf = Vec::new();
+        h.encode_to(&mut buf);
+        assert!(buf.len() <= BlockHandle::MAX_ENCODED_LEN);
+        assert_eq!(BlockHandle::decode_exact(&buf), Some(h));
+        buf.push(0);
+        assert_eq!(BlockHandle::decode_exact(&buf), None);
+        assert_eq!(BlockHandle::decode_exact(&buf[..2]), None);
+        let big = BlockHandle { offset: u64::MAX, size: 1 };
+        assert_eq!(big.end_with_trailer(), None);
+    }
+
+    #[test]
+    fn compression_round_trips_and_skips_incompressible() {
+        let mut c = BlockCompressor::default();
+        let raw: Vec<u8> = (0..20_000u32).map(|i| (i % 7) as u8).collect();
+        for comp in [Compression::Lz4, Compression::Zstd] {
+            let (t, stored) = c.compress(comp, &raw).expect("compressible");
+            assert_eq!(t, comp.code());
+            assert!(stored.len() < raw.len() / 2);
+            let out = decompress_block(t, stored.to_vec()).expect("decompress");
+            assert_eq!(out, raw);
+        }
+        // Random bytes do not compress by 12.5%.
+        let mut x = 0x1234_5678_9abc_def0u64;
+        let noise: Vec<u8> = (0..4096)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        assert!(c.compress(Compression::Lz4, &noise).is_none());
+        assert!(c.compress(Compression::Zstd, &noise).is_none());
+        assert!(c.compress(Compression::None, &raw).is_none());
+    }
+
+    #[test]
+    fn decompression_refuses_bad_lengths() {
+        let mut c = BlockCompressor::default();
+        let raw = vec![b'a'; 10_000];
+        for comp in [Compression::Lz4, Compression::Zstd] {
+            let (t, stored) = c.compress(comp, &raw).expect("compressible");
+            let stored = stored.to_vec();
+            // Claim a larger and a smaller uncompressed size.
+            for claim in [10_001u64, 9_999, MAX_BLOCK_SIZE + 1, 0] {
+                let mut body = Vec::new();
+                put_varint64(&mut body, claim);
+                let mut cur = &stored[..];
+                get_varint64(&mut cur).expect("prefix");
+                body.extend_from_slice(cur);
+                assert!(decompress_block(t, body).is_err(), "claim {claim} accepted");
+            }
+        }
+        assert!(decompress_block(9, vec![1, 2, 3]).is_err());
+        assert!(decompress_block(COMPRESSION_LZ4, vec![0xff]).is_err());
+    }
+}

@@ -1,0 +1,29 @@
+//! Sorted-table (SST) files: immutable, sorted runs of internal keys.
+//!
+//! ```text
+//! +----------------+----------------+-----+--------+-------+------------+--------+
+//! | data block 0   | data block 1   | ... | filter | index | properties | footer |
+//! | + trailer (5B) | + trailer (5B) |     | + 5B   | + 5B  | + 5B       | 64 B   |
+//! +----------------+----------------+-----+--------+-------+------------+--------+
+//! ```
+//!
+//! - [`block`]: prefix-compressed key/value blocks with restart points (data
+//!   and index blocks).
+//! - [`bloom`]: the whole-file Bloom filter over user keys.
+//! - [`format`]: block handles, trailers (compression type + CRC-32C),
+//!   compression and the footer.
+//! - [`builder`]: [`TableBuilder`] writes a table.
+//! - [`reader`]: [`TableReader`] opens, looks up, iterates and verifies one.
+//!
+//! The byte-level format is specified in `docs/format/sst.md`.
+
+pub mod block;
+pub mod bloom;
+pub mod builder;
+pub mod format;
+pub mod reader;
+
+pub use block::Block;
+pub use builder::{TableBuilder, TableBuilderOptions, TableSummary};
+pub use format::Compression;
+pub use reader::{TableIter, TableProperties, TableReader};

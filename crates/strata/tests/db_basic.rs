@@ -1,0 +1,217 @@
+//! One behaviour per test: the public API of `Db` and `Keyspace`.
+
+use std::sync::Arc;
+
+use strata::merge::AppendOperator;
+use strata::{Db, Error, KeyspaceOptions, Options, ReadOptions, WriteBatch, WriteOptions};
+
+fn small_options() -> Options {
+    let mut o = Options::default();
+    o.default_keyspace.write_buffer_size = 64 * 1024;
+    o.default_keyspace.target_file_size = 64 * 1024;
+    o.default_keyspace.level1_max_bytes = 256 * 1024;
+    o.default_keyspace.merge_operator = Some(Arc::new(AppendOperator { delimiter: b',' }));
+    o.block_cache_bytes = 1 << 20;
+    o
+}
+
+#[test]
+fn put_get_delete_round_trip() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), small_options()).expect("open");
+    db.put(b"k", b"v").expect("put");
+    assert_eq!(db.get(b"k").expect("get"), Some(b"v".to_vec()));
+    db.delete(b"k").expect("delete");
+    assert_eq!(db.get(b"k").expect("get"), None);
+    db.put(b"", b"empty key").expect("empty key");
+    assert_eq!(db.get(b"").expect("get"), Some(b"empty key".to_vec()));
+}
+
+#[test]
+fn data_survives_reopen_from_log_and_from_tables() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let db = Db::open(dir.path(), small_options()).expect("open");
+        for i in 0..5000u32 {
+            db.put(format!("key{i:06}").as_bytes(), format!("value{i}").as_bytes())
+                .expect("put");
+        }
+        db.close().expect("close");
+    }
+    let db = Db::open(dir.path(), small_options()).expect("reopen");
+    assert!(db.recovery_report().entries_replayed > 0 || db.stats().keyspaces[0].levels.iter().any(|l| l.0 > 0));
+    for i in (0..5000u32).step_by(97) {
+        assert_eq!(
+            db.get(format!("key{i:06}").as_bytes()).expect("get"),
+            Some(format!("value{i}").into_bytes())
+        );
+    }
+    let n = db.default_keyspace().scan(None, None, usize::MAX).expect("scan").len();
+    assert_eq!(n, 5000);
+}
+
+#[test]
+fn second_open_of_same_path_is_locked() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let _db = Db::open(dir.path(), small_options()).expect("open");
+    match Db::open(dir.path(), small_options()) {
+        Err(Error::Locked { .. }) => {}
+        Err(e) => panic!("expected Locked, got {e}"),
+        Ok(_) => panic!("expected Locked, got an open database"),
+    }
+}
+
+#[test]
+fn open_without_create_on_empty_dir_fails() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut o = small_options();
+    o.create_if_missing = false;
+    assert!(matches!(Db::open(dir.path().join("nope"), o.clone()), Err(Error::NotFound { .. })));
+    assert!(matches!(Db::open(dir.path(), o), Err(Error::NotFound { .. })));
+}
+
+#[test]
+fn oversized_key_and_value_are_refused_and_nothing_is_written() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), small_options()).expect("open");
+    let big_key = vec![b'k'; 64 * 1024 + 1];
+    assert!(matches!(db.put(&big_key, b"v"), Err(Error::InvalidArgument(_))));
+    let mut b = WriteBatch::new();
+    b.put(b"ok", b"1");
+    b.put(&big_key, b"2");
+    assert!(matches!(db.write(WriteOptions::default(), b), Err(Error::InvalidArgument(_))));
+    assert_eq!(db.get(b"ok").expect("get"), None);
+    let max_key = vec![b'k'; 64 * 1024];
+    db.put(&max_key, b"v").expect("a key of exactly 64 KiB is fine");
+}
+
+#[test]
+fn merge_operands_combine_across_flushes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), small_options()).expect("open");
+    db.put(b"m", b"a").expect("put");
+    db.flush().expect("flush");
+    db.merge(b"m", b"b").expect("merge");
+    db.flush().expect("flush");
+    db.merge(b"m", b"c").expect("merge");
+    assert_eq!(db.get(b"m").expect("get"), Some(b"a,b,c".to_vec()));
+    db.compact().expect("compact");
+    assert_eq!(db.get(b"m").expect("get"), Some(b"a,b,c".to_vec()));
+    let all = db.default_keyspace().scan(None, None, 10).expect("scan");
+    assert_eq!(all, vec![(b"m".to_vec(), b"a,b,c".to_vec())]);
+}
+
+#[test]
+fn merge_without_operator_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), Options::default()).expect("open");
+    assert!(matches!(db.merge(b"k", b"x"), Err(Error::InvalidArgument(_))));
+}
+
+#[test]
+fn snapshot_sees_the_past_through_flush_and_compaction() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), small_options()).expect("open");
+    let ks = db.default_keyspace();
+    db.put(b"a", b"1").expect("put");
+    let snap = db.snapshot();
+    db.put(b"a", b"2").expect("put");
+    db.delete(b"a").expect("delete");
+    db.flush().expect("flush");
+    db.compact().expect("compact");
+    assert_eq!(ks.get_at(b"a", &snap).expect("get"), Some(b"1".to_vec()));
+    assert_eq!(ks.get(b"a").expect("get"), None);
+    let mut it = ks
+        .iter(ReadOptions {
+            snapshot: Some(snap.seqno()),
+            ..Default::default()
+        })
+        .expect("iter");
+    it.seek_to_first();
+    assert!(it.valid());
+    assert_eq!((it.key(), it.value()), (&b"a"[..], &b"1"[..]));
+}
+
+#[test]
+fn keyspaces_are_independent_and_batches_span_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let db = Db::open(dir.path(), small_options()).expect("open");
+        let idx = db.keyspace("index", KeyspaceOptions::default()).expect("keyspace");
+        let mut b = WriteBatch::new();
+        b.put(b"row1", b"data");
+        b.put_in(idx.id(), b"data#row1", b"");
+        db.write(WriteOptions::default(), b).expect("write");
+        assert_eq!(db.get(b"data#row1").expect("get"), None);
+        assert_eq!(idx.get(b"data#row1").expect("get"), Some(vec![]));
+        db.close().expect("close");
+    }
+    let db = Db::open(dir.path(), small_options()).expect("reopen");
+    assert_eq!(db.keyspace_names(), vec!["default".to_string(), "index".to_string()]);
+    let idx = db.keyspace("index", KeyspaceOptions::default()).expect("keyspace");
+    assert_eq!(idx.get(b"data#row1").expect("get"), Some(vec![]));
+    assert_eq!(db.get(b"row1").expect("get"), Some(b"data".to_vec()));
+}
+
+#[test]
+fn iterator_walks_both_ways_within_bounds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), small_options()).expect("open");
+    for i in 0..100u32 {
+        db.put(format!("{i:03}").as_bytes(), b"x").expect("put");
+        if i % 30 == 0 {
+            db.flush().expect("flush");
+        }
+    }
+    db.delete(b"050").expect("delete");
+    let ks = db.default_keyspace();
+    let mut it = ks
+        .iter(ReadOptions {
+            lower_bound: Some(b"040".to_vec()),
+            upper_bound: Some(b"060".to_vec()),
+            ..Default::default()
+        })
+        .expect("iter");
+    it.seek_to_first();
+    let mut fwd = Vec::new();
+    while it.valid() {
+        fwd.push(it.key().to_vec());
+        it.next();
+    }
+    assert_eq!(fwd.len(), 19);
+    assert_eq!(fwd[0], b"040");
+    assert_eq!(fwd.last().map(Vec::as_slice), Some(&b"059"[..]));
+    it.seek_to_last();
+    let mut back = Vec::new();
+    while it.valid() {
+        back.push(it.key().to_vec());
+        it.prev();
+    }
+    back.reverse();
+    assert_eq!(fwd, back);
+    it.seek(b"049");
+    it.next();
+    assert_eq!(it.key(), b"051");
+    it.prev();
+    assert_eq!(it.key(), b"049");
+}
+
+#[test]
+fn compaction_keeps_levels_sorted_and_drops_overwrites() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), small_options()).expect("open");
+    for round in 0..4u32 {
+        for i in 0..3000u32 {
+            db.put(format!("key{i:05}").as_bytes(), format!("r{round}-{i:0>50}").as_bytes())
+                .expect("put");
+        }
+    }
+    db.compact().expect("compact");
+    let st = db.stats();
+    let levels = &st.keyspaces[0].levels;
+    assert_eq!(levels[0].0, 0, "level 0 empty after full compaction: {levels:?}");
+    let on_disk: u64 = levels.iter().map(|l| l.1).sum();
+    // 3000 live keys of ~70 bytes; four rounds would be four times that.
+    assert!(on_disk < 3000 * 70 * 2, "overwritten versions dropped: {on_disk} bytes");
+    assert_eq!(db.get(b"key00042").expect("get"), Some(format!("r3-{:0>50}", 42).into_bytes()));
+}
