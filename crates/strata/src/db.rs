@@ -2019,6 +2019,5 @@ fn replay_manifest(
 /// Whether a log reader's damage report describes a torn tail (a record cut
 /// short by a crash) rather than damage to complete bytes.
 fn reader_tail_is_torn(reason: &str) -> bool {
-    let r = reason.to_ascii_lowercase();
-    r.contains("truncated") || r.contains("torn") || r.contains("zero")
+    reason.contains("torn") || reason.starts_with("truncated")
 }
