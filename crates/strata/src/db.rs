@@ -169,12 +169,24 @@ pub(crate) struct DbInner {
     threads: Mutex<Vec<JoinHandle<()>>>,
     next_memtable_id: AtomicU64,
     recovery: RecoveryReport,
+    /// Live `Db` handles; the last one to drop closes the database.
+    db_handles: std::sync::atomic::AtomicUsize,
 }
 
-/// An open database. Cheap to clone; every clone is the same database.
-#[derive(Clone)]
+/// An open database. Cheap to clone; every clone is the same database. When
+/// the last clone drops, the database closes (as [`Db::close`]); keyspace
+/// handles and snapshots that outlive it then fail with [`Error::Closed`].
 pub struct Db {
     inner: Arc<DbInner>,
+}
+
+impl Clone for Db {
+    fn clone(&self) -> Self {
+        self.inner.db_handles.fetch_add(1, Ordering::AcqRel);
+        Db {
+            inner: Arc::clone(&self.inner),
+        }
+    }
 }
 
 /// A handle on one keyspace (an independent LSM tree sharing the database's
@@ -471,6 +483,7 @@ impl Db {
     /// database. Other clones become unusable (`Error::Closed`).
     pub fn close(self) -> Result<()> {
         self.inner.shutdown();
+        // Drop of `self` follows; shutdown is idempotent.
         let st = self.inner.state.lock();
         match &st.bg_error {
             Some(e) => Err(e.duplicate()),
@@ -872,6 +885,7 @@ impl DbInner {
             threads: Mutex::new(Vec::new()),
             next_memtable_id,
             recovery: report,
+            db_handles: std::sync::atomic::AtomicUsize::new(1),
             opts,
         })
     }
@@ -990,6 +1004,15 @@ impl DbInner {
     /// Appends an edit to the manifest and syncs it. A failure is sticky.
     /// REQUIRES: the manifest lock is held (the guard is the proof).
     fn log_edit(&self, manifest: &mut MutexGuard<'_, ManifestWriter>, edit: &VersionEdit) -> Result<()> {
+        if manifest.log.len() >= self.opts.max_manifest_bytes {
+            // Every earlier edit is installed (edits are serialised by the
+            // manifest lock), so the state is a faithful snapshot.
+            let r = self.roll_manifest(manifest);
+            if let Err(e) = &r {
+                self.set_bg_error(e.duplicate());
+            }
+            r?;
+        }
         let r = manifest
             .log
             .add_record(&edit.encode())
@@ -998,6 +1021,38 @@ impl DbInner {
             self.set_bg_error(e.duplicate());
         }
         r
+    }
+
+    /// Starts a new manifest holding a snapshot of the installed state and
+    /// points CURRENT at it; the old manifest is removed.
+    /// REQUIRES: the manifest lock is held.
+    fn roll_manifest(&self, manifest: &mut MutexGuard<'_, ManifestWriter>) -> Result<()> {
+        let (number, snapshot) = {
+            let mut st = self.state.lock();
+            let number = st.new_file_number();
+            let mut e = VersionEdit {
+                format_version: Some(MANIFEST_FORMAT_VERSION),
+                next_file_number: Some(st.next_file_number),
+                last_seqno: Some(self.last_seqno.load(Ordering::Acquire)),
+                ..Default::default()
+            };
+            for (id, k) in &st.keyspaces {
+                e.added_keyspaces.push((*id, k.name.clone()));
+                e.log_numbers.push((*id, k.log_number));
+                for (level, f) in k.version.all_files() {
+                    e.new_files.push(f.record(*id, level));
+                }
+            }
+            (number, e)
+        };
+        let log = write_new_manifest(&*self.vfs, &self.path, number, &snapshot)?;
+        let old = std::mem::replace(&mut **manifest, ManifestWriter { log, number });
+        // CURRENT names the new manifest durably; a failed removal leaves a
+        // file that the next open deletes.
+        let _ = self
+            .vfs
+            .remove(&self.path.join(filename::manifest_name(old.number)));
+        Ok(())
     }
 
     fn set_bg_error(&self, e: Error) {
@@ -1801,9 +1856,7 @@ impl Drop for DbInner {
 
 impl Drop for Db {
     fn drop(&mut self) {
-        // The background threads hold clones of the inner Arc; when only
-        // they and this handle remain, stop them so the database closes.
-        if Arc::strong_count(&self.inner) == 1 + self.inner.threads.lock().len() {
+        if self.inner.db_handles.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.inner.shutdown();
         }
     }

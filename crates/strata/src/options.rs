@@ -35,6 +35,9 @@ pub struct Options {
     /// When the live write-ahead logs exceed this, the keyspaces holding the
     /// oldest log are flushed (default 0: four times the sum of write buffers).
     pub max_total_wal_bytes: u64,
+    /// A manifest larger than this is replaced by a fresh snapshot of the
+    /// state (default 16 MiB).
+    pub max_manifest_bytes: u64,
     /// Options of the default keyspace.
     pub default_keyspace: KeyspaceOptions,
 }
@@ -50,6 +53,7 @@ impl Default for Options {
             compaction_threads: 1,
             max_write_group_bytes: 1 << 20,
             max_total_wal_bytes: 0,
+            max_manifest_bytes: 16 << 20,
             default_keyspace: KeyspaceOptions::default(),
         }
     }

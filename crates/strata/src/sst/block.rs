@@ -426,7 +426,7 @@ impl BlockIter {
             self.restart_index -= 1;
         }
         self.seek_to_restart(self.restart_index);
-        while self.parse_next() && self.next < original {}
+        while self.parse_next() && self.next <= original {}
     }
 
     /// Positions on the first entry whose key is `>= target`.

@@ -1,0 +1,228 @@
+//! Fault injection through the in-memory VFS: failed writes and syncs, full
+//! disks, power cuts. Each test names the behaviour it proves.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use strata::vfs::Vfs;
+use strata::vfs_mem::{FaultKind, FaultRule, MemVfs, VfsOp};
+use strata::{Db, Error, Options, WriteOptions};
+
+fn options(vfs: &MemVfs) -> Options {
+    let mut o = Options::default();
+    o.vfs = Arc::new(vfs.clone());
+    o.default_keyspace.write_buffer_size = 32 * 1024;
+    o.default_keyspace.target_file_size = 32 * 1024;
+    o.default_keyspace.level1_max_bytes = 128 * 1024;
+    o.block_cache_bytes = 256 * 1024;
+    o
+}
+
+const DIR: &str = "/db";
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+fn value(i: u32) -> Vec<u8> {
+    format!("value-{i}-{:0>40}", i).into_bytes()
+}
+
+fn sync_opts() -> WriteOptions {
+    WriteOptions { sync: true, ..Default::default() }
+}
+
+#[test]
+fn failed_wal_append_fails_that_write_and_every_later_one_until_reopen() {
+    let vfs = MemVfs::new();
+    let db = Db::open(DIR, options(&vfs)).expect("open");
+    db.put(b"before", b"1").expect("put");
+    vfs.set_fault(FaultRule::new(FaultKind::IoError).op(VfsOp::Append).path_contains(".log").count(1));
+    assert!(matches!(db.put(b"during", b"2"), Err(Error::Io { .. })));
+    // The fault is gone, but the database stays read-only.
+    assert!(matches!(db.put(b"after", b"3"), Err(Error::ReadOnly { .. })));
+    assert_eq!(db.get(b"before").expect("reads still work"), Some(b"1".to_vec()));
+    drop(db);
+    let db = Db::open(DIR, options(&vfs)).expect("reopen");
+    assert_eq!(db.get(b"before").expect("get"), Some(b"1".to_vec()));
+    assert_eq!(db.get(b"after").expect("get"), None);
+    db.put(b"after", b"3").expect("writes work after reopen");
+}
+
+#[test]
+fn failed_wal_fsync_fails_the_sync_write_and_later_writes() {
+    let vfs = MemVfs::new();
+    let db = Db::open(DIR, options(&vfs)).expect("open");
+    db.default_keyspace().put_opt(sync_opts(), b"a", b"1").expect("put");
+    vfs.set_fault(FaultRule::new(FaultKind::IoError).op(VfsOp::Sync).path_contains(".log"));
+    assert!(db.default_keyspace().put_opt(sync_opts(), b"b", b"2").is_err());
+    vfs.clear_faults();
+    assert!(matches!(db.put(b"c", b"3"), Err(Error::ReadOnly { .. })));
+    assert!(db.stats().background_error.is_some());
+}
+
+#[test]
+fn acknowledged_synced_writes_survive_a_power_cut() {
+    let vfs = MemVfs::new();
+    let db = Db::open(DIR, options(&vfs)).expect("open");
+    let ks = db.default_keyspace();
+    for i in 0..3000 {
+        ks.put_opt(sync_opts(), &key(i), &value(i)).expect("put");
+    }
+    // Flushes and compactions have run in between (32 KiB buffers).
+    assert!(db.stats().flushes > 0);
+    vfs.power_cut();
+    drop(ks);
+    drop(db);
+    let db = Db::open(DIR, options(&vfs)).expect("reopen after power cut");
+    for i in 0..3000 {
+        assert_eq!(db.get(&key(i)).expect("get"), Some(value(i)), "key {i}");
+    }
+}
+
+#[test]
+fn unsynced_writes_may_be_lost_in_a_power_cut_but_the_database_opens_consistent() {
+    let vfs = MemVfs::new();
+    let db = Db::open(DIR, options(&vfs)).expect("open");
+    for i in 0..2000 {
+        db.put(&key(i), &value(i)).expect("put");
+    }
+    db.default_keyspace().put_opt(sync_opts(), b"synced", b"yes").expect("sync put");
+    for i in 2000..2500 {
+        db.put(&key(i), &value(i)).expect("put");
+    }
+    vfs.power_cut();
+    drop(db);
+    let db = Db::open(DIR, options(&vfs)).expect("reopen");
+    // Everything up to the synced write is there (a sync covers the log
+    // prefix before it).
+    assert_eq!(db.get(b"synced").expect("get"), Some(b"yes".to_vec()));
+    for i in 0..2000 {
+        assert_eq!(db.get(&key(i)).expect("get"), Some(value(i)), "key {i}");
+    }
+    // What follows is a prefix: no later key present after a missing one.
+    let mut missing = false;
+    for i in 2000..2500 {
+        let got = db.get(&key(i)).expect("get");
+        if got.is_none() {
+            missing = true;
+        } else {
+            assert!(!missing, "key {i} survived although an earlier write was lost");
+        }
+    }
+}
+
+#[test]
+fn failed_flush_keeps_the_previous_version_and_loses_nothing() {
+    let vfs = MemVfs::new();
+    let db = Db::open(DIR, options(&vfs)).expect("open");
+    for i in 0..200 {
+        db.put(&key(i), &value(i)).expect("put");
+    }
+    vfs.set_fault(FaultRule::new(FaultKind::NoSpace).op(VfsOp::Append).path_contains(".sst"));
+    assert!(db.flush().is_err());
+    assert_eq!(db.get(&key(7)).expect("reads still work"), Some(value(7)));
+    vfs.clear_faults();
+    drop(db);
+    let db = Db::open(DIR, options(&vfs)).expect("reopen");
+    for i in 0..200 {
+        assert_eq!(db.get(&key(i)).expect("get"), Some(value(i)));
+    }
+}
+
+fn table_files(vfs: &MemVfs) -> Vec<String> {
+    vfs.list(Path::new(DIR))
+        .expect("list")
+        .into_iter()
+        .filter(|n| n.ends_with(".sst"))
+        .collect()
+}
+
+#[test]
+fn full_disk_during_compaction_keeps_data_and_space_is_reclaimed_after_recovery() {
+    let vfs = MemVfs::new();
+    let mut o = options(&vfs);
+    o.default_keyspace.level0_compaction_trigger = 100; // no automatic compaction
+    o.default_keyspace.level0_slowdown_trigger = 100;
+    o.default_keyspace.level0_stop_trigger = 100;
+    let db = Db::open(DIR, o.clone()).expect("open");
+    for round in 0..3 {
+        for i in 0..500 {
+            db.put(&key(i), &value(i + round)).expect("put");
+        }
+        db.flush().expect("flush");
+    }
+    let before = table_files(&vfs);
+    // Fail after the compaction has written some output.
+    vfs.set_fault(FaultRule::new(FaultKind::NoSpace).op(VfsOp::Append).path_contains(".sst").after(3));
+    assert!(db.compact().is_err());
+    vfs.clear_faults();
+    drop(db);
+    let db = Db::open(DIR, o).expect("reopen");
+    for i in 0..500 {
+        assert_eq!(db.get(&key(i)).expect("get"), Some(value(i + 2)));
+    }
+    let after = table_files(&vfs);
+    assert_eq!(before, after, "partial compaction outputs are removed");
+    db.compact().expect("compaction works after recovery");
+    assert_eq!(table_files(&vfs).len(), 1);
+}
+
+#[test]
+fn failed_manifest_write_makes_the_database_read_only_and_reopen_recovers() {
+    let vfs = MemVfs::new();
+    let db = Db::open(DIR, options(&vfs)).expect("open");
+    for i in 0..300 {
+        db.put(&key(i), &value(i)).expect("put");
+    }
+    vfs.set_fault(FaultRule::new(FaultKind::IoError).op(VfsOp::Sync).path_contains("MANIFEST"));
+    assert!(db.flush().is_err());
+    vfs.clear_faults();
+    assert!(matches!(db.put(b"x", b"y"), Err(Error::ReadOnly { .. })));
+    drop(db);
+    let db = Db::open(DIR, options(&vfs)).expect("reopen");
+    for i in 0..300 {
+        assert_eq!(db.get(&key(i)).expect("get"), Some(value(i)));
+    }
+}
+
+#[test]
+fn manifest_rolls_over_and_reopens() {
+    let vfs = MemVfs::new();
+    let mut o = options(&vfs);
+    o.max_manifest_bytes = 512;
+    let db = Db::open(DIR, o.clone()).expect("open");
+    for round in 0..6 {
+        for i in 0..100 {
+            db.put(&key(i), &value(i + round)).expect("put");
+        }
+        db.flush().expect("flush");
+    }
+    let manifests: Vec<_> = vfs
+        .list(Path::new(DIR))
+        .expect("list")
+        .into_iter()
+        .filter(|n| n.starts_with("MANIFEST-"))
+        .collect();
+    assert_eq!(manifests.len(), 1, "old manifests removed: {manifests:?}");
+    drop(db);
+    let db = Db::open(DIR, o).expect("reopen");
+    assert_eq!(db.get(&key(5)).expect("get"), Some(value(10)));
+}
+
+#[test]
+fn failed_log_creation_at_memtable_switch_is_reported() {
+    let vfs = MemVfs::new();
+    let db = Db::open(DIR, options(&vfs)).expect("open");
+    vfs.set_fault(FaultRule::new(FaultKind::IoError).op(VfsOp::Create).path_contains(".log"));
+    let mut failed = false;
+    for i in 0..5000 {
+        if db.put(&key(i), &value(i)).is_err() {
+            failed = true;
+            break;
+        }
+    }
+    assert!(failed, "a write needing a new log must fail");
+    vfs.clear_faults();
+    assert!(matches!(db.put(b"x", b"y"), Err(Error::ReadOnly { .. })));
+}
