@@ -1,0 +1,589 @@
+//! The `strata` command line: argument parsing (clap) and the commands.
+//!
+//! Exit codes: 0 success; 1 a database error, a key not found (`get`), or
+//! corruption found (`check`); 2 a usage error (bad flag or argument value).
+
+use std::io::{self, BufRead, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Parser, Subcommand};
+use strata::sst::Compression;
+use strata::{Db, Error, MemTableKind, Options, ReadOptions, WriteBatch, WriteOptions};
+
+use crate::encoding::{decode_token, decode_token_bytes, encode_bytes};
+use crate::shell::{self, Command};
+
+/// Exit code of a database error, a failed check or a missing key.
+pub const EXIT_FAILURE: i32 = 1;
+/// Exit code of a usage error.
+pub const EXIT_USAGE: i32 = 2;
+
+/// Updates written per batch by `load`.
+pub const LOAD_BATCH_ENTRIES: usize = 1000;
+/// A `load` batch is also written once it holds this many bytes.
+pub const LOAD_BATCH_BYTES: usize = 4 << 20;
+
+/// Inspect and edit a Strata database.
+///
+/// Keys and values starting with 0x are hex (0x alone is the empty string);
+/// on output, a key or value that is not printable UTF-8 without whitespace
+/// (or that starts with 0x, or is empty) is printed as 0x + lowercase hex.
+#[derive(Debug, Parser)]
+#[command(name = "strata", version)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: CliCommand,
+}
+
+/// Flags accepted by every command.
+#[derive(Debug, Clone, Args)]
+pub struct GlobalArgs {
+    /// Directory of the database.
+    #[arg(long, global = true, value_name = "PATH", default_value = "./data")]
+    pub db: PathBuf,
+    /// Bytes a memtable holds before it is flushed (suffixes K, M, G allowed).
+    #[arg(long, global = true, value_name = "BYTES", value_parser = parse_size)]
+    pub write_buffer_size: Option<u64>,
+    /// Byte budget of the block cache, 0 for none (suffixes K, M, G allowed).
+    #[arg(long, global = true, value_name = "BYTES", value_parser = parse_size)]
+    pub block_cache_size: Option<u64>,
+    /// Block compression of new table files: none, lz4 or zstd.
+    #[arg(long, global = true, value_name = "CODEC", value_parser = parse_compression)]
+    pub compression: Option<Compression>,
+    /// fsync the write-ahead log before acknowledging each write.
+    #[arg(long, global = true)]
+    pub sync: bool,
+    /// Memtable representation (e.g. skiplist).
+    #[arg(long, global = true, value_name = "KIND", value_parser = parse_memtable)]
+    pub memtable: Option<MemTableKind>,
+    /// Fail instead of creating a database when PATH holds none.
+    #[arg(long, global = true)]
+    pub no_create: bool,
+}
+
+/// A key or value given on the command line, already decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bytes(pub Vec<u8>);
+
+fn parse_bytes(s: &str) -> Result<Bytes, String> {
+    decode_token(s).map(Bytes)
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum CliCommand {
+    /// Set KEY to VALUE.
+    Put {
+        #[arg(allow_hyphen_values = true, value_parser = parse_bytes)]
+        key: Bytes,
+        #[arg(allow_hyphen_values = true, value_parser = parse_bytes)]
+        value: Bytes,
+    },
+    /// Print the value of KEY; prints (not found) and exits 1 when absent.
+    Get {
+        #[arg(allow_hyphen_values = true, value_parser = parse_bytes)]
+        key: Bytes,
+    },
+    /// Delete KEY.
+    Delete {
+        #[arg(allow_hyphen_values = true, value_parser = parse_bytes)]
+        key: Bytes,
+    },
+    /// Print KEY<TAB>VALUE lines for keys in [FROM, TO), in key order.
+    Scan {
+        /// Inclusive lower bound (default: the first key).
+        #[arg(long, value_name = "KEY", allow_hyphen_values = true, value_parser = parse_bytes)]
+        from: Option<Bytes>,
+        /// Exclusive upper bound (default: past the last key).
+        #[arg(long, value_name = "KEY", allow_hyphen_values = true, value_parser = parse_bytes)]
+        to: Option<Bytes>,
+        /// Print at most N entries.
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+    },
+    /// Read KEY<TAB>VALUE lines from standard input and write them in batches.
+    Load,
+    /// Flush memtables to table files.
+    Flush,
+    /// Compact the whole key range.
+    Compact,
+    /// Print statistics.
+    Stats,
+    /// Verify the checksums of every table file (never creates a database).
+    Check,
+    /// Read commands from standard input, one per line (try `help`).
+    Shell,
+}
+
+fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let lower = t.to_ascii_lowercase();
+    let lower = lower
+        .strip_suffix("ib")
+        .or_else(|| lower.strip_suffix('b'))
+        .unwrap_or(&lower);
+    let (digits, mult): (&str, u64) = match lower.char_indices().last() {
+        Some((i, 'k')) => (&lower[..i], 1 << 10),
+        Some((i, 'm')) => (&lower[..i], 1 << 20),
+        Some((i, 'g')) => (&lower[..i], 1 << 30),
+        Some((i, 't')) => (&lower[..i], 1 << 40),
+        _ => (lower, 1),
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{s:?} is not a byte count (examples: 4096, 64K, 64MiB, 1G)"))?;
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("{s:?} is too large"))
+}
+
+fn parse_compression(s: &str) -> Result<Compression, String> {
+    s.parse::<Compression>().map_err(|e| e.to_string())
+}
+
+fn parse_memtable(s: &str) -> Result<MemTableKind, String> {
+    s.parse::<MemTableKind>().map_err(|e| e.to_string())
+}
+
+impl GlobalArgs {
+    /// Database options from the flags, validated.
+    pub fn options(&self) -> Result<Options, String> {
+        let mut o = Options {
+            create_if_missing: !self.no_create,
+            ..Options::default()
+        };
+        if let Some(b) = self.block_cache_size {
+            o.block_cache_bytes = b;
+        }
+        let ks = &mut o.default_keyspace;
+        if let Some(w) = self.write_buffer_size {
+            ks.write_buffer_size = usize::try_from(w)
+                .map_err(|_| format!("--write-buffer-size {w} does not fit this machine"))?;
+        }
+        if let Some(c) = self.compression {
+            ks.compression = c;
+        }
+        if let Some(m) = self.memtable {
+            ks.memtable = m;
+        }
+        o.validate().map_err(|e| match e {
+            Error::InvalidArgument(s) => s,
+            e => e.to_string(),
+        })?;
+        Ok(o)
+    }
+
+    /// Write options from the flags.
+    pub fn write_options(&self) -> WriteOptions {
+        WriteOptions {
+            sync: self.sync,
+            ..WriteOptions::default()
+        }
+    }
+}
+
+/// Why a command failed.
+#[derive(Debug)]
+enum Failure {
+    /// A usage problem: exit 2.
+    Usage(String),
+    /// A database error: exit 1.
+    Db(Error),
+    /// Writing the output failed.
+    Output(io::Error),
+    /// Anything else that is the input's or the environment's fault: exit 1.
+    Other(String),
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Failure::Db(e)
+    }
+}
+
+impl From<io::Error> for Failure {
+    fn from(e: io::Error) -> Self {
+        Failure::Output(e)
+    }
+}
+
+/// Opens the database, turning a missing one into a message that names the
+/// flag responsible.
+fn open_db(path: &Path, opts: Options, why_no_create: &str) -> Result<Db, Failure> {
+    match Db::open(path, opts) {
+        Ok(db) => Ok(db),
+        Err(Error::NotFound { path }) => Err(Failure::Other(format!(
+            "no database at {} ({why_no_create})",
+            path.display()
+        ))),
+        Err(e) => Err(Failure::Db(e)),
+    }
+}
+
+/// Runs a parsed command line; returns the exit code.
+pub fn run(cli: Cli) -> i32 {
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let result = run_command(&cli, &mut out).and_then(|code| {
+        out.flush()?;
+        Ok(code)
+    });
+    match result {
+        Ok(code) => code,
+        Err(Failure::Usage(m)) => {
+            let _ = out.flush();
+            eprintln!("error: {m}");
+            EXIT_USAGE
+        }
+        Err(Failure::Db(e)) => {
+            let _ = out.flush();
+            eprintln!("error: {e}");
+            EXIT_FAILURE
+        }
+        Err(Failure::Other(m)) => {
+            let _ = out.flush();
+            eprintln!("error: {m}");
+            EXIT_FAILURE
+        }
+        // The reader went away (`strata scan | head`): not an error of ours.
+        Err(Failure::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => 0,
+        Err(Failure::Output(e)) => {
+            eprintln!("error: writing output: {e}");
+            EXIT_FAILURE
+        }
+    }
+}
+
+fn run_command(cli: &Cli, out: &mut impl Write) -> Result<i32, Failure> {
+    let g = &cli.global;
+    let mut opts = g.options().map_err(Failure::Usage)?;
+    let mut why = "--no-create is set";
+    if matches!(cli.command, CliCommand::Check) {
+        // A checker must not create what it is asked to check.
+        opts.create_if_missing = false;
+        why = "check never creates a database";
+    }
+    let wopts = g.write_options();
+
+    if matches!(cli.command, CliCommand::Shell) {
+        let db = open_db(&g.db, opts.clone(), why)?;
+        let mut session = Session {
+            path: g.db.clone(),
+            opts,
+            wopts,
+            db: Some(db),
+        };
+        let stdin = io::stdin();
+        let code = session.run(stdin.lock(), out)?;
+        if let Some(db) = session.db.take() {
+            db.close()?;
+        }
+        return Ok(code);
+    }
+
+    let db = match open_db(&g.db, opts, why) {
+        Ok(db) => db,
+        Err(Failure::Db(e)) if matches!(cli.command, CliCommand::Check) => {
+            writeln!(out, "cannot open database: {e}")?;
+            return Ok(EXIT_FAILURE);
+        }
+        Err(f) => return Err(f),
+    };
+    let code = match &cli.command {
+        CliCommand::Put { key, value } => {
+            db.default_keyspace().put_opt(wopts, &key.0, &value.0)?;
+            writeln!(out, "OK")?;
+            0
+        }
+        CliCommand::Get { key } => match db.get(&key.0)? {
+            Some(v) => {
+                writeln!(out, "{}", encode_bytes(&v))?;
+                0
+            }
+            None => {
+                writeln!(out, "(not found)")?;
+                EXIT_FAILURE
+            }
+        },
+        CliCommand::Delete { key } => {
+            let mut b = WriteBatch::new();
+            b.delete_in(db.default_keyspace().id(), &key.0);
+            db.write(wopts, b)?;
+            writeln!(out, "OK")?;
+            0
+        }
+        CliCommand::Scan { from, to, limit } => {
+            let mut it = db.default_keyspace().iter(ReadOptions {
+                lower_bound: from.as_ref().map(|b| b.0.clone()),
+                upper_bound: to.as_ref().map(|b| b.0.clone()),
+                ..ReadOptions::default()
+            })?;
+            it.seek_to_first();
+            let limit = limit.unwrap_or(usize::MAX);
+            let mut n = 0usize;
+            while n < limit && it.valid() {
+                writeln!(out, "{}\t{}", encode_bytes(it.key()), encode_bytes(it.value()))?;
+                n += 1;
+                it.next();
+            }
+            it.status()?;
+            0
+        }
+        CliCommand::Load => {
+            let stdin = io::stdin();
+            let n = load(&db, wopts, stdin.lock())?;
+            writeln!(out, "loaded {n} entries")?;
+            0
+        }
+        CliCommand::Flush => {
+            db.flush()?;
+            writeln!(out, "OK")?;
+            0
+        }
+        CliCommand::Compact => {
+            db.compact()?;
+            writeln!(out, "OK")?;
+            0
+        }
+        CliCommand::Stats => {
+            write!(out, "{}", db.stats().render())?;
+            0
+        }
+        CliCommand::Check => check(&db, out)?,
+        // Handled above, before the database was opened a second way.
+        CliCommand::Shell => return Err(Failure::Other("internal: shell".into())),
+    };
+    db.close()?;
+    Ok(code)
+}
+
+/// Reads `KEY<TAB>VALUE` lines and writes them in batches; returns the
+/// number of entries written. Blank lines are skipped; a trailing `\r` is
+/// dropped. Stops at the first bad line (entries before it stay written).
+fn load(db: &Db, wopts: WriteOptions, mut input: impl BufRead) -> Result<u64, Failure> {
+    let ks = db.default_keyspace().id();
+    let mut batch = WriteBatch::new();
+    let mut written = 0u64;
+    let mut line = Vec::new();
+    let mut lineno = 0u64;
+    loop {
+        line.clear();
+        let n = input
+            .read_until(b'\n', &mut line)
+            .map_err(|e| Failure::Other(format!("reading standard input: {e}")))?;
+        if n == 0 {
+            break;
+        }
+        lineno += 1;
+        let mut l: &[u8] = &line;
+        if let Some(s) = l.strip_suffix(b"\n") {
+            l = s;
+        }
+        if let Some(s) = l.strip_suffix(b"\r") {
+            l = s;
+        }
+        if l.is_empty() {
+            continue;
+        }
+        let bad = |m: String| {
+            Failure::Other(format!(
+                "line {lineno}: {m} ({written} entries written before it)"
+            ))
+        };
+        let Some(tab) = l.iter().position(|&b| b == b'\t') else {
+            return Err(bad("expected KEY<TAB>VALUE".into()));
+        };
+        let key = decode_token_bytes(&l[..tab]).map_err(bad)?;
+        let value = decode_token_bytes(&l[tab + 1..]).map_err(bad)?;
+        batch.put_in(ks, &key, &value);
+        if batch.len() >= LOAD_BATCH_ENTRIES || batch.encoded_len() >= LOAD_BATCH_BYTES {
+            let len = batch.len() as u64;
+            db.write(wopts, std::mem::take(&mut batch))?;
+            written += len;
+        }
+    }
+    let len = batch.len() as u64;
+    db.write(wopts, batch)?;
+    written += len;
+    Ok(written)
+}
+
+/// Verifies every live table file. Prints one line per corrupt file and a
+/// summary; returns the exit code (1 if anything is corrupt).
+fn check(db: &Db, out: &mut impl Write) -> Result<i32, Failure> {
+    if let Some((log, offset, bytes, reason)) = &db.recovery_report().wal_tail_dropped {
+        writeln!(
+            out,
+            "note: recovery dropped {bytes} bytes at offset {offset} of {}: {reason}",
+            log.display()
+        )?;
+    }
+    let files: usize = db
+        .stats()
+        .keyspaces
+        .iter()
+        .flat_map(|k| k.levels.iter().map(|(n, _)| *n))
+        .sum();
+    let bad = db.verify();
+    for (path, e) in &bad {
+        let name = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        writeln!(out, "corrupt: {name}: {e}")?;
+    }
+    if bad.is_empty() {
+        writeln!(out, "all {files} table files OK")?;
+        Ok(0)
+    } else {
+        writeln!(out, "{} of {files} table files corrupt", bad.len())?;
+        Ok(EXIT_FAILURE)
+    }
+}
+
+/// The state of `strata shell`.
+struct Session {
+    path: PathBuf,
+    opts: Options,
+    wopts: WriteOptions,
+    /// `None` after a failed reopen; commands then report the error until a
+    /// `reopen` succeeds.
+    db: Option<Db>,
+}
+
+impl Session {
+    /// Answers commands until `quit` or the end of input. Output errors end
+    /// the shell (a closed pipe quietly, with exit code 0).
+    fn run(&mut self, mut input: impl BufRead, out: &mut impl Write) -> Result<i32, Failure> {
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match input.read_until(b'\n', &mut line) {
+                Ok(0) => return Ok(0),
+                Ok(_) => {}
+                Err(e) => return Err(Failure::Other(format!("reading standard input: {e}"))),
+            }
+            let cmd = match std::str::from_utf8(&line) {
+                Ok(s) => shell::parse_line(s),
+                Err(_) => Err("line is not valid UTF-8 (write such bytes in 0x hex)".to_string()),
+            };
+            let r = match cmd {
+                Ok(Command::Nop) => continue,
+                Ok(Command::Quit) => return Ok(0),
+                Ok(c) => self.execute(c, out),
+                Err(e) => writeln!(out, "error: {e}"),
+            };
+            match r.and_then(|()| out.flush()) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(0),
+                Err(e) => return Err(Failure::Output(e)),
+            }
+        }
+    }
+
+    fn db(&self) -> Result<&Db, Error> {
+        self.db.as_ref().ok_or(Error::Closed)
+    }
+
+    /// Runs one command and writes its answer; database errors become an
+    /// `error:` answer.
+    fn execute(&mut self, cmd: Command, out: &mut impl Write) -> io::Result<()> {
+        match self.answer(cmd, out) {
+            Ok(()) => Ok(()),
+            Err(AnswerError::Db(e)) => writeln!(out, "error: {e}"),
+            Err(AnswerError::Output(e)) => Err(e),
+        }
+    }
+
+    fn answer(&mut self, cmd: Command, out: &mut impl Write) -> Result<(), AnswerError> {
+        match cmd {
+            Command::Nop | Command::Quit => {}
+            Command::Put { key, value } => {
+                self.db()?.default_keyspace().put_opt(self.wopts, &key, &value)?;
+                writeln!(out, "OK")?;
+            }
+            Command::Get { key } => match self.db()?.get(&key)? {
+                Some(v) => writeln!(out, "{}", encode_bytes(&v))?,
+                None => writeln!(out, "(not found)")?,
+            },
+            Command::Delete { key } => {
+                let db = self.db()?;
+                let mut b = WriteBatch::new();
+                b.delete_in(db.default_keyspace().id(), &key);
+                db.write(self.wopts, b)?;
+                writeln!(out, "OK")?;
+            }
+            Command::Merge { key, operand } => {
+                let db = self.db()?;
+                let mut b = WriteBatch::new();
+                b.merge_in(db.default_keyspace().id(), &key, &operand);
+                db.write(self.wopts, b)?;
+                writeln!(out, "OK")?;
+            }
+            Command::Scan { from, to, limit } => {
+                // Collected first, so a read error answers `error:` alone
+                // instead of following some entries.
+                let entries = self.db()?.default_keyspace().scan(
+                    from.as_deref(),
+                    to.as_deref(),
+                    limit.unwrap_or(usize::MAX),
+                )?;
+                for (k, v) in &entries {
+                    writeln!(out, "{}\t{}", encode_bytes(k), encode_bytes(v))?;
+                }
+                writeln!(out, "({} entries)", entries.len())?;
+            }
+            Command::Flush => {
+                self.db()?.flush()?;
+                writeln!(out, "OK")?;
+            }
+            Command::Compact => {
+                self.db()?.compact()?;
+                writeln!(out, "OK")?;
+            }
+            Command::Reopen => {
+                if let Some(db) = self.db.take() {
+                    db.close()?;
+                }
+                self.db = Some(Db::open(&self.path, self.opts.clone())?);
+                writeln!(out, "OK")?;
+            }
+            Command::Stats => {
+                write!(out, "{}", self.db()?.stats().render())?;
+            }
+            Command::Check => {
+                let db = self.db()?;
+                match check(db, out) {
+                    Ok(_) => {}
+                    Err(Failure::Output(e)) => return Err(AnswerError::Output(e)),
+                    Err(Failure::Db(e)) => return Err(AnswerError::Db(e)),
+                    Err(Failure::Usage(m) | Failure::Other(m)) => {
+                        return Err(AnswerError::Db(Error::InvalidArgument(m)));
+                    }
+                }
+            }
+            Command::Help => writeln!(out, "{}", shell::HELP)?,
+        }
+        Ok(())
+    }
+}
+
+/// A failed shell answer: database errors are answered, output errors end
+/// the shell.
+enum AnswerError {
+    Db(Error),
+    Output(io::Error),
+}
+
+impl From<Error> for AnswerError {
+    fn from(e: Error) -> Self {
+        AnswerError::Db(e)
+    }
+}
+
+impl From<io::Error> for AnswerError {
+    fn from(e: io::Error) -> Self {
+        AnswerError::Output(e)
+    }
+}
