@@ -168,7 +168,7 @@ impl GlobalArgs {
             ks.memtable = m;
         }
         o.validate().map_err(|e| match e {
-            Error::InvalidArgument(s) => s,
+            Error::InvalidArgument(s) => format!("invalid option value: {s}"),
             e => e.to_string(),
         })?;
         Ok(o)
