@@ -104,6 +104,11 @@ pub enum CliCommand {
         limit: Option<usize>,
     },
     /// Read KEY<TAB>VALUE lines from standard input and write them in batches.
+    ///
+    /// The key ends at the first tab; the value is the rest of the line (it
+    /// may hold spaces). Either is hex when it starts with 0x. Blank lines
+    /// are skipped; the first malformed line stops the load (batches before
+    /// it stay written) with exit code 1.
     Load,
     /// Flush memtables to table files.
     Flush,
@@ -284,8 +289,16 @@ fn run_command(cli: &Cli, out: &mut impl Write) -> Result<i32, Failure> {
 
     let db = match open_db(&g.db, opts, why) {
         Ok(db) => db,
-        Err(Failure::Db(e)) if matches!(cli.command, CliCommand::Check) => {
-            writeln!(out, "cannot open database: {e}")?;
+        // Damage that stops the database from opening is a finding of
+        // `check`, reported like a corrupt table file.
+        Err(Failure::Db(e))
+            if matches!(cli.command, CliCommand::Check)
+                && matches!(
+                    e,
+                    Error::Corruption { .. } | Error::UnsupportedVersion { .. }
+                ) =>
+        {
+            writeln!(out, "corrupt: cannot open database: {e}")?;
             return Ok(EXIT_FAILURE);
         }
         Err(f) => return Err(f),
@@ -323,7 +336,12 @@ fn run_command(cli: &Cli, out: &mut impl Write) -> Result<i32, Failure> {
             let limit = limit.unwrap_or(usize::MAX);
             let mut n = 0usize;
             while n < limit && it.valid() {
-                writeln!(out, "{}\t{}", encode_bytes(it.key()), encode_bytes(it.value()))?;
+                writeln!(
+                    out,
+                    "{}\t{}",
+                    encode_bytes(it.key()),
+                    encode_bytes(it.value())
+                )?;
                 n += 1;
                 it.next();
             }
@@ -500,7 +518,9 @@ impl Session {
         match cmd {
             Command::Nop | Command::Quit => {}
             Command::Put { key, value } => {
-                self.db()?.default_keyspace().put_opt(self.wopts, &key, &value)?;
+                self.db()?
+                    .default_keyspace()
+                    .put_opt(self.wopts, &key, &value)?;
                 writeln!(out, "OK")?;
             }
             Command::Get { key } => match self.db()?.get(&key)? {

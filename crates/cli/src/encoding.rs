@@ -23,7 +23,10 @@ pub fn decode_token(token: &str) -> Result<Vec<u8>, String> {
 pub fn decode_token_bytes(token: &[u8]) -> Result<Vec<u8>, String> {
     match token.strip_prefix(b"0x") {
         Some(hex) => decode_hex(hex).map_err(|e| {
-            format!("invalid hex token {:?}: {e}", String::from_utf8_lossy(token))
+            format!(
+                "invalid hex token {:?}: {e}",
+                String::from_utf8_lossy(token)
+            )
         }),
         None => Ok(token.to_vec()),
     }
@@ -40,7 +43,7 @@ fn hex_digit(c: u8) -> Option<u8> {
 
 /// Decodes hex digits (no prefix).
 pub fn decode_hex(hex: &[u8]) -> Result<Vec<u8>, String> {
-    if hex.len() % 2 != 0 {
+    if !hex.len().is_multiple_of(2) {
         return Err(format!("odd number of hex digits ({})", hex.len()));
     }
     hex.chunks_exact(2)
@@ -103,13 +106,18 @@ mod tests {
     fn hex_tokens_are_decoded() {
         assert_eq!(decode_token("0x").as_deref(), Ok(&b""[..]));
         assert_eq!(decode_token("0x00ff").as_deref(), Ok(&[0u8, 0xff][..]));
-        assert_eq!(decode_token("0xDEADbeef").as_deref(), Ok(&[0xde, 0xad, 0xbe, 0xef][..]));
+        assert_eq!(
+            decode_token("0xDEADbeef").as_deref(),
+            Ok(&[0xde, 0xad, 0xbe, 0xef][..])
+        );
         assert_eq!(decode_token("0x6869").as_deref(), Ok(&b"hi"[..]));
     }
 
     #[test]
     fn bad_hex_is_rejected() {
-        for bad in ["0x1", "0xabc", "0xzz", "0x0g", "0xg0", "0x-1", "0x 1", "0x0x"] {
+        for bad in [
+            "0x1", "0xabc", "0xzz", "0x0g", "0xg0", "0x-1", "0x 1", "0x0x",
+        ] {
             let e = decode_token(bad).expect_err(bad);
             assert!(e.contains("invalid hex"), "{bad}: {e}");
         }
@@ -156,7 +164,7 @@ mod tests {
 
     #[test]
     fn round_trip_random_bytes() {
-        let mut rng = StdRng::seed_from_u64(0x5742_a7a);
+        let mut rng = StdRng::seed_from_u64(0x0574_2a7a);
         // Alphabet that makes the interesting cases likely: printable ASCII,
         // whitespace, control bytes, the `0x` prefix, UTF-8 lead and
         // continuation bytes.

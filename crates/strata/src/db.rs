@@ -88,8 +88,9 @@ struct State {
     keyspaces: BTreeMap<u32, KeyspaceState>,
     next_keyspace_id: u32,
     next_file_number: u64,
-    /// Write-ahead logs still on disk, ascending.
-    live_logs: Vec<u64>,
+    /// Closed write-ahead logs still on disk, ascending, with their sizes.
+    /// The current log is not listed; its size is `DbInner::current_wal_bytes`.
+    closed_logs: Vec<(u64, u64)>,
     bg_error: Option<Error>,
     snapshots: BTreeMap<SeqNo, usize>,
     running_compactions: usize,
@@ -155,7 +156,9 @@ pub(crate) struct DbInner {
     path: PathBuf,
     opts: Options,
     vfs: Arc<dyn Vfs>,
-    _lock: Box<dyn FileLock>,
+    /// The database lock; released at shutdown so that a reopen in this
+    /// process works even while stale keyspace handles exist.
+    lock: Mutex<Option<Box<dyn FileLock>>>,
     cache: Option<Arc<BlockCache>>,
     stats: Arc<Statistics>,
     state: Mutex<State>,
@@ -169,6 +172,8 @@ pub(crate) struct DbInner {
     threads: Mutex<Vec<JoinHandle<()>>>,
     next_memtable_id: AtomicU64,
     recovery: RecoveryReport,
+    /// Bytes written to the current write-ahead log.
+    current_wal_bytes: AtomicU64,
     /// Live `Db` handles; the last one to drop closes the database.
     db_handles: std::sync::atomic::AtomicUsize,
 }
@@ -524,16 +529,26 @@ impl Keyspace {
 
     /// Deletes `key`.
     pub fn delete(&self, key: &[u8]) -> Result<()> {
+        self.delete_opt(WriteOptions::default(), key)
+    }
+
+    /// Deletes `key` with write options.
+    pub fn delete_opt(&self, opts: WriteOptions, key: &[u8]) -> Result<()> {
         let mut b = WriteBatch::new();
         b.delete_in(self.shared.id, key);
-        self.inner.write(WriteOptions::default(), b)
+        self.inner.write(opts, b)
     }
 
     /// Adds a merge operand for `key`.
     pub fn merge(&self, key: &[u8], operand: &[u8]) -> Result<()> {
+        self.merge_opt(WriteOptions::default(), key, operand)
+    }
+
+    /// Adds a merge operand for `key` with write options.
+    pub fn merge_opt(&self, opts: WriteOptions, key: &[u8], operand: &[u8]) -> Result<()> {
         let mut b = WriteBatch::new();
         b.merge_in(self.shared.id, key, operand);
-        self.inner.write(WriteOptions::default(), b)
+        self.inner.write(opts, b)
     }
 
     /// Reads the latest value of `key`.
@@ -855,14 +870,14 @@ impl DbInner {
         Ok(DbInner {
             path: path.to_path_buf(),
             vfs,
-            _lock: lock,
+            lock: Mutex::new(Some(lock)),
             cache,
             stats,
             state: Mutex::new(State {
                 keyspaces: state_ks,
                 next_keyspace_id,
                 next_file_number,
-                live_logs: vec![wal_number],
+                closed_logs: Vec::new(),
                 bg_error: None,
                 snapshots: BTreeMap::new(),
                 running_compactions: 0,
@@ -886,6 +901,7 @@ impl DbInner {
             next_memtable_id,
             recovery: report,
             db_handles: std::sync::atomic::AtomicUsize::new(1),
+            current_wal_bytes: AtomicU64::new(0),
             opts,
         })
     }
@@ -928,6 +944,7 @@ impl DbInner {
         if let Some(w) = self.wal.lock().writer.as_mut() {
             let _ = w.flush();
         }
+        self.lock.lock().take();
     }
 
     fn check_open(&self) -> Result<()> {
@@ -1196,6 +1213,8 @@ impl DbInner {
                 return Err(e);
             }
             Statistics::add(&self.stats.bytes_written_wal, batch.encoded_len() as u64);
+            self.current_wal_bytes
+                .fetch_add(batch.encoded_len() as u64, Ordering::AcqRel);
         }
         let mut key_buf = Vec::with_capacity(64);
         let mut user_bytes = 0u64;
@@ -1263,6 +1282,9 @@ impl DbInner {
                 Statistics::add(&self.stats.stall_micros, t.elapsed().as_micros() as u64);
                 continue;
             }
+            if switch.is_empty() {
+                switch = self.keyspaces_pinning_old_logs(&st);
+            }
             if !switch.is_empty() {
                 drop(st);
                 self.switch_memtables(&switch)?;
@@ -1279,6 +1301,35 @@ impl DbInner {
             }
             return Ok((mems, all_skip));
         }
+    }
+
+    /// When the logs on disk exceed their budget, the keyspaces whose
+    /// unflushed entries hold the oldest log (and have a non-empty memtable)
+    /// are due for a flush, so that the log can go.
+    /// REQUIRES: the state lock is held.
+    fn keyspaces_pinning_old_logs(&self, st: &State) -> Vec<u32> {
+        let limit = match self.opts.max_total_wal_bytes {
+            0 => st
+                .keyspaces
+                .values()
+                .map(|k| k.opts.write_buffer_size as u64)
+                .sum::<u64>()
+                .saturating_mul(4),
+            n => n,
+        };
+        let total: u64 = st.closed_logs.iter().map(|(_, b)| b).sum::<u64>()
+            + self.current_wal_bytes.load(Ordering::Acquire);
+        if total <= limit || st.closed_logs.is_empty() {
+            return Vec::new();
+        }
+        let Some(oldest) = st.keyspaces.values().map(|k| k.log_number).min() else {
+            return Vec::new();
+        };
+        st.keyspaces
+            .iter()
+            .filter(|(_, k)| k.log_number == oldest && !k.mem.is_empty() && k.imms.is_empty())
+            .map(|(id, _)| *id)
+            .collect()
     }
 
     /// Starts a new log and moves the memtables of `ids` (those not empty)
@@ -1304,7 +1355,7 @@ impl DbInner {
             self.set_bg_error(e.duplicate());
             return Err(e);
         }
-        {
+        let old_log = {
             let mut wal = self.wal.lock();
             if let Some(old) = wal.writer.as_mut()
                 && let Err(e) = old.flush()
@@ -1314,10 +1365,11 @@ impl DbInner {
                 return Err(e);
             }
             wal.writer = Some(LogWriter::new(file));
-            wal.number = new_log;
-        }
+            std::mem::replace(&mut wal.number, new_log)
+        };
         let mut st = self.state.lock();
-        st.live_logs.push(new_log);
+        let old_log_bytes = self.current_wal_bytes.swap(0, Ordering::AcqRel);
+        st.closed_logs.push((old_log, old_log_bytes));
         for ks in st.keyspaces.values_mut() {
             let id = ks.shared.id;
             let mem_id = self.next_memtable_id.fetch_add(1, Ordering::Relaxed);
@@ -1540,9 +1592,9 @@ impl DbInner {
             k.log_number = next_log;
             publish(k);
             let min_log = st.keyspaces.values().map(|k| k.log_number).min().unwrap_or(0);
-            let (old, keep): (Vec<u64>, Vec<u64>) = st.live_logs.iter().partition(|&&l| l < min_log);
-            st.live_logs = keep;
-            old
+            let (old, keep): (Vec<_>, Vec<_>) = st.closed_logs.iter().partition(|(l, _)| *l < min_log);
+            st.closed_logs = keep;
+            old.into_iter().map(|(l, _)| l).collect::<Vec<u64>>()
         };
         drop(manifest);
         for l in obsolete_logs {
@@ -2059,7 +2111,10 @@ fn replay_manifest(
         }
     }
     if first {
-        return Err(Error::corruption(mpath, 0, "manifest holds no records"));
+        return Err(match reader.dropped() {
+            Some((off, _, reason)) => Error::corruption(mpath, off, format!("first record unreadable: {reason}")),
+            None => Error::corruption(mpath, 0, "manifest holds no records"),
+        });
     }
     if let Some((off, _bytes, reason)) = reader.dropped()
         && !reader_tail_is_torn(&reason)

@@ -215,3 +215,39 @@ fn compaction_keeps_levels_sorted_and_drops_overwrites() {
     assert!(on_disk < 3000 * 70 * 2, "overwritten versions dropped: {on_disk} bytes");
     assert_eq!(db.get(b"key00042").expect("get"), Some(format!("r3-{:0>50}", 42).into_bytes()));
 }
+
+#[test]
+fn idle_keyspace_does_not_pin_logs_beyond_the_budget() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut o = small_options();
+    o.max_total_wal_bytes = 256 * 1024;
+    let db = Db::open(dir.path(), o).expect("open");
+    let idle = db.keyspace("idle", KeyspaceOptions::default()).expect("keyspace");
+    idle.put(b"lonely", b"write").expect("put");
+    for i in 0..20_000u32 {
+        db.put(format!("key{i:06}").as_bytes(), &[7u8; 50]).expect("put");
+    }
+    let log_bytes: u64 = std::fs::read_dir(dir.path())
+        .expect("list")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
+        .map(|e| e.metadata().map(|m| m.len()).unwrap_or(0))
+        .sum();
+    // Budget plus one memtable's worth of slack for the log being written.
+    assert!(log_bytes < 256 * 1024 + 2 * 64 * 1024, "{log_bytes} bytes of logs");
+    assert_eq!(idle.get(b"lonely").expect("get"), Some(b"write".to_vec()));
+}
+
+#[test]
+fn stale_keyspace_handle_fails_closed_and_does_not_block_reopen() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), small_options()).expect("open");
+    let ks = db.default_keyspace();
+    let snap = db.snapshot();
+    ks.put(b"k", b"v").expect("put");
+    drop(db);
+    assert!(matches!(ks.put(b"k2", b"v"), Err(Error::Closed)));
+    let db = Db::open(dir.path(), small_options()).expect("reopen while a stale handle exists");
+    assert_eq!(db.get(b"k").expect("get"), Some(b"v".to_vec()));
+    drop(snap);
+}

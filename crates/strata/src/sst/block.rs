@@ -178,9 +178,12 @@ impl Block {
                     return Err(format!("first restart point is {r}, expected 0"));
                 }
             } else if r <= prev {
-                return Err(format!("restart point {i} ({r}) is not after the previous ({prev})"));
+                return Err(format!(
+                    "restart point {i} ({r}) is not after the previous ({prev})"
+                ));
             }
-            if restarts_offset > 0 && r >= restarts_offset {
+            // Only the single restart of an empty block may sit at the end.
+            if r >= restarts_offset && !(n == 1 && restarts_offset == 0) {
                 return Err(format!(
                     "restart point {i} ({r}) is outside the entry area ({restarts_offset} bytes)"
                 ));
@@ -222,14 +225,22 @@ impl Block {
     #[inline]
     fn restart_point(&self, i: usize) -> usize {
         let p = self.restarts_offset + 4 * i;
-        u32::from_le_bytes([self.data[p], self.data[p + 1], self.data[p + 2], self.data[p + 3]])
-            as usize
+        u32::from_le_bytes([
+            self.data[p],
+            self.data[p + 1],
+            self.data[p + 2],
+            self.data[p + 3],
+        ]) as usize
     }
 }
 
 /// Header of one entry: (shared, unshared, value_len, offset of key delta).
 #[inline]
-fn decode_entry_header(data: &[u8], p: usize, limit: usize) -> Option<(usize, usize, usize, usize)> {
+fn decode_entry_header(
+    data: &[u8],
+    p: usize,
+    limit: usize,
+) -> Option<(usize, usize, usize, usize)> {
     let mut cur = data.get(p..limit)?;
     let before = cur.len();
     let shared = get_varint32(&mut cur)? as usize;
@@ -426,7 +437,7 @@ impl BlockIter {
             self.restart_index -= 1;
         }
         self.seek_to_restart(self.restart_index);
-        while self.parse_next() && self.next <= original {}
+        while self.parse_next() && self.next < original {}
     }
 
     /// Positions on the first entry whose key is `>= target`.
@@ -497,9 +508,15 @@ mod tests {
             .map(|_| {
                 let klen = rng.random_range(0..12);
                 // Small alphabet: many shared prefixes and repeated user keys.
-                let uk: Vec<u8> = (0..klen).map(|_| b"abc\xff"[rng.random_range(0..4)]).collect();
+                let uk: Vec<u8> = (0..klen)
+                    .map(|_| b"abc\xff"[rng.random_range(0..4)])
+                    .collect();
                 let seq = rng.random_range(0..1000);
-                let kind = if rng.random_bool(0.2) { ValueKind::Delete } else { ValueKind::Put };
+                let kind = if rng.random_bool(0.2) {
+                    ValueKind::Delete
+                } else {
+                    ValueKind::Put
+                };
                 let vlen = rng.random_range(0..20);
                 let val: Vec<u8> = (0..vlen).map(|_| rng.random()).collect();
                 (make_internal_key(&uk, seq, kind), val)
@@ -529,7 +546,11 @@ mod tests {
     fn block_round_trip_random() {
         let mut rng = StdRng::seed_from_u64(7);
         for round in 0..60 {
-            let n = if round == 0 { 0 } else { rng.random_range(1..300) };
+            let n = if round == 0 {
+                0
+            } else {
+                rng.random_range(1..300)
+            };
             let entries = random_entries(&mut rng, n);
             let interval = rng.random_range(1..20);
             let block = build(&entries, interval);
@@ -581,7 +602,9 @@ mod tests {
             }
             for _ in 0..100 {
                 let klen = rng.random_range(0..12);
-                let uk: Vec<u8> = (0..klen).map(|_| b"abc\xff"[rng.random_range(0..4)]).collect();
+                let uk: Vec<u8> = (0..klen)
+                    .map(|_| b"abc\xff"[rng.random_range(0..4)])
+                    .collect();
                 let t = make_seek_key(&uk, rng.random_range(0..1100));
                 let want = lower_bound(&entries, &t);
                 it.seek(&t);
@@ -593,7 +616,8 @@ mod tests {
                     None => assert!(!it.valid()),
                 }
                 it.seek_for_prev(&t);
-                let le = entries.partition_point(|(k, _)| compare_internal(k, &t) != Ordering::Greater);
+                let le =
+                    entries.partition_point(|(k, _)| compare_internal(k, &t) != Ordering::Greater);
                 if le == 0 {
                     assert!(!it.valid());
                 } else {
@@ -607,7 +631,16 @@ mod tests {
     #[test]
     fn prefix_compression_shrinks_blocks() {
         let entries: Vec<(Vec<u8>, Vec<u8>)> = (0..100u32)
-            .map(|i| (make_internal_key(format!("common/prefix/{i:05}").as_bytes(), 1, ValueKind::Put), vec![]))
+            .map(|i| {
+                (
+                    make_internal_key(
+                        format!("common/prefix/{i:05}").as_bytes(),
+                        1,
+                        ValueKind::Put,
+                    ),
+                    vec![],
+                )
+            })
             .collect();
         let full: usize = entries.iter().map(|(k, _)| k.len() + 3).sum();
         let compressed = build(&entries, 16).size();
@@ -621,7 +654,10 @@ mod tests {
         assert!(Block::new(vec![]).is_err());
         assert!(Block::new(vec![1, 0, 0]).is_err());
         assert!(Block::new(vec![0, 0, 0, 0]).is_err(), "zero restarts");
-        assert!(Block::new(vec![0xff, 0xff, 0xff, 0xff]).is_err(), "huge count");
+        assert!(
+            Block::new(vec![0xff, 0xff, 0xff, 0xff]).is_err(),
+            "huge count"
+        );
         let mut b = BlockBuilder::new(2);
         for i in 0..6u8 {
             b.add(&make_internal_key(&[i], 1, ValueKind::Put), b"v");
@@ -637,6 +673,12 @@ mod tests {
         // A restart pointing past the entries.
         let mut bad = good.clone();
         bad[ro + 4..ro + 8].copy_from_slice(&(ro as u32).to_le_bytes());
+        assert!(Block::new(bad).is_err());
+        // An empty entry area with more than one restart.
+        let mut bad = vec![];
+        for r in [0u32, 5, 2] {
+            bad.extend_from_slice(&r.to_le_bytes());
+        }
         assert!(Block::new(bad).is_err());
         // Restarts out of order.
         let mut bad = good.clone();

@@ -107,7 +107,9 @@ impl BloomFilter {
             return Err(format!("unknown filter layout {layout}"));
         }
         if k == 0 || k > MAX_PROBES {
-            return Err(format!("filter asks for {k} probes (allowed 1..={MAX_PROBES})"));
+            return Err(format!(
+                "filter asks for {k} probes (allowed 1..={MAX_PROBES})"
+            ));
         }
         data.truncate(data.len() - 2);
         Ok(BloomFilter {
@@ -198,13 +200,36 @@ mod tests {
         assert_eq!(&block[..block.len() - 2], &expected[..]);
     }
 
+    /// The test vector printed in docs/format/sst.md.
+    #[test]
+    fn documented_test_vector() {
+        assert_eq!(xxh3_64(b""), 0x2d06_8005_38d3_94c2);
+        let mut b = BloomFilterBuilder::new(10);
+        for k in [&b"a"[..], b"b", b"c"] {
+            b.add_key(k);
+        }
+        let block = b.finish();
+        let hex: String = block.iter().map(|x| format!("{x:02x}")).collect();
+        assert_eq!(xxh3_64(b"a"), 0xe6c6_32b6_1e96_4e1f);
+        assert_eq!(hex, "0a8828a800a2a0800601");
+    }
+
     #[test]
     fn malformed_filter_blocks_are_rejected() {
         assert!(BloomFilter::from_block(vec![]).is_err());
         assert!(BloomFilter::from_block(vec![0xff, 6]).is_err());
-        assert!(BloomFilter::from_block(vec![0xff, 6, 2]).is_err(), "unknown layout");
-        assert!(BloomFilter::from_block(vec![0xff, 0, 1]).is_err(), "zero probes");
-        assert!(BloomFilter::from_block(vec![0xff, 31, 1]).is_err(), "too many probes");
+        assert!(
+            BloomFilter::from_block(vec![0xff, 6, 2]).is_err(),
+            "unknown layout"
+        );
+        assert!(
+            BloomFilter::from_block(vec![0xff, 0, 1]).is_err(),
+            "zero probes"
+        );
+        assert!(
+            BloomFilter::from_block(vec![0xff, 31, 1]).is_err(),
+            "too many probes"
+        );
         let f = BloomFilter::from_block(vec![0xff, 3, 1]).expect("valid");
         assert!(f.may_contain(b"anything"));
     }

@@ -169,8 +169,8 @@ impl TableBuilder {
     pub fn new(file: Box<dyn WritableFile>, path: PathBuf, mut opts: TableBuilderOptions) -> Self {
         opts.block_size = opts.block_size.clamp(1, MAX_BLOCK_SIZE as usize / 2);
         opts.restart_interval = opts.restart_interval.max(1);
-        let filter = (opts.bloom_bits_per_key > 0)
-            .then(|| BloomFilterBuilder::new(opts.bloom_bits_per_key));
+        let filter =
+            (opts.bloom_bits_per_key > 0).then(|| BloomFilterBuilder::new(opts.bloom_bits_per_key));
         let props = TableProperties {
             compression: opts.compression,
             bloom_bits_per_key: opts.bloom_bits_per_key,
@@ -416,8 +416,16 @@ mod tests {
             let (a, b) = (ik(a, sa), ik(b, sb));
             assert_eq!(compare_internal(&a, &b), Ordering::Less);
             shortest_separator(&mut dst, &a, &b);
-            assert_ne!(compare_internal(&dst, &a), Ordering::Less, "{dst:?} < {a:?}");
-            assert_eq!(compare_internal(&dst, &b), Ordering::Less, "{dst:?} >= {b:?}");
+            assert_ne!(
+                compare_internal(&dst, &a),
+                Ordering::Less,
+                "{dst:?} < {a:?}"
+            );
+            assert_eq!(
+                compare_internal(&dst, &b),
+                Ordering::Less,
+                "{dst:?} >= {b:?}"
+            );
             assert!(dst.len() <= a.len());
         }
         shortest_separator(&mut dst, &ik(b"abcdefgh", 5), &ik(b"abzzz", 9));
@@ -445,7 +453,11 @@ mod tests {
         assert!(b.add(b"short", b"v").is_err(), "non-internal key accepted");
         let mut last_estimate = 0;
         for i in 0..500u64 {
-            let kind = if i % 5 == 0 { ValueKind::Delete } else { ValueKind::Put };
+            let kind = if i % 5 == 0 {
+                ValueKind::Delete
+            } else {
+                ValueKind::Put
+            };
             let k = make_internal_key(format!("key{i:05}").as_bytes(), 1000 - i, kind);
             b.add(&k, &[b'x'; 30]).expect("add");
             let e = b.estimated_file_size();
@@ -456,8 +468,14 @@ mod tests {
         let s = b.finish().expect("finish");
         assert_eq!(s.num_entries, 500);
         assert_eq!(s.num_deletions, 100);
-        assert_eq!(s.smallest, make_internal_key(b"key00000", 1000, ValueKind::Delete));
-        assert_eq!(s.largest, make_internal_key(b"key00499", 501, ValueKind::Put));
+        assert_eq!(
+            s.smallest,
+            make_internal_key(b"key00000", 1000, ValueKind::Delete)
+        );
+        assert_eq!(
+            s.largest,
+            make_internal_key(b"key00499", 501, ValueKind::Put)
+        );
         assert_eq!((s.smallest_seqno, s.largest_seqno), (501, 1000));
         assert_eq!(s.file_size, StdVfs.file_size(&path).expect("size"));
         assert!(s.file_size >= last_estimate);

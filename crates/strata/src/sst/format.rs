@@ -208,7 +208,10 @@ impl Footer {
     pub fn decode(bytes: &[u8], file: &Path, offset: u64) -> Result<Footer> {
         let corrupt = |reason: String| Error::corruption(file, offset, reason);
         if bytes.len() != FOOTER_LEN {
-            return Err(corrupt(format!("footer is {} bytes, expected {FOOTER_LEN}", bytes.len())));
+            return Err(corrupt(format!(
+                "footer is {} bytes, expected {FOOTER_LEN}",
+                bytes.len()
+            )));
         }
         let magic = decode_fixed64(&bytes[56..]).unwrap_or(0);
         if magic != TABLE_MAGIC {
@@ -274,8 +277,10 @@ impl BlockCompressor {
         let n = match c {
             Compression::None => return None,
             Compression::Lz4 => {
-                self.scratch
-                    .resize(prefix + lz4_flex::block::get_maximum_output_size(raw.len()), 0);
+                self.scratch.resize(
+                    prefix + lz4_flex::block::get_maximum_output_size(raw.len()),
+                    0,
+                );
                 lz4_flex::block::compress_into(raw, &mut self.scratch[prefix..]).ok()?
             }
             Compression::Zstd => {
@@ -285,7 +290,8 @@ impl BlockCompressor {
                 let z = self.zstd.as_mut()?;
                 self.scratch
                     .resize(prefix + zstd::zstd_safe::compress_bound(raw.len()), 0);
-                z.compress_to_buffer(raw, &mut self.scratch[prefix..]).ok()?
+                z.compress_to_buffer(raw, &mut self.scratch[prefix..])
+                    .ok()?
             }
         };
         self.scratch.truncate(prefix + n);
@@ -354,7 +360,10 @@ mod tests {
             assert_eq!(s.parse::<Compression>().expect("parse"), c);
             assert_eq!(Compression::from_code(c.code()), Some(c));
         }
-        assert_eq!("LZ4".parse::<Compression>().expect("parse"), Compression::Lz4);
+        assert_eq!(
+            "LZ4".parse::<Compression>().expect("parse"),
+            Compression::Lz4
+        );
         assert!("snappy".parse::<Compression>().is_err());
         assert_eq!(Compression::from_code(3), None);
     }
@@ -362,9 +371,18 @@ mod tests {
     #[test]
     fn footer_round_trips_and_rejects_damage() {
         let f = Footer {
-            index: BlockHandle { offset: 1000, size: 77 },
-            filter: BlockHandle { offset: 900, size: 95 },
-            properties: BlockHandle { offset: 1082, size: 300 },
+            index: BlockHandle {
+                offset: 1000,
+                size: 77,
+            },
+            filter: BlockHandle {
+                offset: 900,
+                size: 95,
+            },
+            properties: BlockHandle {
+                offset: 1082,
+                size: 300,
+            },
             version: FORMAT_VERSION,
         };
         let bytes = f.encode();
@@ -388,13 +406,20 @@ mod tests {
         b[52..56].copy_from_slice(&2u32.to_le_bytes());
         assert!(matches!(
             Footer::decode(&b, p, 0),
-            Err(Error::UnsupportedVersion { found: 2, supported: 1, .. })
+            Err(Error::UnsupportedVersion {
+                found: 2,
+                supported: 1,
+                ..
+            })
         ));
     }
 
     #[test]
     fn handle_decoding_is_exact() {
-        let h = BlockHandle { offset: 1 << 40, size: 4096 };
+        let h = BlockHandle {
+            offset: 1 << 40,
+            size: 4096,
+        };
         let mut buf = Vec::new();
         h.encode_to(&mut buf);
         assert!(buf.len() <= BlockHandle::MAX_ENCODED_LEN);
@@ -402,7 +427,10 @@ mod tests {
         buf.push(0);
         assert_eq!(BlockHandle::decode_exact(&buf), None);
         assert_eq!(BlockHandle::decode_exact(&buf[..2]), None);
-        let big = BlockHandle { offset: u64::MAX, size: 1 };
+        let big = BlockHandle {
+            offset: u64::MAX,
+            size: 1,
+        };
         assert_eq!(big.end_with_trailer(), None);
     }
 

@@ -191,7 +191,9 @@ impl TableProperties {
         }
         let all = ((1u64 << (NUM_PROPERTY_FIELDS + 1)) - 1) & !1;
         if seen != all {
-            let missing = (1..=NUM_PROPERTY_FIELDS).find(|f| seen & (1 << f) == 0).unwrap_or(0);
+            let missing = (1..=NUM_PROPERTY_FIELDS)
+                .find(|f| seen & (1 << f) == 0)
+                .unwrap_or(0);
             return Err(corrupt(format!("field {missing} is missing")));
         }
         Ok(p)
@@ -279,7 +281,9 @@ impl TableReader {
             return Err(Error::corruption(
                 &path,
                 0,
-                format!("file is {file_len} bytes, shorter than the {FOOTER_LEN}-byte table footer"),
+                format!(
+                    "file is {file_len} bytes, shorter than the {FOOTER_LEN}-byte table footer"
+                ),
             ));
         }
         let footer_offset = file_len - FOOTER_LEN as u64;
@@ -305,10 +309,9 @@ impl TableReader {
         }
 
         let raw = read_block_contents(file.as_ref(), &path, footer.index, footer_offset)?;
-        let index_block = Arc::new(
-            Block::new(raw)
-                .map_err(|r| Error::corruption(&path, footer.index.offset, format!("index block: {r}")))?,
-        );
+        let index_block = Arc::new(Block::new(raw).map_err(|r| {
+            Error::corruption(&path, footer.index.offset, format!("index block: {r}"))
+        })?);
 
         let filter = if footer.filter.size == 0 {
             None
@@ -392,9 +395,16 @@ impl TableReader {
         Ok(block)
     }
 
-    /// Point lookup: see the module docs of [`crate::sst`]. Calls `f` for
-    /// each entry of `user_key` at or after `seek_key`, until `f` returns
-    /// false. Returns `Ok(false)` when the filter excluded the key.
+    /// Point lookup. Checks the Bloom filter on `user_key` (counting
+    /// `bloom_useful` when it excludes the key, `bloom_checked_positive` when
+    /// it passes), then seeks to the first entry `>= seek_key` (see
+    /// [`key::make_seek_key`]) and calls `f(internal_key, value)` for each
+    /// following entry whose user key is `user_key`, in order, across block
+    /// boundaries, until `f` returns false or the user key changes.
+    ///
+    /// Returns `Ok(false)` when the filter excluded the key, `Ok(true)`
+    /// otherwise; a pass with no entry for the user key counts
+    /// `bloom_false_positive`.
     pub fn get(
         &self,
         user_key: &[u8],
@@ -525,7 +535,10 @@ impl TableReader {
                 } else if compare_internal(&prev_key, k) != Ordering::Less {
                     return Err(bad("key is not after the previous key"));
                 }
-                if blocks > 0 && n_in_block == 0 && compare_internal(k, &prev_sep) != Ordering::Greater {
+                if blocks > 0
+                    && n_in_block == 0
+                    && compare_internal(k, &prev_sep) != Ordering::Greater
+                {
                     return Err(bad("first key is not after the previous index separator"));
                 }
                 if compare_internal(k, sep) == Ordering::Greater {
@@ -583,8 +596,16 @@ impl TableReader {
             ("num_deletions", counted.num_deletions, props.num_deletions),
             ("num_merges", counted.num_merges, props.num_merges),
             ("raw_key_bytes", counted.raw_key_bytes, props.raw_key_bytes),
-            ("raw_value_bytes", counted.raw_value_bytes, props.raw_value_bytes),
-            ("smallest_seqno", counted.smallest_seqno, props.smallest_seqno),
+            (
+                "raw_value_bytes",
+                counted.raw_value_bytes,
+                props.raw_value_bytes,
+            ),
+            (
+                "smallest_seqno",
+                counted.smallest_seqno,
+                props.smallest_seqno,
+            ),
             ("largest_seqno", counted.largest_seqno, props.largest_seqno),
             ("num_data_blocks", blocks, props.num_data_blocks),
         ];
@@ -800,7 +821,6 @@ impl InternalIterator for TableIter {
     }
 }
 
-
 #[cfg(test)]
 impl TableReader {
     /// Handles of every data block, read from the index.
@@ -854,7 +874,12 @@ mod tests {
         e
     }
 
-    fn write_table(dir: &Path, name: &str, e: &Entries, opts: TableBuilderOptions) -> (PathBuf, TableSummary) {
+    fn write_table(
+        dir: &Path,
+        name: &str,
+        e: &Entries,
+        opts: TableBuilderOptions,
+    ) -> (PathBuf, TableSummary) {
         let path = dir.join(name);
         let file = StdVfs.create(&path).expect("create");
         let mut b = TableBuilder::new(file, path.clone(), opts);
@@ -865,7 +890,11 @@ mod tests {
         (path, s)
     }
 
-    fn open_path(path: &Path, cache: Option<Arc<BlockCache>>, stats: Arc<Statistics>) -> Arc<TableReader> {
+    fn open_path(
+        path: &Path,
+        cache: Option<Arc<BlockCache>>,
+        stats: Arc<Statistics>,
+    ) -> Arc<TableReader> {
         let f = StdVfs.open(path).expect("open file");
         Arc::new(TableReader::open(f, path.to_path_buf(), 7, cache, stats).expect("open table"))
     }
@@ -915,7 +944,11 @@ mod tests {
         it.seek_to_first();
         for (i, (k, v)) in e.iter().enumerate() {
             assert!(it.valid(), "forward ended early at {i}: {:?}", it.status());
-            assert_eq!((it.key(), it.value()), (&k[..], &v[..]), "forward entry {i}");
+            assert_eq!(
+                (it.key(), it.value()),
+                (&k[..], &v[..]),
+                "forward entry {i}"
+            );
             it.next();
         }
         assert!(!it.valid());
@@ -924,13 +957,18 @@ mod tests {
         it.seek_to_last();
         for (i, (k, v)) in e.iter().enumerate().rev() {
             assert!(it.valid(), "backward ended early at {i}: {:?}", it.status());
-            assert_eq!((it.key(), it.value()), (&k[..], &v[..]), "backward entry {i}");
+            assert_eq!(
+                (it.key(), it.value()),
+                (&k[..], &v[..]),
+                "backward entry {i}"
+            );
             it.prev();
         }
         assert!(!it.valid());
         it.status().expect("status after backward scan");
 
-        let mut user_keys: Vec<Vec<u8>> = e.iter().map(|(k, _)| key::user_key(k).to_vec()).collect();
+        let mut user_keys: Vec<Vec<u8>> =
+            e.iter().map(|(k, _)| key::user_key(k).to_vec()).collect();
         user_keys.extend(probe_user_keys.iter().cloned());
         user_keys.sort();
         user_keys.dedup();
@@ -957,7 +995,12 @@ mod tests {
             expect_at(&it, e, le, "seek_for_prev");
             if let Some(i) = le {
                 it.next();
-                expect_at(&it, e, (i + 1 < e.len()).then_some(i + 1), "next after seek_for_prev");
+                expect_at(
+                    &it,
+                    e,
+                    (i + 1 < e.len()).then_some(i + 1),
+                    "next after seek_for_prev",
+                );
             }
         }
 
@@ -975,7 +1018,10 @@ mod tests {
                     })
                     .expect("get");
                 if !passed {
-                    assert!(!present.contains(&uk[..]), "filter excluded present key {uk:?}");
+                    assert!(
+                        !present.contains(&uk[..]),
+                        "filter excluded present key {uk:?}"
+                    );
                 }
                 assert_eq!(got, want, "get {uk:?} at {snap}");
                 let mut calls = 0;
@@ -1004,7 +1050,10 @@ mod tests {
     }
 
     fn entry_strategy() -> impl Strategy<Value = (Vec<u8>, Vec<u8>)> {
-        let uk = prop::collection::vec(prop::sample::select(vec![0u8, b'a', b'b', b'm', 0xff]), 0..5);
+        let uk = prop::collection::vec(
+            prop::sample::select(vec![0u8, b'a', b'b', b'm', 0xff]),
+            0..5,
+        );
         let value = prop_oneof![
             12 => prop::collection::vec(any::<u8>(), 0..24),
             3 => Just(Vec::new()),
@@ -1012,7 +1061,11 @@ mod tests {
         ];
         (uk, 0u64..40, 0u8..3, value).prop_map(|(uk, seq, kind, v)| {
             let kind = ValueKind::from_u8(kind).unwrap_or(ValueKind::Put);
-            let v = if kind == ValueKind::Delete { Vec::new() } else { v };
+            let v = if kind == ValueKind::Delete {
+                Vec::new()
+            } else {
+                v
+            };
             (make_internal_key(&uk, seq, kind), v)
         })
     }
@@ -1024,14 +1077,16 @@ mod tests {
             1usize..18,
             prop::sample::select(vec![0u32, 10]),
         )
-            .prop_map(|(compression, block_size, restart_interval, bloom_bits_per_key)| {
-                TableBuilderOptions {
-                    block_size,
-                    restart_interval,
-                    bloom_bits_per_key,
-                    compression,
-                }
-            })
+            .prop_map(
+                |(compression, block_size, restart_interval, bloom_bits_per_key)| {
+                    TableBuilderOptions {
+                        block_size,
+                        restart_interval,
+                        bloom_bits_per_key,
+                        compression,
+                    }
+                },
+            )
     }
 
     proptest! {
@@ -1081,11 +1136,17 @@ mod tests {
         let mut e = Entries::new();
         for i in 0..40u8 {
             let uk = format!("big{:03}", i / 3).into_bytes();
-            e.push((make_internal_key(&uk, 100 - u64::from(i), ValueKind::Put), big_value(i)));
+            e.push((
+                make_internal_key(&uk, 100 - u64::from(i), ValueKind::Put),
+                big_value(i),
+            ));
         }
         let e = sort_entries(e);
         for c in [Compression::None, Compression::Lz4, Compression::Zstd] {
-            let opts = TableBuilderOptions { compression: c, ..TableBuilderOptions::default() };
+            let opts = TableBuilderOptions {
+                compression: c,
+                ..TableBuilderOptions::default()
+            };
             let (path, s) = write_table(dir.path(), &format!("{c}.sst"), &e, opts);
             let t = open_path(&path, None, Arc::new(Statistics::default()));
             let p = t.properties();
@@ -1097,7 +1158,11 @@ mod tests {
                 assert_eq!(p.num_compressed_blocks, 40);
                 // 3 bits of entropy per byte: zstd entropy-codes, lz4 only
                 // finds matches.
-                let limit = if c == Compression::Zstd { 2_000_000 } else { 3_600_000 };
+                let limit = if c == Compression::Zstd {
+                    2_000_000
+                } else {
+                    3_600_000
+                };
                 assert!(s.file_size < limit, "{c}: {} bytes", s.file_size);
             }
             check_table(&t, &e, &[b"big".to_vec(), b"zzz".to_vec()]);
@@ -1113,7 +1178,11 @@ mod tests {
                 1 => ValueKind::Merge,
                 _ => ValueKind::Put,
             };
-            let v = if i % 7 == 0 { Vec::new() } else { format!("value-{i}-{}", "x".repeat(i as usize % 13)).into_bytes() };
+            let v = if i % 7 == 0 {
+                Vec::new()
+            } else {
+                format!("value-{i}-{}", "x".repeat(i as usize % 13)).into_bytes()
+            };
             e.push((make_internal_key(&uk, u64::from(1000 - i), kind), v));
         }
         let e = sort_entries(e);
@@ -1151,7 +1220,11 @@ mod tests {
         it.seek_to_last();
         let mut n = 0;
         while it.valid() && n <= e.len() {
-            assert_eq!(at(&it).as_ref(), Some(&e[e.len() - 1 - n]), "wrong data scanning backward");
+            assert_eq!(
+                at(&it).as_ref(),
+                Some(&e[e.len() - 1 - n]),
+                "wrong data scanning backward"
+            );
             n += 1;
             it.prev();
         }
@@ -1190,7 +1263,11 @@ mod tests {
             assert!(!exercise(&t, &e));
             t.verify().expect("verify good table");
             let handles = t.data_handles();
-            assert!(handles.len() >= 5, "want several data blocks, got {}", handles.len());
+            assert!(
+                handles.len() >= 5,
+                "want several data blocks, got {}",
+                handles.len()
+            );
             let footer_offset = good.len() as u64 - FOOTER_LEN as u64;
             for pos in 0..good.len() {
                 let mut bad = good.clone();
@@ -1198,7 +1275,10 @@ mod tests {
                 let t = match open_bytes(bad) {
                     Ok(t) => t,
                     Err(Error::Corruption { offset, .. }) => {
-                        assert!(offset <= pos as u64 || offset == 0, "open error offset {offset} after flip at {pos}");
+                        assert!(
+                            offset <= pos as u64 || offset == 0,
+                            "open error offset {offset} after flip at {pos}"
+                        );
                         continue;
                     }
                     Err(Error::UnsupportedVersion { .. }) => {
@@ -1211,11 +1291,16 @@ mod tests {
                 let h = handles
                     .iter()
                     .find(|h| h.offset <= pos as u64 && (pos as u64) < h.offset + h.size + 5)
-                    .unwrap_or_else(|| panic!("{c}: flip at {pos} outside data blocks went unnoticed by open"));
+                    .unwrap_or_else(|| {
+                        panic!("{c}: flip at {pos} outside data blocks went unnoticed by open")
+                    });
                 let _ = exercise(&t, &e);
                 match t.verify() {
                     Err(Error::Corruption { offset, .. }) => {
-                        assert_eq!(offset, h.offset, "{c}: flip at {pos} reported at the wrong block");
+                        assert_eq!(
+                            offset, h.offset,
+                            "{c}: flip at {pos} reported at the wrong block"
+                        );
                     }
                     other => panic!("{c}: flip at {pos} not found by verify: {other:?}"),
                 }
@@ -1225,7 +1310,10 @@ mod tests {
                 while it.valid() {
                     it.next();
                 }
-                assert!(it.status().is_err(), "{c}: scan over flip at {pos} succeeded");
+                assert!(
+                    it.status().is_err(),
+                    "{c}: scan over flip at {pos} succeeded"
+                );
             }
         }
     }
@@ -1254,7 +1342,11 @@ mod tests {
         let n = bytes.len();
         bytes[n - 12..n - 8].copy_from_slice(&2u32.to_le_bytes());
         match open_bytes(bytes) {
-            Err(Error::UnsupportedVersion { found, supported, file }) => {
+            Err(Error::UnsupportedVersion {
+                found,
+                supported,
+                file,
+            }) => {
                 assert_eq!((found, supported), (2, 1));
                 assert_eq!(file, PathBuf::from("mem.sst"));
             }
@@ -1267,9 +1359,18 @@ mod tests {
         let f = MemFile(vec![0u8; 1000]);
         let p = Path::new("x.sst");
         for h in [
-            BlockHandle { offset: 0, size: MAX_BLOCK_SIZE + 1 },
-            BlockHandle { offset: 990, size: 10 },
-            BlockHandle { offset: u64::MAX - 2, size: 10 },
+            BlockHandle {
+                offset: 0,
+                size: MAX_BLOCK_SIZE + 1,
+            },
+            BlockHandle {
+                offset: 990,
+                size: 10,
+            },
+            BlockHandle {
+                offset: u64::MAX - 2,
+                size: 10,
+            },
         ] {
             let e = read_block_contents(&f, p, h, 1000).expect_err("bad handle accepted");
             match e {
@@ -1281,8 +1382,16 @@ mod tests {
             }
         }
         // All zeros: checksum mismatch.
-        let e = read_block_contents(&f, p, BlockHandle { offset: 10, size: 20 }, 1000)
-            .expect_err("zero block accepted");
+        let e = read_block_contents(
+            &f,
+            p,
+            BlockHandle {
+                offset: 10,
+                size: 20,
+            },
+            1000,
+        )
+        .expect_err("zero block accepted");
         assert!(e.to_string().contains("checksum"), "{e}");
     }
 
@@ -1332,7 +1441,12 @@ mod tests {
     fn bloom_filter_stats_and_exclusion() {
         let dir = tempfile::tempdir().expect("tempdir");
         let e: Entries = (0..2000u32)
-            .map(|i| (make_internal_key(format!("user{i:06}").as_bytes(), 5, ValueKind::Put), b"v".to_vec()))
+            .map(|i| {
+                (
+                    make_internal_key(format!("user{i:06}").as_bytes(), 5, ValueKind::Put),
+                    b"v".to_vec(),
+                )
+            })
             .collect();
         let (path, _) = write_table(dir.path(), "b.sst", &e, TableBuilderOptions::default());
         let stats = Arc::new(Statistics::default());
@@ -1354,26 +1468,49 @@ mod tests {
         }
         assert!(excluded > 970, "filter excluded only {excluded} of 1000");
         assert_eq!(Statistics::get(&stats.bloom_useful), excluded);
-        assert_eq!(Statistics::get(&stats.bloom_false_positive), 1000 - excluded);
+        assert_eq!(
+            Statistics::get(&stats.bloom_false_positive),
+            1000 - excluded
+        );
         for (k, _) in e.iter().take(100) {
             let uk = key::user_key(k);
-            assert!(t.get(uk, &make_seek_key(uk, MAX_SEQNO), &mut |_, _| true).expect("get"));
+            assert!(
+                t.get(uk, &make_seek_key(uk, MAX_SEQNO), &mut |_, _| true)
+                    .expect("get")
+            );
         }
-        assert_eq!(Statistics::get(&stats.bloom_checked_positive), 1000 - excluded + 100);
-        assert_eq!(Statistics::get(&stats.bloom_false_positive), 1000 - excluded);
+        assert_eq!(
+            Statistics::get(&stats.bloom_checked_positive),
+            1000 - excluded + 100
+        );
+        assert_eq!(
+            Statistics::get(&stats.bloom_false_positive),
+            1000 - excluded
+        );
         // Without a filter nothing is excluded.
-        let opts = TableBuilderOptions { bloom_bits_per_key: 0, ..TableBuilderOptions::default() };
+        let opts = TableBuilderOptions {
+            bloom_bits_per_key: 0,
+            ..TableBuilderOptions::default()
+        };
         let (path, _) = write_table(dir.path(), "nf.sst", &e, opts);
         let t = open_path(&path, None, Arc::new(Statistics::default()));
         assert!(!t.has_filter());
         assert_eq!(t.properties().filter_size, 0);
-        assert!(t.get(b"absent", &make_seek_key(b"absent", 1), &mut |_, _| true).expect("get"));
+        assert!(
+            t.get(b"absent", &make_seek_key(b"absent", 1), &mut |_, _| true)
+                .expect("get")
+        );
     }
 
     #[test]
     fn empty_table_round_trips() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let (path, s) = write_table(dir.path(), "e.sst", &Entries::new(), TableBuilderOptions::default());
+        let (path, s) = write_table(
+            dir.path(),
+            "e.sst",
+            &Entries::new(),
+            TableBuilderOptions::default(),
+        );
         assert_eq!(s.num_entries, 0);
         assert!(s.smallest.is_empty() && s.largest.is_empty());
         let t = open_path(&path, None, Arc::new(Statistics::default()));
@@ -1414,7 +1551,10 @@ mod tests {
         assert_eq!(TableProperties::decode(&ext, path, 0).expect("decode"), p);
         // Every truncation fails cleanly.
         for n in 0..buf.len() {
-            assert!(TableProperties::decode(&buf[..n], path, 0).is_err(), "truncated to {n}");
+            assert!(
+                TableProperties::decode(&buf[..n], path, 0).is_err(),
+                "truncated to {n}"
+            );
         }
         let mut newer = buf.clone();
         newer[0] = 2;
@@ -1422,6 +1562,69 @@ mod tests {
             TableProperties::decode(&newer, path, 0),
             Err(Error::UnsupportedVersion { found: 2, .. })
         ));
+    }
+
+    /// The annotated example in docs/format/sst.md, byte for byte.
+    #[test]
+    fn golden_single_entry_table() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let e = vec![(make_internal_key(b"k", 1, ValueKind::Put), b"v".to_vec())];
+        let opts = TableBuilderOptions {
+            bloom_bits_per_key: 0,
+            ..TableBuilderOptions::default()
+        };
+        let (path, _) = write_table(dir.path(), "g.sst", &e, opts);
+        let bytes = StdVfs.read_all(&path).expect("read");
+        let golden = concat!(
+            // data block @0, 21 bytes + trailer
+            "0009016b0101000000000000",
+            "76",
+            "00000000",
+            "01000000",
+            "00",
+            "0253bca3",
+            // index block @26, 22 bytes + trailer
+            "0009026b0101000000000000",
+            "0015",
+            "00000000",
+            "01000000",
+            "00",
+            "322a5bfe",
+            // properties block @53, 51 bytes + trailer
+            "01",
+            "0201",
+            "0400",
+            "0600",
+            "0809",
+            "0a01",
+            "0c1a",
+            "0e1b",
+            "1000",
+            "1201",
+            "1401",
+            "17096b0101000000000000",
+            "19096b0101000000000000",
+            "1a01",
+            "1c00",
+            "1e00",
+            "2000",
+            "00",
+            "d32a89f2",
+            // footer @109
+            "1a00000000000000",
+            "1600000000000000",
+            "0000000000000000",
+            "0000000000000000",
+            "3500000000000000",
+            "3300000000000000",
+            "a5a6dc4c",
+            "01000000",
+            "5352544154535354",
+        );
+        let hex: String = bytes.iter().map(|x| format!("{x:02x}")).collect();
+        assert_eq!(hex, golden);
+        let t = open_bytes(bytes).expect("open");
+        check_table(&t, &e, &[]);
     }
 
     #[test]
