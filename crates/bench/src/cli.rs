@@ -1,0 +1,639 @@
+//! The command line: `strata-bench [FLAGS]` runs `--workloads`;
+//! `strata-bench suite --suite NAME [FLAGS]` runs a named suite;
+//! `strata-bench plot --json FILE --plot DIR` redraws charts.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+
+use crate::engine::{EngineKind, parse_engines};
+use crate::record::{latest_medians, read_all};
+use crate::runner::{RunPlan, run};
+use crate::settings::{BenchSettings, CompressionKind, Distribution, parse_count, parse_size};
+use crate::workload::{Workload, parse_workloads};
+use crate::{Error, Result, plot, report, sysinfo};
+
+/// db_bench- and YCSB-style benchmarks of Strata, optionally against
+/// RocksDB (feature `rocksdb`) and fjall (feature `fjall`).
+#[derive(Parser, Debug)]
+#[command(name = "strata-bench", version, args_conflicts_with_subcommands = true)]
+#[command(after_help = after_help())]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub args: BenchArgs,
+}
+
+fn after_help() -> String {
+    let ws: Vec<String> = Workload::ALL
+        .iter()
+        .map(|w| format!("  {:<17} {}", w.name(), w.describe()))
+        .collect();
+    let engines: Vec<String> = EngineKind::ALL
+        .iter()
+        .map(|e| {
+            format!(
+                "  {:<8} {}",
+                e.name(),
+                if e.compiled() {
+                    "compiled in".to_string()
+                } else {
+                    format!(
+                        "not compiled in (build with --features {})",
+                        e.feature().unwrap_or("?")
+                    )
+                }
+            )
+        })
+        .collect();
+    format!(
+        "Workloads:\n{}\n\nEngines:\n{}\n\nSuites:\n  quick  50k keys, fillrandom,readrandom,seekrandom,readseq,ycsb-a (seconds)\n  \
+         kv     5M keys 16B/100B, 2 threads: fillrandom,readrandom,seekrandom,ycsb-a,ycsb-b over every compiled engine",
+        ws.join("\n"),
+        engines.join("\n")
+    )
+}
+
+/// Subcommands.
+#[derive(Subcommand, Debug)]
+#[allow(clippy::large_enum_variant)]
+pub enum Command {
+    /// Runs a named suite (quick, kv); flags given override the suite's.
+    Suite(SuiteArgs),
+    /// Draws charts from a JSON results file.
+    Plot(PlotArgs),
+}
+
+/// `suite` flags.
+#[derive(Args, Debug)]
+pub struct SuiteArgs {
+    /// The suite: quick or kv.
+    #[arg(long)]
+    pub suite: String,
+    /// Writes a markdown section (machine, command, tables, ratios, charts)
+    /// for docs/BENCHMARKS.md to this file.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    #[command(flatten)]
+    pub args: BenchArgs,
+}
+
+/// `plot` flags.
+#[derive(Args, Debug)]
+pub struct PlotArgs {
+    /// The JSON results file.
+    #[arg(long)]
+    pub json: PathBuf,
+    /// Where the SVG charts go.
+    #[arg(long)]
+    pub plot: PathBuf,
+}
+
+fn size_arg(s: &str) -> std::result::Result<u64, String> {
+    parse_size(s)
+}
+
+fn count_arg(s: &str) -> std::result::Result<u64, String> {
+    parse_count(s)
+}
+
+/// Flags of a run (top level and `suite`).
+#[derive(Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// Comma-separated workloads, run in order on the same database.
+    #[arg(long, default_value = "fillrandom,readrandom")]
+    pub workloads: String,
+    /// Comma-separated engines (only those compiled in).
+    #[arg(long, default_value = "strata")]
+    pub engines: String,
+    /// Keys in the key space.
+    #[arg(long, default_value = "1000000", value_parser = count_arg)]
+    pub num: u64,
+    /// Operations of read and YCSB workloads (default: --num).
+    #[arg(long, value_parser = count_arg)]
+    pub reads: Option<u64>,
+    /// Operations of overwrite and deleterandom (default: --num).
+    #[arg(long, value_parser = count_arg)]
+    pub writes: Option<u64>,
+    /// Client threads (the operations are split across them).
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Bytes per value.
+    #[arg(long, default_value_t = 100)]
+    pub value_size: usize,
+    /// Bytes per key (at least 8).
+    #[arg(long, default_value_t = 16)]
+    pub key_size: usize,
+    /// Fraction of each value that is random (db_bench's compression ratio).
+    #[arg(long, visible_alias = "compression-ratio", default_value_t = 0.5)]
+    pub value_random_fraction: f64,
+    /// Nexts after each seek in seekrandom (db_bench's --seek_nexts).
+    #[arg(long, default_value_t = 10)]
+    pub scan_length: usize,
+    /// Fraction of readrandom lookups of absent keys.
+    #[arg(long, default_value_t = 0.0)]
+    pub miss_ratio: f64,
+    /// Key distribution of YCSB workloads: uniform or zipfian (D always
+    /// reads the latest keys).
+    #[arg(long, default_value = "zipfian")]
+    pub distribution: String,
+    /// Seed of every random choice.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Memtable bytes before a flush (e.g. 64MiB).
+    #[arg(long, default_value = "64MiB", value_parser = size_arg)]
+    pub write_buffer_size: u64,
+    /// Size ratio T between adjacent levels.
+    #[arg(long, default_value_t = 10)]
+    pub size_ratio: u64,
+    /// Bloom filter bits per key (0: none).
+    #[arg(long, default_value_t = 10)]
+    pub bloom_bits: u32,
+    /// Data block size.
+    #[arg(long, default_value = "4096", value_parser = size_arg)]
+    pub block_size: u64,
+    /// Block cache size.
+    #[arg(long, default_value = "64MiB", value_parser = size_arg)]
+    pub cache_size: u64,
+    /// Block compression: none, lz4 or zstd.
+    #[arg(long, default_value = "none")]
+    pub compression: String,
+    /// Skip the write-ahead log.
+    #[arg(long)]
+    pub disable_wal: bool,
+    /// fsync the log on every write.
+    #[arg(long)]
+    pub sync: bool,
+    /// Strata memtable kind(s), comma-separated or `all`; each is a variant.
+    #[arg(long)]
+    pub memtable: Option<String>,
+    /// Root directory of the databases (each engine gets a subdirectory).
+    #[arg(long, default_value = "./data/bench")]
+    pub db: PathBuf,
+    /// Keep existing databases instead of wiping them.
+    #[arg(long)]
+    pub use_existing: bool,
+    /// Rounds; engines alternate order each round; the median is reported.
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
+    /// Appends one JSON object per line per (engine, variant, workload, round).
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Draws SVG charts into this directory (from --json when given).
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// No progress bars.
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+/// Tells whether a flag (by clap id, e.g. `write_buffer_size`) was given.
+pub type Given<'a> = &'a dyn Fn(&str) -> bool;
+
+/// A named suite's settings; flags given on the command line win.
+pub struct Suite {
+    pub name: &'static str,
+    pub apply: fn(&mut BenchArgs, Given<'_>),
+}
+
+/// The suites.
+pub const SUITES: &[Suite] = &[
+    Suite {
+        name: "quick",
+        apply: |a, given| {
+            if !given("num") {
+                a.num = 50_000;
+            }
+            if !given("workloads") {
+                a.workloads = "fillrandom,readrandom,seekrandom,readseq,ycsb-a".into();
+            }
+            // Small memtables so the run goes through flushes, table files
+            // and a compaction, not only the memtable.
+            if !given("write_buffer_size") {
+                a.write_buffer_size = 1 << 20;
+            }
+        },
+    },
+    Suite {
+        name: "kv",
+        apply: |a, given| {
+            if !given("num") {
+                a.num = 5_000_000;
+            }
+            if !given("workloads") {
+                a.workloads = "fillrandom,readrandom,seekrandom,ycsb-a,ycsb-b".into();
+            }
+            if !given("engines") {
+                a.engines = EngineKind::compiled_in()
+                    .iter()
+                    .map(|e| e.name())
+                    .collect::<Vec<_>>()
+                    .join(",");
+            }
+            if !given("threads") {
+                a.threads = 2;
+            }
+            if !given("key_size") {
+                a.key_size = 16;
+            }
+            if !given("value_size") {
+                a.value_size = 100;
+            }
+            if !given("write_buffer_size") {
+                a.write_buffer_size = 64 << 20;
+            }
+            if !given("size_ratio") {
+                a.size_ratio = 10;
+            }
+            if !given("bloom_bits") {
+                a.bloom_bits = 10;
+            }
+            if !given("block_size") {
+                a.block_size = 4096;
+            }
+            if !given("cache_size") {
+                a.cache_size = 64 << 20;
+            }
+            if !given("scan_length") {
+                a.scan_length = 10;
+            }
+            if !given("distribution") {
+                a.distribution = "zipfian".into();
+            }
+        },
+    },
+];
+
+/// Finds a suite by name.
+pub fn find_suite(name: &str) -> Result<&'static Suite> {
+    SUITES.iter().find(|s| s.name == name).ok_or_else(|| {
+        Error(format!(
+            "unknown suite {name:?} (known: {})",
+            SUITES.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+        ))
+    })
+}
+
+/// Turns flags into a run plan, validating every name and value.
+pub fn plan_from_args(a: &BenchArgs, suite: Option<&str>) -> Result<RunPlan> {
+    let workloads = parse_workloads(&a.workloads)?;
+    let engines = parse_engines(&a.engines)?;
+    let compression: CompressionKind = a.compression.parse()?;
+    let distribution: Distribution = a.distribution.parse()?;
+    let memtables = match a.memtable.as_deref() {
+        None => Vec::new(),
+        Some("all") => strata::MemTableKind::ALL
+            .iter()
+            .map(|k| k.name().to_string())
+            .collect(),
+        Some(list) => {
+            let mut v = Vec::new();
+            for m in list.split(',').map(str::trim).filter(|m| !m.is_empty()) {
+                let kind: strata::MemTableKind = m.parse()?;
+                v.push(kind.name().to_string());
+            }
+            if v.is_empty() {
+                return Err(Error::msg("--memtable names no memtable kind"));
+            }
+            v
+        }
+    };
+    if !memtables.is_empty() && !engines.contains(&EngineKind::Strata) {
+        return Err(Error::msg(
+            "--memtable applies to Strata only; add strata to --engines",
+        ));
+    }
+    let settings = BenchSettings {
+        num: a.num,
+        reads: a.reads.unwrap_or(a.num),
+        writes: a.writes.unwrap_or(a.num),
+        key_size: a.key_size,
+        value_size: a.value_size,
+        value_random_fraction: a.value_random_fraction,
+        write_buffer_size: a.write_buffer_size,
+        size_ratio: a.size_ratio,
+        bloom_bits: a.bloom_bits,
+        block_size: usize::try_from(a.block_size)
+            .map_err(|_| Error::msg("--block-size is too large"))?,
+        cache_size: a.cache_size,
+        compression,
+        disable_wal: a.disable_wal,
+        sync: a.sync,
+        threads: a.threads,
+        seed: a.seed,
+        memtable: None,
+        scan_length: a.scan_length,
+        miss_ratio: a.miss_ratio,
+        distribution,
+    };
+    settings.validate()?;
+    if a.repeat == 0 {
+        return Err(Error::msg("--repeat must be at least 1"));
+    }
+    let json = match (&a.json, suite) {
+        (Some(j), _) => Some(j.clone()),
+        (None, Some(s)) => Some(a.db.join(format!("{s}.json"))),
+        (None, None) => None,
+    };
+    Ok(RunPlan {
+        engines,
+        memtables,
+        workloads,
+        settings,
+        db_root: a.db.clone(),
+        use_existing: a.use_existing,
+        repeat: a.repeat,
+        json,
+        progress: !a.no_progress && std::io::stdout().is_terminal(),
+        suite: suite.map(str::to_string),
+    })
+}
+
+fn given_in(m: &ArgMatches) -> impl Fn(&str) -> bool + '_ {
+    move |id: &str| {
+        matches!(
+            m.value_source(id),
+            Some(ValueSource::CommandLine | ValueSource::EnvVariable)
+        )
+    }
+}
+
+/// Parses the command line and runs it; returns the process exit code.
+pub fn main_with_args(args: Vec<String>) -> i32 {
+    let matches = match Cli::command().try_get_matches_from(&args) {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { 2 } else { 0 };
+        }
+    };
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return 2;
+        }
+    };
+    let result = match cli.command {
+        None => run_plain(&cli.args),
+        Some(Command::Suite(mut s)) => {
+            let sub = matches.subcommand_matches("suite");
+            match find_suite(&s.suite) {
+                Ok(suite) => {
+                    let given = |id: &str| sub.is_some_and(|m| given_in(m)(id));
+                    (suite.apply)(&mut s.args, &given);
+                    run_suite(suite.name, &s.args, s.report.as_deref())
+                }
+                Err(e) => Err(e),
+            }
+        }
+        Some(Command::Plot(p)) => plot_from_json(&p.json, &p.plot).map(|_| ()),
+    };
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("strata-bench: error: {e}");
+            1
+        }
+    }
+}
+
+fn print_header(plan: &RunPlan) {
+    let s = &plan.settings;
+    println!(
+        "strata-bench: engines {} | workloads {} | num {} reads {} | key {} B value {} B | threads {} | \
+         wbuf {} T {} bloom {} block {} cache {} | compression {} | wal {} sync {} | db {}",
+        plan.engines
+            .iter()
+            .map(|e| e.name())
+            .collect::<Vec<_>>()
+            .join(","),
+        plan.workloads
+            .iter()
+            .map(|w| w.name())
+            .collect::<Vec<_>>()
+            .join(","),
+        s.num,
+        s.reads,
+        s.key_size,
+        s.value_size,
+        s.threads,
+        report::human_bytes(s.write_buffer_size),
+        s.size_ratio,
+        s.bloom_bits,
+        s.block_size,
+        report::human_bytes(s.cache_size),
+        s.compression,
+        if s.disable_wal { "off" } else { "on" },
+        s.sync,
+        plan.db_root.display()
+    );
+}
+
+fn run_plain(a: &BenchArgs) -> Result<()> {
+    let plan = plan_from_args(a, None)?;
+    print_header(&plan);
+    let medians = run(&plan)?;
+    println!("{}", report::terminal_tables(&medians));
+    if let Some(dir) = &a.plot {
+        let files = match &plan.json {
+            Some(j) => plot_from_json(j, dir)?,
+            None => plot::plot_all(&medians, dir)?,
+        };
+        for f in files {
+            println!("chart: {}", f.display());
+        }
+    }
+    Ok(())
+}
+
+fn run_suite(name: &str, a: &BenchArgs, report_path: Option<&Path>) -> Result<()> {
+    let plan = plan_from_args(a, Some(name))?;
+    print_header(&plan);
+    let started = sysinfo::unix_seconds();
+    let medians = run(&plan)?;
+    println!("{}", report::terminal_tables(&medians));
+    if let Some(j) = &plan.json {
+        println!("results: {}", j.display());
+    }
+    let chart_dir = match (&a.plot, report_path) {
+        (Some(d), _) => Some(d.clone()),
+        (None, Some(r)) => Some(
+            r.parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."))
+                .join(format!("{name}-charts")),
+        ),
+        (None, None) => None,
+    };
+    let mut charts = Vec::new();
+    if let Some(dir) = &chart_dir {
+        charts = plot::plot_all(&medians, dir)?;
+        for f in &charts {
+            println!("chart: {}", f.display());
+        }
+    }
+    if let Some(r) = report_path {
+        let base = r
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let rel: Vec<String> = charts.iter().map(|c| relative(c, base)).collect();
+        let machine = sysinfo::machine();
+        let cmd = sysinfo::command_line();
+        let ts = sysinfo::iso8601(started);
+        let md = report::markdown_report(
+            &medians,
+            &report::ReportContext {
+                suite: name,
+                command: &cmd,
+                machine: &machine,
+                charts: rel,
+                timestamp: &ts,
+            },
+        );
+        if let Some(dir) = r.parent()
+            && !dir.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(r, md)?;
+        println!("report: {}", r.display());
+    }
+    Ok(())
+}
+
+/// `path` relative to `base` when it lies under it (else as given).
+fn relative(path: &Path, base: &Path) -> String {
+    let abs = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let (p, b) = (abs(path), abs(base));
+    p.strip_prefix(&b)
+        .map(|r| r.display().to_string())
+        .unwrap_or_else(|_| path.display().to_string())
+}
+
+/// Draws charts from the newest median records of a JSON file.
+pub fn plot_from_json(json: &Path, dir: &Path) -> Result<Vec<PathBuf>> {
+    let (records, skipped) = read_all(json)?;
+    if skipped > 0 {
+        eprintln!(
+            "strata-bench: skipped {skipped} line(s) of {} that are not records",
+            json.display()
+        );
+    }
+    let latest = latest_medians(&records);
+    let files = plot::plot_all(&latest, dir)?;
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Cli {
+        let v: Vec<String> = std::iter::once("strata-bench")
+            .chain(args.iter().copied())
+            .map(String::from)
+            .collect();
+        Cli::try_parse_from(v).unwrap()
+    }
+
+    #[test]
+    fn flags_parse_into_a_plan() {
+        let cli = parse(&[
+            "--workloads",
+            "fillseq,ycsb-e",
+            "--num",
+            "200k",
+            "--write-buffer-size",
+            "8MiB",
+            "--compression",
+            "lz4",
+            "--distribution",
+            "uniform",
+            "--threads",
+            "3",
+        ]);
+        let plan = plan_from_args(&cli.args, None).unwrap();
+        assert_eq!(
+            plan.workloads,
+            vec![Workload::FillSeq, Workload::Ycsb(crate::workload::Ycsb::E)]
+        );
+        assert_eq!(plan.settings.num, 200_000);
+        assert_eq!(plan.settings.reads, 200_000);
+        assert_eq!(plan.settings.write_buffer_size, 8 << 20);
+        assert_eq!(plan.settings.compression, CompressionKind::Lz4);
+        assert_eq!(plan.settings.distribution, Distribution::Uniform);
+        assert_eq!(plan.settings.threads, 3);
+        assert_eq!(plan.engines, vec![EngineKind::Strata]);
+    }
+
+    #[test]
+    fn bad_flags_are_rejected_with_clear_messages() {
+        let cli = parse(&["--workloads", "fillrandom,nosuch"]);
+        let e = plan_from_args(&cli.args, None).unwrap_err();
+        assert!(e.0.contains("unknown workload \"nosuch\""), "{e}");
+        let cli = parse(&["--engines", "strata,leveldb"]);
+        let e = plan_from_args(&cli.args, None).unwrap_err();
+        assert!(e.0.contains("unknown engine \"leveldb\""), "{e}");
+        let cli = parse(&["--compression", "snappy"]);
+        assert!(plan_from_args(&cli.args, None).is_err());
+        let cli = parse(&["--distribution", "pareto"]);
+        assert!(plan_from_args(&cli.args, None).is_err());
+        let cli = parse(&["--memtable", "nosuchkind"]);
+        assert!(plan_from_args(&cli.args, None).is_err());
+        let cli = parse(&["--miss-ratio", "1.5"]);
+        assert!(plan_from_args(&cli.args, None).is_err());
+        assert!(find_suite("nosuch").is_err());
+    }
+
+    #[test]
+    fn suites_yield_to_given_flags() {
+        let argv: Vec<String> = ["strata-bench", "suite", "--suite", "quick", "--num", "1000"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let m = Cli::command().try_get_matches_from(&argv).unwrap();
+        let cli = Cli::from_arg_matches(&m).unwrap();
+        let Some(Command::Suite(mut s)) = cli.command else {
+            panic!("not a suite")
+        };
+        let sub = m.subcommand_matches("suite").unwrap();
+        let given = |id: &str| given_in(sub)(id);
+        (find_suite("quick").unwrap().apply)(&mut s.args, &given);
+        assert_eq!(s.args.num, 1000);
+        assert_eq!(
+            s.args.workloads,
+            "fillrandom,readrandom,seekrandom,readseq,ycsb-a"
+        );
+        let plan = plan_from_args(&s.args, Some("quick")).unwrap();
+        assert_eq!(plan.json, Some(PathBuf::from("./data/bench/quick.json")));
+    }
+
+    #[test]
+    fn kv_suite_is_the_standard_comparison() {
+        let argv: Vec<String> = ["strata-bench", "suite", "--suite", "kv"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let m = Cli::command().try_get_matches_from(&argv).unwrap();
+        let cli = Cli::from_arg_matches(&m).unwrap();
+        let Some(Command::Suite(mut s)) = cli.command else {
+            panic!("not a suite")
+        };
+        let sub = m.subcommand_matches("suite").unwrap();
+        let given = |id: &str| given_in(sub)(id);
+        (find_suite("kv").unwrap().apply)(&mut s.args, &given);
+        let plan = plan_from_args(&s.args, Some("kv")).unwrap();
+        assert_eq!(plan.settings.num, 5_000_000);
+        assert_eq!(plan.settings.threads, 2);
+        assert_eq!(plan.settings.key_size, 16);
+        assert_eq!(plan.settings.value_size, 100);
+        assert_eq!(plan.engines, EngineKind::compiled_in());
+        assert_eq!(plan.repeat, 1);
+        assert!(!plan.settings.disable_wal && !plan.settings.sync);
+    }
+}
