@@ -1,4 +1,29 @@
 //! Strata: an embedded LSM-tree storage engine for real-time analytics.
+//!
+//! ```
+//! use strata::{Db, Options, ReadOptions, WriteBatch, WriteOptions, KeyspaceOptions};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let db = Db::open(dir.path(), Options::default())?;
+//! db.put(b"user:1", b"ada")?;
+//! let index = db.keyspace("index", KeyspaceOptions::default())?;
+//!
+//! // One atomic batch across keyspaces, fsynced before it returns.
+//! let mut batch = WriteBatch::new();
+//! batch.put(b"user:2", b"grace");
+//! batch.put_in(index.id(), b"name:grace", b"user:2");
+//! db.write(WriteOptions { sync: true, ..Default::default() }, batch)?;
+//!
+//! let snapshot = db.snapshot();
+//! db.delete(b"user:1")?;
+//! assert_eq!(db.default_keyspace().get_at(b"user:1", &snapshot)?, Some(b"ada".to_vec()));
+//!
+//! let mut it = db.default_keyspace().iter(ReadOptions::default())?;
+//! it.seek_to_first();
+//! assert_eq!(it.key(), b"user:2");
+//! db.close()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod cache;
 pub mod coding;
