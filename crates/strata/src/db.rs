@@ -150,6 +150,55 @@ pub struct RecoveryReport {
     pub wal_tail_dropped: Option<(PathBuf, u64, u64, String)>,
     /// Files removed because no version referenced them.
     pub obsolete_files_removed: usize,
+    /// Tables skipped as corrupt (only with `Options::skip_corrupt_tables`).
+    pub lost_tables: Vec<LostTable>,
+}
+
+/// A corrupt table that salvage mode left out of the database.
+#[derive(Clone, Debug)]
+pub struct LostTable {
+    pub keyspace: u32,
+    pub level: u32,
+    /// Where the file was, and where it was moved (under `lost/`).
+    pub file: PathBuf,
+    pub moved_to: Option<PathBuf>,
+    /// The user-key range whose data may be lost or stale: keys in it may
+    /// be missing, or show an older value (or a deleted key its old value)
+    /// from a deeper level.
+    pub smallest_key: Vec<u8>,
+    pub largest_key: Vec<u8>,
+    pub entries: u64,
+    pub error: String,
+}
+
+/// Errors that mean a file's bytes are damaged (as opposed to I/O failing).
+fn is_damage(e: &Error) -> bool {
+    matches!(e, Error::Corruption { .. } | Error::UnsupportedVersion { .. })
+}
+
+/// Moves a damaged table to `lost/` beside the database (never deletes it)
+/// and describes what was lost.
+fn set_aside_table(vfs: &dyn Vfs, dir: &Path, keyspace: u32, f: &NewFile, e: &Error) -> Result<LostTable> {
+    let file = filename::table_path(dir, f.number);
+    let mut moved_to = None;
+    if vfs.exists(&file) {
+        let lost = dir.join("lost");
+        vfs.create_dir_all(&lost)?;
+        let name = file.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+        let to = lost.join(name);
+        vfs.rename(&file, &to)?;
+        moved_to = Some(to);
+    }
+    Ok(LostTable {
+        keyspace,
+        level: f.level,
+        file,
+        moved_to,
+        smallest_key: user_key(&f.smallest).to_vec(),
+        largest_key: user_key(&f.largest).to_vec(),
+        entries: f.num_entries,
+        error: e.to_string(),
+    })
 }
 
 pub(crate) struct DbInner {
@@ -268,6 +317,12 @@ pub struct KeyspaceStats {
     pub memtable_bytes: usize,
     pub immutable_memtables: usize,
     pub memtable_kind: String,
+    /// The representation of the mutable memtable (differs from
+    /// `memtable_kind` for `adaptive`).
+    pub memtable_rep: String,
+    /// Why the adaptive kind chose `memtable_rep`, with the operation mix
+    /// that led to it.
+    pub memtable_decision: Option<String>,
 }
 
 impl DbStats {
@@ -281,6 +336,9 @@ impl DbStats {
                 "keyspace {} (id {}), memtable {}: {} bytes, {} immutable",
                 ks.name, ks.id, ks.memtable_kind, ks.memtable_bytes, ks.immutable_memtables
             );
+            if let Some(d) = &ks.memtable_decision {
+                let _ = writeln!(s, "  adaptive memtable: {d}");
+            }
             let _ = writeln!(s, "  level  files        bytes  compactions   read_bytes  written_bytes");
             for (l, (n, b)) in ks.levels.iter().enumerate() {
                 let c = ks.level_compactions.get(l).copied().unwrap_or_default();
@@ -692,8 +750,20 @@ impl DbInner {
             };
             let mut added = Vec::new();
             for f in rk.files.values() {
-                let meta = open_table_meta(&vfs, path, f, cache.clone(), Arc::clone(&stats))?;
-                added.push((f.level as usize, Arc::new(meta)));
+                let opened = open_table_meta(&vfs, path, f, cache.clone(), Arc::clone(&stats))
+                    .and_then(|m| {
+                        if opts.skip_corrupt_tables {
+                            m.table.verify()?;
+                        }
+                        Ok(m)
+                    });
+                match opened {
+                    Ok(meta) => added.push((f.level as usize, Arc::new(meta))),
+                    Err(e) if opts.skip_corrupt_tables && is_damage(&e) => {
+                        report.lost_tables.push(set_aside_table(&*vfs, path, id, f, &e)?);
+                    }
+                    Err(e) => return Err(e),
+                }
             }
             let levels = o.num_levels.max(
                 rk.files
@@ -734,13 +804,12 @@ impl DbInner {
                     if log < rk.log_number {
                         continue;
                     }
-                    let kind = ks_opts
-                        .get(&entry.keyspace)
-                        .map(|o| o.memtable)
-                        .unwrap_or_default();
-                    let mem = mems
-                        .entry(entry.keyspace)
-                        .or_insert_with(|| MemTable::new(kind, 0, log));
+                    let mem = mems.entry(entry.keyspace).or_insert_with(|| {
+                        match ks_opts.get(&entry.keyspace) {
+                            Some(o) => MemTable::for_keyspace(o, 0, log),
+                            None => MemTable::new(Default::default(), 0, log),
+                        }
+                    });
                     key_buf.clear();
                     append_internal_key(&mut key_buf, entry.key, seq, entry.kind as u8);
                     mem.add(&key_buf, entry.value, seq, entry.kind == ValueKind::Delete);
@@ -832,8 +901,8 @@ impl DbInner {
         for (id, rk) in keyspaces {
             let o = Arc::clone(&ks_opts[&id]);
             let version = Arc::new(versions.remove(&id).unwrap_or_else(|| Version::empty(o.num_levels)));
-            let mem = Arc::new(MemTable::new(
-                o.memtable,
+            let mem = Arc::new(MemTable::for_keyspace(
+                &o,
                 next_memtable_id.fetch_add(1, Ordering::Relaxed),
                 wal_number,
             ));
@@ -984,8 +1053,8 @@ impl DbInner {
         self.log_edit(&mut manifest, &edit)?;
         let mut st = self.state.lock();
         st.next_keyspace_id = id + 1;
-        let mem = Arc::new(MemTable::new(
-            opts.memtable,
+        let mem = Arc::new(MemTable::for_keyspace(
+            &opts,
             self.next_memtable_id.fetch_add(1, Ordering::Relaxed),
             log_number,
         ));
@@ -1105,6 +1174,7 @@ impl DbInner {
                 let Some(ks) = st.keyspaces.get(&e.keyspace) else {
                     return Err(Error::InvalidArgument(format!("no keyspace with id {}", e.keyspace)));
                 };
+                ks.opts.memtable_options.check_key(ks.opts.memtable, e.key)?;
                 if e.kind == ValueKind::Merge && ks.opts.merge_operator.is_none() {
                     return Err(Error::InvalidArgument(format!(
                         "keyspace {} has no merge operator",
@@ -1254,7 +1324,7 @@ impl DbInner {
             for id in touched {
                 let Some(ks) = st.keyspaces.get(id) else { continue };
                 let l0 = ks.version.levels[0].len();
-                let full = ks.mem.memory_usage().total() >= ks.opts.write_buffer_size;
+                let full = ks.mem.is_full(ks.opts.write_buffer_size);
                 if l0 >= ks.opts.level0_stop_trigger {
                     wait = true;
                 } else if full && ks.imms.len() + 1 >= ks.opts.max_write_buffers {
@@ -1373,7 +1443,7 @@ impl DbInner {
         for ks in st.keyspaces.values_mut() {
             let id = ks.shared.id;
             let mem_id = self.next_memtable_id.fetch_add(1, Ordering::Relaxed);
-            let fresh = Arc::new(MemTable::new(ks.opts.memtable, mem_id, new_log));
+            let fresh = Arc::new(ks.mem.successor(&ks.opts, mem_id, new_log));
             if ids.contains(&id) && !ks.mem.is_empty() {
                 let old = std::mem::replace(&mut ks.mem, fresh);
                 old.freeze();
@@ -1863,6 +1933,8 @@ impl DbInner {
                 memtable_bytes: k.mem.memory_usage().total(),
                 immutable_memtables: k.imms.len(),
                 memtable_kind: k.opts.memtable.name().to_string(),
+                memtable_rep: k.mem.rep_kind().name().to_string(),
+                memtable_decision: k.mem.decision().map(|d| d.to_string()),
             })
             .collect();
         let user = g(&s.user_bytes_written);

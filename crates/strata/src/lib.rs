@@ -50,7 +50,7 @@ pub mod options;
 pub mod version;
 
 pub use batch::WriteBatch;
-pub use db::{Db, DbStats, Keyspace, KeyspaceStats, RecoveryReport, Snapshot};
+pub use db::{Db, DbStats, Keyspace, KeyspaceStats, LostTable, RecoveryReport, Snapshot};
 pub use db_iter::DbIter;
 pub use memtable::MemTableKind;
 pub use merge::MergeOperator;

@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::memtable::MemTableKind;
+use crate::memtable::{MemTableKind, MemTableOptions};
 use crate::merge::MergeOperator;
 use crate::sst::{Compression, TableBuilderOptions};
 use crate::vfs::{StdVfs, Vfs};
@@ -38,6 +38,10 @@ pub struct Options {
     /// A manifest larger than this is replaced by a fresh snapshot of the
     /// state (default 16 MiB).
     pub max_manifest_bytes: u64,
+    /// Salvage mode: at open, verify every table and leave out (move to
+    /// `lost/`) those that are corrupt, reporting the key ranges lost in
+    /// `Db::recovery_report`, instead of failing (default false).
+    pub skip_corrupt_tables: bool,
     /// Options of the default keyspace.
     pub default_keyspace: KeyspaceOptions,
 }
@@ -54,6 +58,7 @@ impl Default for Options {
             max_write_group_bytes: 1 << 20,
             max_total_wal_bytes: 0,
             max_manifest_bytes: 16 << 20,
+            skip_corrupt_tables: false,
             default_keyspace: KeyspaceOptions::default(),
         }
     }
@@ -140,6 +145,10 @@ pub struct KeyspaceOptions {
     pub max_write_buffers: usize,
     /// The memtable representation.
     pub memtable: MemTableKind,
+    /// Parameters of the memtable representations that need them (prefix
+    /// extractor and buckets of the hash kinds, the `vector-static` entry
+    /// size hint, the adaptive thresholds).
+    pub memtable_options: MemTableOptions,
     /// Target size of uncompressed data blocks (default 4 KiB).
     pub block_size: usize,
     /// Entries between restart points in a block (default 16).
@@ -177,6 +186,7 @@ impl Default for KeyspaceOptions {
             write_buffer_size: 64 << 20,
             max_write_buffers: 2,
             memtable: MemTableKind::default(),
+            memtable_options: MemTableOptions::default(),
             block_size: 4096,
             block_restart_interval: 16,
             bloom_bits_per_key: 10,
@@ -201,6 +211,7 @@ impl fmt::Debug for KeyspaceOptions {
             .field("write_buffer_size", &self.write_buffer_size)
             .field("max_write_buffers", &self.max_write_buffers)
             .field("memtable", &self.memtable)
+            .field("memtable_options", &self.memtable_options)
             .field("block_size", &self.block_size)
             .field("bloom_bits_per_key", &self.bloom_bits_per_key)
             .field("compression", &self.compression)
@@ -223,6 +234,12 @@ impl KeyspaceOptions {
     /// Sets the memtable representation.
     pub fn memtable(mut self, kind: MemTableKind) -> Self {
         self.memtable = kind;
+        self
+    }
+
+    /// Sets the memtable representations' parameters.
+    pub fn memtable_options(mut self, opts: MemTableOptions) -> Self {
+        self.memtable_options = opts;
         self
     }
 
@@ -270,7 +287,9 @@ impl KeyspaceOptions {
         if self.target_file_size < 4096 || self.level1_max_bytes < 4096 {
             return bad("target_file_size and level1_max_bytes must be at least 4096 bytes");
         }
-        self.memtable.validate()
+        self.memtable.validate()?;
+        self.memtable_options
+            .validate(self.memtable, self.write_buffer_size)
     }
 
     /// Table options for files written to `level`, through the layout.

@@ -176,3 +176,41 @@ fn missing_table_file_fails_open_naming_it() {
         Ok(_) => panic!("open must fail"),
     }
 }
+
+#[test]
+fn salvage_mode_sets_a_corrupt_table_aside_and_reports_the_lost_range() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    fill(dir.path(), 2000);
+    // A second table with other keys, which must survive.
+    {
+        let mut o = options();
+        o.default_keyspace.write_buffer_size = 16 << 20;
+        let db = Db::open(dir.path(), o).expect("open");
+        for i in 0..100u32 {
+            db.put(format!("zzz{i:03}").as_bytes(), b"kept").expect("put");
+        }
+        db.flush().expect("flush");
+        db.close().expect("close");
+    }
+    let sst = files_with(dir.path(), ".sst");
+    assert_eq!(sst.len(), 2);
+    let len = fs::metadata(&sst[0]).expect("stat").len() as usize;
+    flip(&sst[0], len / 3);
+    let mut o = options();
+    o.skip_corrupt_tables = true;
+    let db = Db::open(dir.path(), o).expect("salvage open");
+    let lost = &db.recovery_report().lost_tables;
+    assert_eq!(lost.len(), 1);
+    assert_eq!(lost[0].file, sst[0]);
+    assert_eq!(lost[0].smallest_key, b"key000000");
+    assert_eq!(lost[0].largest_key, b"key001999");
+    let moved = lost[0].moved_to.clone().expect("moved aside");
+    assert!(moved.exists() && !sst[0].exists());
+    assert!(db.verify().is_empty());
+    assert_eq!(db.get(b"zzz042").expect("get"), Some(b"kept".to_vec()));
+    assert_eq!(db.get(b"key000042").expect("get"), None);
+    drop(db);
+    // The salvaged database opens normally afterwards.
+    let db = Db::open(dir.path(), options()).expect("normal open");
+    assert_eq!(db.get(b"zzz001").expect("get"), Some(b"kept".to_vec()));
+}

@@ -1,0 +1,392 @@
+//! Hash representations: `hash-skiplist` and `hash-linklist`.
+//!
+//! The user key's prefix (from the keyspace's [`PrefixExtractor`]) is hashed
+//! (xxh3) into one of `N` buckets. A bucket is created on its first entry and
+//! is
+//! * `hash-skiplist`: a skiplist of at most 4 levels, branching factor 4
+//!   (RocksDB's `NewHashSkipListRepFactory` defaults);
+//! * `hash-linklist`: a sorted singly linked list, converted to such a
+//!   skiplist when an insert would take it past the threshold (default 256
+//!   entries, RocksDB's `threshold_use_skiplist`). The list's nodes stay
+//!   allocated until the memtable is dropped (readers may still be walking
+//!   them) and stay counted.
+//!
+//! Keys outside the extractor's domain (see [`super::prefix`]) live in one
+//! overflow skiplist; they can only arrive by log replay under a different
+//! extractor, since the write path refuses them.
+//!
+//! Concurrency: inserts take a writer mutex (one writer at a time anyway);
+//! readers never lock: buckets and nodes are published with release stores
+//! and never freed before the representation drops.
+//!
+//! Reads:
+//! * point read: hash the prefix, walk one bucket from the first entry `>=`
+//!   the seek key while the entries share the seek key's prefix (its user key
+//!   for the overflow bucket): `O(log(n/N))` for skiplist buckets, `O(n/N)`
+//!   for list buckets. Unlike the total-order kinds, the walk ends where the
+//!   prefix ends instead of continuing into the next prefix.
+//! * total-order iteration: a sorted snapshot: every bucket's entries are
+//!   copied (pointer clones, `O(N + n)`) and merge-sorted (`O(n log n)`, the
+//!   stable sort exploits the per-bucket sorted runs), as RocksDB does for
+//!   total-order seeks over its hash memtables. The snapshot is cached until
+//!   the next insert, so the flush of a frozen memtable builds it once. It
+//!   takes 16 bytes per entry while alive and is not counted in
+//!   [`MemUsage`] (read-side scratch).
+//!
+//! Memory: entry bytes exact; metadata = the bucket array (8 bytes a
+//! bucket), each created bucket's allocation, each node (`size_of` the node,
+//! allocator-rounded), each entry's allocation overhead, the nodes added by
+//! list-to-skiplist conversions, and the representation struct.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering as AtomicOrdering};
+
+use parking_lot::Mutex;
+
+use super::entry::{SharedEntry, SnapshotIter, alloc_size, cmp_entries};
+use super::prefix::{PrefixExtractor, extract};
+use super::sw_skiplist::SwSkipList;
+use super::{MemTableRep, MemUsage, RepCounters};
+use crate::iter::InternalIterator;
+use crate::key::user_key;
+
+/// Levels of a bucket skiplist.
+const BUCKET_HEIGHT: usize = 4;
+/// One in `BRANCHING` nodes of a level reaches the next.
+const BRANCHING: u64 = 4;
+
+/// How buckets are organised.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BucketPolicy {
+    /// Every bucket is a small skiplist.
+    SkipList,
+    /// Buckets are sorted lists, converted to skiplists past `threshold`.
+    LinkList { threshold: usize },
+}
+
+enum Bucket {
+    List(SwSkipList<1>),
+    Skip(SwSkipList<BUCKET_HEIGHT>),
+}
+
+impl Bucket {
+    fn for_each(&self, f: impl FnMut(&SharedEntry)) {
+        match self {
+            Bucket::List(l) => l.for_each(f),
+            Bucket::Skip(s) => s.for_each(f),
+        }
+    }
+
+    /// Calls `f` on the entries from the first one `>= key` until it
+    /// returns false.
+    fn visit_from(&self, key: &[u8], f: &mut dyn FnMut(&SharedEntry) -> bool) {
+        fn walk<const H: usize>(
+            l: &SwSkipList<H>,
+            key: &[u8],
+            f: &mut dyn FnMut(&SharedEntry) -> bool,
+        ) {
+            let mut cur = l.lower_bound(key);
+            while let Some(n) = cur {
+                if !f(n.entry()) {
+                    return;
+                }
+                cur = n.next();
+            }
+        }
+        match self {
+            Bucket::List(l) => walk(l, key, f),
+            Bucket::Skip(s) => walk(s, key, f),
+        }
+    }
+}
+
+/// A bucket replaced by a conversion, kept alive for readers still in it.
+struct Retired(*mut Bucket);
+
+// SAFETY: the pointer is owned by the representation (it came from
+// `Box::into_raw` and is freed once, in `Drop`); `Bucket` is `Send + Sync`.
+unsafe impl Send for Retired {}
+
+struct Writer {
+    rng: u64,
+    retired: Vec<Retired>,
+}
+
+impl Writer {
+    /// A tower height with branching factor [`BRANCHING`].
+    fn height(&mut self) -> usize {
+        let mut h = 1;
+        while h < BUCKET_HEIGHT {
+            // xorshift64
+            self.rng ^= self.rng << 13;
+            self.rng ^= self.rng >> 7;
+            self.rng ^= self.rng << 17;
+            if !self.rng.is_multiple_of(BRANCHING) {
+                break;
+            }
+            h += 1;
+        }
+        h
+    }
+}
+
+/// `hash-skiplist` and `hash-linklist`.
+pub(crate) struct HashRep {
+    policy: BucketPolicy,
+    extractor: Option<Arc<dyn PrefixExtractor>>,
+    slots: Box<[AtomicPtr<Bucket>]>,
+    overflow: AtomicPtr<Bucket>,
+    writer: Mutex<Writer>,
+    cache: Mutex<Option<(usize, Arc<Vec<SharedEntry>>)>>,
+    len: AtomicUsize,
+    entry_bytes: AtomicUsize,
+    metadata_bytes: AtomicUsize,
+    out_of_domain: AtomicUsize,
+    conversions: AtomicUsize,
+    rebuilds: AtomicUsize,
+}
+
+const BUCKET_ALLOC: usize = alloc_size(std::mem::size_of::<Bucket>());
+const LIST_NODE_ALLOC: usize = alloc_size(SwSkipList::<1>::NODE_BYTES);
+const SKIP_NODE_ALLOC: usize = alloc_size(SwSkipList::<BUCKET_HEIGHT>::NODE_BYTES);
+
+impl HashRep {
+    /// `buckets` (at least 1) buckets of `policy`. Without an extractor every
+    /// key is outside the domain (options validation refuses that setup; the
+    /// representation still works, as one skiplist).
+    pub(crate) fn new(
+        policy: BucketPolicy,
+        buckets: usize,
+        extractor: Option<Arc<dyn PrefixExtractor>>,
+    ) -> Self {
+        let buckets = buckets.max(1);
+        let slots: Box<[AtomicPtr<Bucket>]> = (0..buckets)
+            .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+            .collect();
+        let base = std::mem::size_of::<Self>()
+            + alloc_size(buckets * std::mem::size_of::<AtomicPtr<Bucket>>());
+        HashRep {
+            policy,
+            extractor,
+            slots,
+            overflow: AtomicPtr::new(std::ptr::null_mut()),
+            writer: Mutex::new(Writer {
+                rng: 0x9E37_79B9_7F4A_7C15,
+                retired: Vec::new(),
+            }),
+            cache: Mutex::new(None),
+            len: AtomicUsize::new(0),
+            entry_bytes: AtomicUsize::new(0),
+            metadata_bytes: AtomicUsize::new(base),
+            out_of_domain: AtomicUsize::new(0),
+            conversions: AtomicUsize::new(0),
+            rebuilds: AtomicUsize::new(0),
+        }
+    }
+
+    #[inline]
+    fn prefix<'a>(&self, uk: &'a [u8]) -> Option<&'a [u8]> {
+        self.extractor.as_deref().and_then(|x| extract(x, uk))
+    }
+
+    /// The slot of a user key, and its prefix (`None`: the overflow bucket).
+    #[inline]
+    fn slot<'a>(&self, uk: &'a [u8]) -> (&AtomicPtr<Bucket>, Option<&'a [u8]>) {
+        match self.prefix(uk) {
+            Some(p) => {
+                let h = xxhash_rust::xxh3::xxh3_64(p);
+                let i = ((u128::from(h) * self.slots.len() as u128) >> 64) as usize;
+                (&self.slots[i], Some(p))
+            }
+            None => (&self.overflow, None),
+        }
+    }
+
+    /// The entries in order, from the cache or rebuilt.
+    fn sorted_view(&self) -> Arc<Vec<SharedEntry>> {
+        let n = self.len.load(AtomicOrdering::Acquire);
+        if let Some((tag, snap)) = &*self.cache.lock()
+            && *tag == n
+        {
+            return Arc::clone(snap);
+        }
+        // Every insert counted in `n` is visible: `len` is bumped (release)
+        // after the entry is published.
+        let mut v = Vec::with_capacity(n);
+        for slot in self.slots.iter().chain(std::iter::once(&self.overflow)) {
+            // SAFETY: buckets are freed only in `Drop`.
+            if let Some(b) = unsafe { slot.load(AtomicOrdering::Acquire).as_ref() } {
+                b.for_each(|e| v.push(e.clone()));
+            }
+        }
+        v.sort_by(cmp_entries);
+        self.rebuilds.fetch_add(1, AtomicOrdering::Relaxed);
+        let snap = Arc::new(v);
+        *self.cache.lock() = Some((n, Arc::clone(&snap)));
+        snap
+    }
+}
+
+impl MemTableRep for HashRep {
+    fn insert(&self, internal_key: &[u8], value: &[u8]) {
+        let payload = internal_key.len() + value.len();
+        let e = SharedEntry::new(internal_key, value);
+        let (slot, prefix) = self.slot(user_key(internal_key));
+        let mut w = self.writer.lock();
+        let mut meta = SharedEntry::overhead(payload);
+        let mut b = slot.load(AtomicOrdering::Acquire);
+        if b.is_null() {
+            let fresh = match (self.policy, prefix) {
+                (BucketPolicy::LinkList { .. }, Some(_)) => Bucket::List(SwSkipList::new()),
+                _ => Bucket::Skip(SwSkipList::new()),
+            };
+            b = Box::into_raw(Box::new(fresh));
+            slot.store(b, AtomicOrdering::Release);
+            meta += BUCKET_ALLOC;
+        }
+        if prefix.is_none() {
+            self.out_of_domain.fetch_add(1, AtomicOrdering::Relaxed);
+        }
+        // SAFETY: buckets are freed only in `Drop`.
+        let bucket = unsafe { &*b };
+        match bucket {
+            Bucket::List(l) => {
+                let threshold = match self.policy {
+                    BucketPolicy::LinkList { threshold } => threshold,
+                    BucketPolicy::SkipList => usize::MAX,
+                };
+                if l.len() >= threshold {
+                    let s = SwSkipList::<BUCKET_HEIGHT>::new();
+                    let mut moved = 0;
+                    l.for_each(|old| {
+                        let h = w.height();
+                        // SAFETY: `s` is not shared yet; the writer lock is held.
+                        unsafe { s.insert(old.clone(), h) };
+                        moved += 1;
+                    });
+                    let h = w.height();
+                    // SAFETY: as above.
+                    unsafe { s.insert(e, h) };
+                    let nb = Box::into_raw(Box::new(Bucket::Skip(s)));
+                    slot.store(nb, AtomicOrdering::Release);
+                    w.retired.push(Retired(b));
+                    meta += BUCKET_ALLOC + (moved + 1) * SKIP_NODE_ALLOC;
+                    self.conversions.fetch_add(1, AtomicOrdering::Relaxed);
+                } else {
+                    // SAFETY: inserts are serialised by the writer lock.
+                    unsafe { l.insert(e, 1) };
+                    meta += LIST_NODE_ALLOC;
+                }
+            }
+            Bucket::Skip(s) => {
+                let h = w.height();
+                // SAFETY: inserts are serialised by the writer lock.
+                unsafe { s.insert(e, h) };
+                meta += SKIP_NODE_ALLOC;
+            }
+        }
+        self.entry_bytes.fetch_add(payload, AtomicOrdering::Relaxed);
+        self.metadata_bytes.fetch_add(meta, AtomicOrdering::Relaxed);
+        self.len.fetch_add(1, AtomicOrdering::Release);
+        drop(w);
+        // The cached snapshot is stale now; free it.
+        *self.cache.lock() = None;
+    }
+
+    fn get(&self, seek_key: &[u8], f: &mut dyn FnMut(&[u8], &[u8]) -> bool) {
+        let uk = user_key(seek_key);
+        let (slot, prefix) = self.slot(uk);
+        // SAFETY: buckets are freed only in `Drop`.
+        let Some(bucket) = (unsafe { slot.load(AtomicOrdering::Acquire).as_ref() }) else {
+            return;
+        };
+        bucket.visit_from(seek_key, &mut |e| {
+            let ek = user_key(e.key());
+            let same = match prefix {
+                Some(p) => self.prefix(ek) == Some(p),
+                None => ek == uk,
+            };
+            same && f(e.key(), e.value())
+        });
+    }
+
+    fn iter(self: Arc<Self>) -> Box<dyn InternalIterator> {
+        Box::new(SnapshotIter::new(self.sorted_view()))
+    }
+
+    fn memory_usage(&self) -> MemUsage {
+        MemUsage {
+            entry_bytes: self.entry_bytes.load(AtomicOrdering::Relaxed),
+            metadata_bytes: self.metadata_bytes.load(AtomicOrdering::Relaxed),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len.load(AtomicOrdering::Acquire)
+    }
+
+    fn counters(&self) -> RepCounters {
+        RepCounters {
+            out_of_domain: self.out_of_domain.load(AtomicOrdering::Relaxed),
+            bucket_conversions: self.conversions.load(AtomicOrdering::Relaxed),
+            snapshot_rebuilds: self.rebuilds.load(AtomicOrdering::Relaxed),
+            ..RepCounters::default()
+        }
+    }
+}
+
+impl Drop for HashRep {
+    fn drop(&mut self) {
+        let free = |p: *mut Bucket| {
+            if !p.is_null() {
+                // SAFETY: every bucket pointer came from `Box::into_raw`, is
+                // held in exactly one place (a slot or the retired list) and
+                // is freed once, here, with no reader left (`&mut self`).
+                drop(unsafe { Box::from_raw(p) });
+            }
+        };
+        for slot in self.slots.iter_mut() {
+            free(*slot.get_mut());
+        }
+        free(*self.overflow.get_mut());
+        for r in self.writer.get_mut().retired.drain(..) {
+            free(r.0);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{ValueKind, make_internal_key};
+    use crate::memtable::prefix::FixedPrefix;
+
+    #[test]
+    fn link_list_buckets_convert_past_the_threshold_and_stay_sorted() {
+        let rep = Arc::new(HashRep::new(
+            BucketPolicy::LinkList { threshold: 4 },
+            2,
+            Some(Arc::new(FixedPrefix::new(1))),
+        ));
+        let mut want = Vec::new();
+        for i in 0..40u64 {
+            let k = make_internal_key(
+                format!("a{}", (i * 7) % 13).as_bytes(),
+                i + 1,
+                ValueKind::Put,
+            );
+            rep.insert(&k, b"v");
+            want.push(k);
+        }
+        assert!(rep.counters().bucket_conversions >= 1);
+        want.sort_by(|a, b| crate::key::compare_internal(a, b));
+        let mut it = Arc::clone(&rep).iter();
+        it.seek_to_first();
+        let mut got = Vec::new();
+        while it.valid() {
+            got.push(it.key().to_vec());
+            it.next();
+        }
+        assert_eq!(got, want);
+    }
+}
