@@ -26,6 +26,7 @@ use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{SeqNo, ValueKind, append_internal_key, make_seek_key, user_key};
+use crate::level_filter::LevelFilter;
 use crate::log::{LogReader, LogWriter, TailPolicy};
 use crate::lookup::Lookup;
 use crate::manifest::{MANIFEST_FORMAT_VERSION, NewFile, VersionEdit};
@@ -50,6 +51,8 @@ pub(crate) struct SuperVersion {
     imms: Vec<Arc<MemTable>>,
     version: Arc<Version>,
     opts: Arc<KeyspaceOptions>,
+    /// Grows with every publication; the level filter dates its records by it.
+    version_no: u64,
 }
 
 /// State of a keyspace that only changes under the `state` lock.
@@ -66,6 +69,10 @@ struct KeyspaceState {
     compact_cursor: Vec<Vec<u8>>,
     shared: Arc<KeyspaceShared>,
     level_stats: Vec<LevelStats>,
+    version_no: u64,
+    /// Level-0 files serving reads from their retained memtable, oldest
+    /// first (weak: a file that leaves level 0 frees its memtable).
+    retained: VecDeque<std::sync::Weak<FileMeta>>,
 }
 
 /// Per-level compaction counters.
@@ -82,6 +89,8 @@ struct KeyspaceShared {
     id: u32,
     name: String,
     sv: RwLock<Arc<SuperVersion>>,
+    /// Which levels recently scanned ranges draw from (iterator reduction).
+    filter: Mutex<LevelFilter>,
 }
 
 struct State {
@@ -304,6 +313,10 @@ pub struct DbStats {
     pub last_seqno: SeqNo,
     pub live_snapshots: usize,
     pub background_error: Option<String>,
+    /// Iterators created, children they merged, and seeks issued to children.
+    pub iterators_created: u64,
+    pub iterator_children: u64,
+    pub iterator_child_seeks: u64,
 }
 
 /// Shape of one keyspace.
@@ -317,6 +330,14 @@ pub struct KeyspaceStats {
     pub memtable_bytes: usize,
     pub immutable_memtables: usize,
     pub memtable_kind: String,
+    /// Level-0 files served from retained memtables, and their bytes.
+    pub retained_memtables: usize,
+    pub retained_memtable_bytes: usize,
+    /// Level filter table: records, bytes, lookups, hits.
+    pub level_filter_records: usize,
+    pub level_filter_bytes: usize,
+    pub level_filter_lookups: u64,
+    pub level_filter_hits: u64,
     /// The representation of the mutable memtable (differs from
     /// `memtable_kind` for `adaptive`).
     pub memtable_rep: String,
@@ -383,6 +404,26 @@ impl DbStats {
             self.bloom_useful, self.bloom_checked_positive, self.bloom_false_positive
         );
         let _ = writeln!(s, "last seqno: {}, live snapshots: {}", self.last_seqno, self.live_snapshots);
+        let _ = writeln!(
+            s,
+            "iterators: {} created, {} children, {} child seeks",
+            self.iterators_created, self.iterator_children, self.iterator_child_seeks
+        );
+        for ks in &self.keyspaces {
+            if ks.retained_memtables > 0 || ks.level_filter_records > 0 {
+                let _ = writeln!(
+                    s,
+                    "keyspace {}: {} retained memtables ({} bytes); level filter {} records ({} bytes), {} of {} lookups hit",
+                    ks.name,
+                    ks.retained_memtables,
+                    ks.retained_memtable_bytes,
+                    ks.level_filter_records,
+                    ks.level_filter_bytes,
+                    ks.level_filter_hits,
+                    ks.level_filter_lookups
+                );
+            }
+        }
         if let Some(e) = &self.background_error {
             let _ = writeln!(s, "background error: {e}");
         }
@@ -911,11 +952,13 @@ impl DbInner {
                 imms: Vec::new(),
                 version: Arc::clone(&version),
                 opts: Arc::clone(&o),
+                version_no: 0,
             });
             let shared = Arc::new(KeyspaceShared {
                 id,
                 name: rk.name.clone(),
                 sv: RwLock::new(sv),
+                filter: Mutex::new(LevelFilter::new(o.level_filter_bytes)),
             });
             next_keyspace_id = next_keyspace_id.max(id + 1);
             let levels = version.num_levels();
@@ -932,6 +975,8 @@ impl DbInner {
                     compact_cursor: vec![Vec::new(); levels],
                     shared,
                     level_stats: vec![LevelStats::default(); levels],
+                    version_no: 0,
+                    retained: VecDeque::new(),
                 },
             );
         }
@@ -1067,7 +1112,9 @@ impl DbInner {
                 imms: Vec::new(),
                 version: Arc::clone(&version),
                 opts: Arc::clone(&opts),
+                version_no: 0,
             })),
+            filter: Mutex::new(LevelFilter::new(opts.level_filter_bytes)),
         });
         st.keyspaces.insert(
             id,
@@ -1082,6 +1129,8 @@ impl DbInner {
                 compact_cursor: vec![Vec::new(); opts.num_levels],
                 shared: Arc::clone(&shared),
                 level_stats: vec![LevelStats::default(); opts.num_levels],
+                version_no: 0,
+                retained: VecDeque::new(),
             },
         );
         Ok(shared)
@@ -1513,7 +1562,12 @@ impl DbInner {
                 continue;
             }
             let mut visit = |k: &[u8], val: &[u8]| lookup.visit(k, val);
-            f.table.get(key, &seek, &mut visit)?;
+            match f.retained() {
+                Some(m) => m.get(&seek, &mut visit),
+                None => {
+                    f.table.get(key, &seek, &mut visit)?;
+                }
+            }
         }
         for level in 1..v.num_levels() {
             if lookup.is_done() {
@@ -1527,7 +1581,7 @@ impl DbInner {
         lookup.finish(merge, "table")
     }
 
-    fn iter(&self, ks: &KeyspaceShared, opts: ReadOptions) -> Result<DbIter> {
+    fn iter(&self, ks: &Arc<KeyspaceShared>, opts: ReadOptions) -> Result<DbIter> {
         self.check_open()?;
         let sv = Arc::clone(&ks.sv.read());
         let snap = opts
@@ -1536,6 +1590,7 @@ impl DbInner {
         let lo = opts.lower_bound.as_deref();
         let hi = opts.upper_bound.as_deref();
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        let mut levels: Vec<Option<usize>> = Vec::new();
         children.push(sv.mem.iter());
         for m in &sv.imms {
             children.push(m.iter());
@@ -1544,22 +1599,45 @@ impl DbInner {
             !(hi.is_some_and(|h| f.smallest_user_key() >= h) || lo.is_some_and(|l| f.largest_user_key() < l))
         };
         for f in sv.version.levels[0].iter().filter(|f| in_range(f)) {
-            children.push(Box::new(f.table.iter()));
+            match f.retained() {
+                Some(m) => children.push(m.iter()),
+                None => children.push(Box::new(f.table.iter())),
+            }
         }
-        for files in sv.version.levels.iter().skip(1) {
+        levels.resize(children.len(), None);
+        for (level, files) in sv.version.levels.iter().enumerate().skip(1) {
             let files: Vec<_> = files.iter().filter(|f| in_range(f)).cloned().collect();
             if !files.is_empty() {
                 children.push(Box::new(LevelIter::new(files)));
+                levels.push(Some(level));
             }
         }
-        let merging = MergingIterator::new(children);
+        Statistics::add(&self.stats.iterators_created, 1);
+        Statistics::add(&self.stats.iterator_children, children.len() as u64);
+        let mut merging = MergingIterator::with_levels(children, levels);
+        let reduction = sv.opts.iterator_reduction;
+        let version_no = sv.version_no;
+        if reduction {
+            let shared = Arc::clone(ks);
+            merging.set_reducer(Box::new(move |start| shared.filter.lock().lookup(start, version_no)));
+        }
+        let shared = Arc::clone(ks);
+        let stats = Arc::clone(&self.stats);
+        let on_drop = Box::new(move |obs: Option<crate::iter::ScanObservation>, seeks: u64| {
+            Statistics::add(&stats.iterator_child_seeks, seeks);
+            if let (true, Some(o)) = (reduction, obs) {
+                let current = shared.sv.read().version_no;
+                shared.filter.lock().insert(o.lo, o.hi, o.levels, version_no, current);
+            }
+        });
         Ok(DbIter::new(
-            Box::new(merging),
+            merging,
             snap,
             sv.opts.merge_operator.clone(),
             opts.lower_bound,
             opts.upper_bound,
             Box::new(sv),
+            Some(on_drop),
         ))
     }
 
@@ -1631,6 +1709,9 @@ impl DbInner {
                 self.vfs.sync_dir(&self.path)?;
                 Statistics::add(&self.stats.bytes_flushed, rec.size);
                 let meta = open_table_meta(&self.vfs, &self.path, &rec, self.cache.clone(), Arc::clone(&self.stats))?;
+                if opts.retain_flushed_memtables {
+                    meta.retain(Arc::clone(imm));
+                }
                 vec![(0usize, Arc::new(meta))]
             }
             None => Vec::new(),
@@ -1655,6 +1736,12 @@ impl DbInner {
         let obsolete_logs = {
             let mut st = self.state.lock();
             let k = st.keyspaces.get_mut(&id).ok_or(Error::Closed)?;
+            if let Some((_, f)) = added.first()
+                && f.retained().is_some()
+            {
+                k.retained.push_back(Arc::downgrade(f));
+                enforce_retention_budget(k);
+            }
             k.version = Arc::new(k.version.apply(id, &[], added));
             if k.imms.first().is_some_and(|m| Arc::ptr_eq(m, imm)) {
                 k.imms.remove(0);
@@ -1785,6 +1872,16 @@ impl DbInner {
             }
         }
         k.version = Arc::new(new_version);
+        // Before readers can see the new version: ranges whose keys just
+        // moved into the output level must list it.
+        let out_lo = added.iter().map(|(_, f)| f.smallest_user_key()).min();
+        let out_hi = added.iter().map(|(_, f)| f.largest_user_key()).max();
+        if let (Some(a), Some(b)) = (out_lo, out_hi) {
+            k.shared
+                .filter
+                .lock()
+                .apply_compaction(k.version_no + 1, t.output_level, a, b);
+        }
         if let Some(c) = k.compact_cursor.get_mut(t.level) {
             *c = t.inputs.iter().map(|f| f.largest_user_key().to_vec()).max().unwrap_or_default();
         }
@@ -1923,7 +2020,15 @@ impl DbInner {
         let keyspaces = st
             .keyspaces
             .iter()
-            .map(|(id, k)| KeyspaceStats {
+            .map(|(id, k)| {
+                // One guard: two lock() temporaries in one expression would
+                // deadlock on this non-reentrant mutex.
+                let f = k.shared.filter.lock();
+                let filter = (f.stats, f.len(), f.bytes());
+                drop(f);
+                (id, k, filter)
+            })
+            .map(|(id, k, (fstats, frecords, fbytes))| KeyspaceStats {
                 name: k.name.clone(),
                 id: *id,
                 levels: (0..k.version.num_levels())
@@ -1933,6 +2038,12 @@ impl DbInner {
                 memtable_bytes: k.mem.memory_usage().total(),
                 immutable_memtables: k.imms.len(),
                 memtable_kind: k.opts.memtable.name().to_string(),
+                retained_memtables: k.version.levels[0].iter().filter(|f| f.retained().is_some()).count(),
+                retained_memtable_bytes: k.version.levels[0].iter().map(|f| f.retained_bytes()).sum(),
+                level_filter_records: frecords,
+                level_filter_bytes: fbytes,
+                level_filter_lookups: fstats.lookups,
+                level_filter_hits: fstats.hits,
                 memtable_rep: k.mem.rep_kind().name().to_string(),
                 memtable_decision: k.mem.decision().map(|d| d.to_string()),
             })
@@ -1965,6 +2076,9 @@ impl DbInner {
             last_seqno: self.last_seqno.load(Ordering::Acquire),
             live_snapshots: st.snapshots.values().sum(),
             background_error: st.bg_error.as_ref().map(|e| e.to_string()),
+            iterators_created: g(&s.iterators_created),
+            iterator_children: g(&s.iterator_children),
+            iterator_child_seeks: g(&s.iterator_child_seeks),
         }
     }
 }
@@ -1989,13 +2103,35 @@ impl Drop for Db {
 /// Publishes a keyspace's current memtables and version to readers.
 /// REQUIRES: the state lock is held (the caller has `&mut KeyspaceState`).
 fn publish(ks: &mut KeyspaceState) {
+    ks.version_no += 1;
     let sv = Arc::new(SuperVersion {
         mem: Arc::clone(&ks.mem),
         imms: ks.imms.iter().rev().cloned().collect(),
         version: Arc::clone(&ks.version),
         opts: Arc::clone(&ks.opts),
+        version_no: ks.version_no,
     });
     *ks.shared.sv.write() = sv;
+}
+
+/// Releases retained memtables, oldest first, until they fit the
+/// keyspace's budget; forgets files that no longer exist.
+/// REQUIRES: the state lock is held.
+fn enforce_retention_budget(ks: &mut KeyspaceState) {
+    let budget = ks.opts.retained_memtable_bytes as usize;
+    ks.retained.retain(|w| w.upgrade().is_some_and(|f| f.retained().is_some()));
+    let mut total: usize = ks
+        .retained
+        .iter()
+        .filter_map(|w| w.upgrade())
+        .map(|f| f.retained_bytes())
+        .sum();
+    while total > budget {
+        let Some(w) = ks.retained.pop_front() else { break };
+        if let Some(f) = w.upgrade() {
+            total = total.saturating_sub(f.release_retained());
+        }
+    }
 }
 
 /// Finds a compaction in any keyspace and marks its inputs.

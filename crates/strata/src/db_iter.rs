@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::iter::InternalIterator;
+use crate::iter::{InternalIterator, MergingIterator, ScanObservation};
 use crate::key::{KIND_SEEK, MAX_SEQNO, SeqNo, ValueKind, make_internal_key, make_seek_key, parse_internal_key};
 use crate::merge::MergeOperator;
 
@@ -20,8 +20,12 @@ enum Direction {
 
 /// Iterates user keys and values at a snapshot. Create one with
 /// [`crate::Keyspace::iter`].
+/// Called when an iterator is dropped, with what a pure forward scan
+/// observed and the child seeks it issued.
+pub(crate) type ScanReport = Box<dyn FnOnce(Option<ScanObservation>, u64) + Send>;
+
 pub struct DbIter {
-    inner: Box<dyn InternalIterator>,
+    inner: MergingIterator,
     snapshot: SeqNo,
     merge: Option<Arc<dyn MergeOperator>>,
     lower: Option<Vec<u8>>,
@@ -34,18 +38,33 @@ pub struct DbIter {
     /// Reused buffers for merge operands, so stepping does not allocate.
     operands: Vec<Vec<u8>>,
     base: Option<Vec<u8>>,
+    on_drop: Option<ScanReport>,
     // Keeps memtables and table files alive for the iterator's life.
     _pin: Box<dyn Send + Sync>,
 }
 
+impl Drop for DbIter {
+    fn drop(&mut self) {
+        if let Some(report) = self.on_drop.take() {
+            let obs = if self.error.is_none() && self.inner.status().is_ok() {
+                self.inner.observation(self.upper.as_deref())
+            } else {
+                None
+            };
+            report(obs, self.inner.child_seeks());
+        }
+    }
+}
+
 impl DbIter {
     pub(crate) fn new(
-        inner: Box<dyn InternalIterator>,
+        inner: MergingIterator,
         snapshot: SeqNo,
         merge: Option<Arc<dyn MergeOperator>>,
         lower: Option<Vec<u8>>,
         upper: Option<Vec<u8>>,
         pin: Box<dyn Send + Sync>,
+        on_drop: Option<ScanReport>,
     ) -> Self {
         DbIter {
             inner,
@@ -60,6 +79,7 @@ impl DbIter {
             error: None,
             operands: Vec::new(),
             base: None,
+            on_drop,
             _pin: pin,
         }
     }
@@ -131,7 +151,11 @@ impl DbIter {
             _ => target.to_vec(),
         };
         self.direction = Direction::Forward;
-        self.inner.seek(&make_seek_key(&target, self.snapshot));
+        // Seek to the newest version of the target, not the newest visible
+        // one: the few newer versions are skipped below, and a scan that
+        // starts before every version of its first key observes a range
+        // the level filter can trust.
+        self.inner.seek(&make_seek_key(&target, MAX_SEQNO));
         self.find_next_user_entry(None);
     }
 

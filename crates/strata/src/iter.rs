@@ -34,12 +34,27 @@ pub trait InternalIterator: Send {
 
 use std::cmp::Ordering;
 
-use crate::key::compare_internal;
+use crate::key::{KIND_SEEK, MAX_SEQNO, append_internal_key, compare_internal, user_key};
+use crate::level_filter::LevelMask;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Direction {
     Forward,
     Reverse,
+}
+
+/// Decides, at the first seek, which levels a scan may leave unread: given
+/// the start user key, returns the levels to read and the user-key range
+/// `[lo, hi)` that answer holds for.
+pub type Reducer = Box<dyn FnMut(&[u8]) -> Option<(LevelMask, Vec<u8>, Option<Vec<u8>>)> + Send>;
+
+/// What a forward scan observed: it read `[lo, hi)` and these levels
+/// supplied at least one entry there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScanObservation {
+    pub lo: Vec<u8>,
+    pub hi: Option<Vec<u8>>,
+    pub levels: LevelMask,
 }
 
 /// Merges several sorted children into one sorted stream.
@@ -51,20 +66,62 @@ enum Direction {
 /// The current child is found with a linear scan over children: the number
 /// of sources (memtables, level-0 files, one per deeper level) is small, and
 /// a scan beats a heap's bookkeeping at that size.
+///
+/// Children that stand for a level `>= 1` may be left *dormant* by a
+/// [`Reducer`]: they are not seeked while the scan stays inside the range
+/// the reducer vouched for, and are woken (seeked past the range) as soon as
+/// it leaves it, or at any operation other than a forward seek or `next`.
 pub struct MergingIterator {
     children: Vec<Box<dyn InternalIterator>>,
+    /// The level each child reads, for children that are a level `>= 1`.
+    levels: Vec<Option<usize>>,
     current: Option<usize>,
     direction: Direction,
+    dormant: Vec<bool>,
+    any_dormant: bool,
+    /// Exclusive user-key end of the range in which dormant children hold
+    /// nothing (`None`: unbounded).
+    reduced_hi: Option<Vec<u8>>,
+    reducer: Option<Reducer>,
+    /// Start of the forward scan being observed; `None` once the iterator
+    /// did anything but one seek followed by `next`s.
+    observed_lo: Option<Vec<u8>>,
+    observing: bool,
+    emitted: LevelMask,
+    child_seeks: u64,
 }
 
 impl MergingIterator {
     /// Merges `children` (newest source first).
     pub fn new(children: Vec<Box<dyn InternalIterator>>) -> Self {
+        let n = children.len();
+        Self::with_levels(children, vec![None; n])
+    }
+
+    /// Merges `children`, where `levels[i]` names the level `>= 1` child `i`
+    /// reads (`None` for memtables and level-0 files, which are always read).
+    pub fn with_levels(children: Vec<Box<dyn InternalIterator>>, levels: Vec<Option<usize>>) -> Self {
+        debug_assert_eq!(children.len(), levels.len());
+        let n = children.len();
         MergingIterator {
             children,
+            levels,
             current: None,
             direction: Direction::Forward,
+            dormant: vec![false; n],
+            any_dormant: false,
+            reduced_hi: None,
+            reducer: None,
+            observed_lo: None,
+            observing: true,
+            emitted: 0,
+            child_seeks: 0,
         }
+    }
+
+    /// Installs the reducer consulted at the first seek.
+    pub fn set_reducer(&mut self, reducer: Reducer) {
+        self.reducer = Some(reducer);
     }
 
     /// Number of children.
@@ -72,10 +129,85 @@ impl MergingIterator {
         self.children.len()
     }
 
+    /// Seeks issued to children so far (each positioning call counts one).
+    pub fn child_seeks(&self) -> u64 {
+        self.child_seeks
+    }
+
+    /// What a pure forward scan (one seek, then `next`s) observed; `upper`
+    /// is the scan's exclusive upper bound, which caps the range.
+    pub fn observation(&self, upper: Option<&[u8]>) -> Option<ScanObservation> {
+        if !self.observing {
+            return None;
+        }
+        let lo = self.observed_lo.clone()?;
+        let at = self.current.map(|i| user_key(self.children[i].key()).to_vec());
+        let hi = match (at, upper) {
+            (Some(a), Some(u)) => Some(if a.as_slice() < u { a } else { u.to_vec() }),
+            (Some(a), None) => Some(a),
+            (None, u) => u.map(<[u8]>::to_vec),
+        };
+        Some(ScanObservation {
+            lo,
+            hi,
+            levels: self.emitted,
+        })
+    }
+
+    fn stop_observing(&mut self) {
+        self.observing = false;
+    }
+
+    /// Wakes every dormant child without positioning it (the caller is
+    /// about to position all children).
+    fn wake_unpositioned(&mut self) {
+        if self.any_dormant {
+            self.dormant.iter_mut().for_each(|d| *d = false);
+            self.any_dormant = false;
+        }
+    }
+
+    /// Forward: if the merged position left the reduced range, seeks the
+    /// dormant children to the end of that range and merges them in.
+    fn wake_if_outside(&mut self) {
+        if !self.any_dormant {
+            return;
+        }
+        let Some(hi) = self.reduced_hi.clone() else {
+            // Dormant children hold nothing from the start key on.
+            return;
+        };
+        let inside = self
+            .current
+            .is_some_and(|i| user_key(self.children[i].key()) < hi.as_slice());
+        if inside {
+            return;
+        }
+        let mut target = Vec::with_capacity(hi.len() + 8);
+        append_internal_key(&mut target, &hi, MAX_SEQNO, KIND_SEEK);
+        for i in 0..self.children.len() {
+            if self.dormant[i] {
+                self.children[i].seek(&target);
+                self.child_seeks += 1;
+                self.dormant[i] = false;
+            }
+        }
+        self.any_dormant = false;
+        self.find_smallest();
+    }
+
+    fn mark_emitted(&mut self) {
+        if let Some(i) = self.current
+            && let Some(l) = self.levels[i]
+        {
+            self.emitted |= 1 << l.min(63);
+        }
+    }
+
     fn find_smallest(&mut self) {
         let mut best: Option<usize> = None;
         for (i, c) in self.children.iter().enumerate() {
-            if !c.valid() {
+            if self.dormant[i] || !c.valid() {
                 continue;
             }
             best = match best {
@@ -86,12 +218,13 @@ impl MergingIterator {
             };
         }
         self.current = best;
+        self.mark_emitted();
     }
 
     fn find_largest(&mut self) {
         let mut best: Option<usize> = None;
         for (i, c) in self.children.iter().enumerate() {
-            if !c.valid() {
+            if self.dormant[i] || !c.valid() {
                 continue;
             }
             best = match best {
@@ -113,33 +246,66 @@ impl InternalIterator for MergingIterator {
     }
 
     fn seek_to_first(&mut self) {
+        self.stop_observing();
+        self.wake_unpositioned();
         for c in &mut self.children {
             c.seek_to_first();
         }
+        self.child_seeks += self.children.len() as u64;
         self.direction = Direction::Forward;
         self.find_smallest();
     }
 
     fn seek_to_last(&mut self) {
+        self.stop_observing();
+        self.wake_unpositioned();
         for c in &mut self.children {
             c.seek_to_last();
         }
+        self.child_seeks += self.children.len() as u64;
         self.direction = Direction::Reverse;
         self.find_largest();
     }
 
     fn seek(&mut self, target: &[u8]) {
-        for c in &mut self.children {
-            c.seek(target);
+        let ukey = user_key(target);
+        if self.observed_lo.is_none() && self.observing && crate::key::seqno(target) == MAX_SEQNO {
+            self.observed_lo = Some(ukey.to_vec());
+        } else {
+            self.stop_observing();
+        }
+        self.wake_unpositioned();
+        if let Some(mut reducer) = self.reducer.take()
+            && let Some((keep, _lo, hi)) = reducer(ukey)
+        {
+            for i in 0..self.children.len() {
+                if let Some(l) = self.levels[i]
+                    && keep & (1 << l.min(63)) == 0
+                {
+                    self.dormant[i] = true;
+                    self.any_dormant = true;
+                }
+            }
+            self.reduced_hi = hi;
+        }
+        for i in 0..self.children.len() {
+            if !self.dormant[i] {
+                self.children[i].seek(target);
+                self.child_seeks += 1;
+            }
         }
         self.direction = Direction::Forward;
         self.find_smallest();
+        self.wake_if_outside();
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) {
+        self.stop_observing();
+        self.wake_unpositioned();
         for c in &mut self.children {
             c.seek_for_prev(target);
         }
+        self.child_seeks += self.children.len() as u64;
         self.direction = Direction::Reverse;
         self.find_largest();
     }
@@ -154,6 +320,7 @@ impl InternalIterator for MergingIterator {
                     continue;
                 }
                 c.seek(&key);
+                self.child_seeks += 1;
                 if c.valid() && compare_internal(c.key(), &key) == Ordering::Equal {
                     c.next();
                 }
@@ -162,10 +329,18 @@ impl InternalIterator for MergingIterator {
         }
         self.children[cur].next();
         self.find_smallest();
+        self.wake_if_outside();
     }
 
     fn prev(&mut self) {
         let Some(cur) = self.current else { return };
+        self.stop_observing();
+        if self.any_dormant {
+            // Only forward scans run reduced; dormant children get
+            // positioned by the direction switch below.
+            self.wake_unpositioned();
+            self.direction = Direction::Forward;
+        }
         if self.direction != Direction::Reverse {
             // Every other child must be positioned before key().
             let key = self.children[cur].key().to_vec();
@@ -174,6 +349,7 @@ impl InternalIterator for MergingIterator {
                     continue;
                 }
                 c.seek_for_prev(&key);
+                self.child_seeks += 1;
                 if c.valid() && compare_internal(c.key(), &key) == Ordering::Equal {
                     c.prev();
                 }

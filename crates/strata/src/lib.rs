@@ -29,6 +29,7 @@ pub mod cache;
 pub mod coding;
 pub mod error;
 pub mod iter;
+pub mod level_filter;
 pub mod key;
 pub mod log;
 pub mod sst;

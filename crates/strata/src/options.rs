@@ -178,6 +178,17 @@ pub struct KeyspaceOptions {
     pub disable_wal: bool,
     /// How each level is stored.
     pub layout: Arc<dyn Layout>,
+    /// Keep a flushed memtable to serve the reads of its level-0 file while
+    /// that file lives (memtable retention, seed 004; default off).
+    pub retain_flushed_memtables: bool,
+    /// Byte budget of retained memtables; past it the oldest are released
+    /// (default 64 MiB).
+    pub retained_memtable_bytes: u64,
+    /// Skip seeking levels that the level filter table says hold nothing in
+    /// a scan's range (iterator reduction, seed 004; default off).
+    pub iterator_reduction: bool,
+    /// Byte budget of the level filter table (default 1 MiB).
+    pub level_filter_bytes: usize,
 }
 
 impl Default for KeyspaceOptions {
@@ -201,6 +212,10 @@ impl Default for KeyspaceOptions {
             merge_operator: None,
             disable_wal: false,
             layout: Arc::new(UniformLayout),
+            retain_flushed_memtables: false,
+            retained_memtable_bytes: 64 << 20,
+            iterator_reduction: false,
+            level_filter_bytes: 1 << 20,
         }
     }
 }
@@ -226,6 +241,10 @@ impl fmt::Debug for KeyspaceOptions {
             )
             .field("disable_wal", &self.disable_wal)
             .field("layout", &self.layout.name())
+            .field("retain_flushed_memtables", &self.retain_flushed_memtables)
+            .field("retained_memtable_bytes", &self.retained_memtable_bytes)
+            .field("iterator_reduction", &self.iterator_reduction)
+            .field("level_filter_bytes", &self.level_filter_bytes)
             .finish()
     }
 }

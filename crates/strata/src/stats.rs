@@ -26,6 +26,11 @@ pub struct Statistics {
     pub wal_syncs: AtomicU64,
     pub write_groups: AtomicU64,
     pub writes: AtomicU64,
+    /// Iterators created, the children they merged, and the seeks issued to
+    /// children (iterator reduction lowers the last).
+    pub iterators_created: AtomicU64,
+    pub iterator_children: AtomicU64,
+    pub iterator_child_seeks: AtomicU64,
 }
 
 impl Statistics {

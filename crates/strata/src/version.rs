@@ -13,6 +13,7 @@ use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{SeqNo, compare_internal, user_key};
 use crate::manifest::NewFile;
+use crate::memtable::MemTable;
 use crate::sst::{TableIter, TableReader};
 use crate::vfs::Vfs;
 
@@ -33,6 +34,9 @@ pub struct FileMeta {
     pub(crate) being_compacted: AtomicBool,
     obsolete: AtomicBool,
     vfs: Arc<dyn Vfs>,
+    /// The memtable this level-0 file was flushed from, kept to serve its
+    /// reads (memtable retention); freed with the file or by the budget.
+    retained: parking_lot::RwLock<Option<Arc<MemTable>>>,
 }
 
 impl FileMeta {
@@ -53,7 +57,35 @@ impl FileMeta {
             being_compacted: AtomicBool::new(false),
             obsolete: AtomicBool::new(false),
             vfs,
+            retained: parking_lot::RwLock::new(None),
         }
+    }
+
+    /// The retained memtable serving this file's reads, if any.
+    pub fn retained(&self) -> Option<Arc<MemTable>> {
+        self.retained.read().clone()
+    }
+
+    /// Serves this file's reads from `mem` (which holds every entry the file
+    /// holds, and possibly older versions no reader can see).
+    pub(crate) fn retain(&self, mem: Arc<MemTable>) {
+        *self.retained.write() = Some(mem);
+    }
+
+    /// Stops serving reads from the retained memtable; returns its bytes.
+    pub(crate) fn release_retained(&self) -> usize {
+        self.retained
+            .write()
+            .take()
+            .map_or(0, |m| m.memory_usage().total())
+    }
+
+    /// Bytes of the retained memtable (0 if none).
+    pub fn retained_bytes(&self) -> usize {
+        self.retained
+            .read()
+            .as_ref()
+            .map_or(0, |m| m.memory_usage().total())
     }
 
     /// The manifest record of this file at `level`.

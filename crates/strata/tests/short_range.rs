@@ -1,0 +1,190 @@
+//! Memtable retention and iterator reduction (seed 004): they engage, they
+//! save work, and they never change a result.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+
+use strata::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+
+fn options(retention: bool, reduction: bool) -> Options {
+    let mut o = Options::default();
+    let k = &mut o.default_keyspace;
+    k.write_buffer_size = 64 * 1024;
+    k.target_file_size = 64 * 1024;
+    k.level1_max_bytes = 256 * 1024;
+    k.level0_compaction_trigger = 4;
+    k.retain_flushed_memtables = retention;
+    k.iterator_reduction = reduction;
+    o.block_cache_bytes = 1 << 20;
+    o
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:07}").into_bytes()
+}
+
+fn short_scan(db: &Db, start: &[u8], n: usize, snapshot: Option<u64>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut it = db
+        .default_keyspace()
+        .iter(ReadOptions { snapshot, ..Default::default() })
+        .expect("iter");
+    it.seek(start);
+    let mut out = Vec::new();
+    while it.valid() && out.len() < n {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        it.next();
+    }
+    it.status().expect("status");
+    out
+}
+
+/// Loads keys spread over several levels: old data compacted down, newer
+/// data in level 0 and the memtable.
+fn load(db: &Db) {
+    for i in 0..20_000u32 {
+        db.put(&key(i), format!("v0-{i}").as_bytes()).expect("put");
+    }
+    db.compact().expect("compact");
+    for i in (0..20_000u32).step_by(7) {
+        db.put(&key(i), format!("v1-{i}").as_bytes()).expect("put");
+    }
+}
+
+#[test]
+fn repeated_short_scans_seek_fewer_children_with_reduction() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options(false, true)).expect("open");
+    // Old data over the whole key space settles in the deeper levels;
+    // recent updates only to the top quarter are then flushed four times,
+    // which compacts them from level 0 into level 1. Scans below the top
+    // quarter draw nothing from level 1.
+    let wait_for = |what: &str, done: &dyn Fn(&[(usize, u64)]) -> bool| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let levels = db.stats().keyspaces[0].levels.clone();
+            if done(&levels) {
+                return levels;
+            }
+            assert!(std::time::Instant::now() < deadline, "{what}: {levels:?}");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    };
+    for i in 0..20_000u32 {
+        db.put(&key(i), format!("v0-{i}").as_bytes()).expect("put");
+    }
+    db.compact().expect("compact");
+    wait_for("base data settles", &|l| l[0].0 == 0 && l[1].1 <= 256 * 1024);
+    for round in 0..4u32 {
+        for i in 15_000..16_000u32 {
+            db.put(&key(i), format!("v{round}-{i}").as_bytes()).expect("put");
+        }
+        db.flush().expect("flush");
+    }
+    let levels = wait_for("updates reach level 1", &|l| l[0].0 == 0 && l[1].0 > 0);
+    assert!(levels[2..].iter().any(|l| l.0 > 0), "{levels:?}");
+    // A wide first scan records which levels the range draws from.
+    let first = short_scan(&db, &key(1000), 2000, None);
+    let before = db.stats();
+    let mut results = Vec::new();
+    for i in 0..100u32 {
+        results.push(short_scan(&db, &key(1000 + i * 13), 10, None));
+    }
+    let after = db.stats();
+    let seeks = after.iterator_child_seeks - before.iterator_child_seeks;
+    let children = after.iterator_children - before.iterator_children;
+    assert!(seeks < children, "reduction skipped no seek: {seeks} seeks for {children} children");
+    let ks = &after.keyspaces[0];
+    assert!(ks.level_filter_hits >= 100, "{ks:?}");
+    for (i, r) in results.iter().enumerate() {
+        let start = first.iter().position(|(k, _)| k == &key(1000 + i as u32 * 13)).expect("present");
+        assert_eq!(r.as_slice(), &first[start..start + 10]);
+    }
+}
+
+#[test]
+fn reduced_scans_match_full_scans_while_writes_and_compactions_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options(true, true)).expect("open");
+    load(&db);
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (db, stop) = (db.clone(), Arc::clone(&stop));
+        thread::spawn(move || {
+            let mut g = 2u32;
+            while !stop.load(Ordering::Relaxed) {
+                let mut b = WriteBatch::new();
+                for i in (g % 13..20_000).step_by(97) {
+                    if i % 3 == 0 {
+                        b.delete(&key(i));
+                    } else {
+                        b.put(&key(i), format!("v{g}-{i}").as_bytes());
+                    }
+                }
+                db.write(WriteOptions::default(), b).expect("write");
+                g += 1;
+            }
+        })
+    };
+    let mut rounds = 0;
+    while rounds < 30 {
+        let snap = db.snapshot();
+        // Reference: a full scan from the first key, which is not reduced.
+        let mut it = db
+            .default_keyspace()
+            .iter(ReadOptions { snapshot: Some(snap.seqno()), ..Default::default() })
+            .expect("iter");
+        it.seek_to_first();
+        let mut all = Vec::new();
+        while it.valid() {
+            all.push((it.key().to_vec(), it.value().to_vec()));
+            it.next();
+        }
+        it.status().expect("status");
+        drop(it);
+        for j in 0..40u32 {
+            let start = key((rounds * 617 + j * 491) % 20_000);
+            let got = short_scan(&db, &start, 1 + (j as usize % 50), Some(snap.seqno()));
+            let from = all.partition_point(|(k, _)| k.as_slice() < start.as_slice());
+            let want = &all[from..(from + got.len()).min(all.len())];
+            assert_eq!(got.as_slice(), want, "round {rounds} start {:?}", String::from_utf8_lossy(&start));
+            assert!(got.len() == 1 + (j as usize % 50) || from + got.len() == all.len());
+        }
+        rounds += 1;
+    }
+    stop.store(true, Ordering::Relaxed);
+    writer.join().expect("writer");
+    let st = db.stats();
+    assert!(st.compactions > 0 && st.keyspaces[0].level_filter_hits > 0, "{}", st.render());
+}
+
+#[test]
+fn retained_memtables_serve_level0_reads_and_respect_the_budget() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut o = options(true, false);
+    o.default_keyspace.level0_compaction_trigger = 100;
+    o.default_keyspace.level0_slowdown_trigger = 100;
+    o.default_keyspace.level0_stop_trigger = 100;
+    o.default_keyspace.retained_memtable_bytes = 300 * 1024;
+    let db = Db::open(dir.path(), o.clone()).expect("open");
+    for i in 0..30_000u32 {
+        db.put(&key(i), format!("v-{i}").as_bytes()).expect("put");
+    }
+    db.flush().expect("flush");
+    let ks = &db.stats().keyspaces[0];
+    assert!(ks.levels[0].0 >= 5, "several level-0 files: {ks:?}");
+    assert!(ks.retained_memtables > 0 && ks.retained_memtables < ks.levels[0].0, "{ks:?}");
+    assert!(ks.retained_memtable_bytes <= 300 * 1024, "{ks:?}");
+    for i in (0..30_000u32).step_by(101) {
+        assert_eq!(db.get(&key(i)).expect("get"), Some(format!("v-{i}").into_bytes()));
+    }
+    assert_eq!(short_scan(&db, &key(29_990), 100, None).len(), 10);
+    // Compaction removes the level-0 files, and their memtables with them.
+    db.compact().expect("compact");
+    assert_eq!(db.stats().keyspaces[0].retained_memtables, 0);
+    drop(db);
+    // After a restart nothing is retained and everything reads from files.
+    let db = Db::open(dir.path(), o).expect("reopen");
+    assert_eq!(db.stats().keyspaces[0].retained_memtables, 0);
+    assert_eq!(db.get(&key(12_345)).expect("get"), Some(b"v-12345".to_vec()));
+}
