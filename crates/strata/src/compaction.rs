@@ -176,6 +176,9 @@ pub struct DropPolicy<'a> {
     pub merge: Option<&'a dyn MergeOperator>,
 }
 
+/// Receives each surviving entry (internal key, value) in order.
+pub type EmitFn<'a> = dyn FnMut(&[u8], &[u8]) -> Result<()> + 'a;
+
 /// Counts what a merge of entries did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DropStats {
@@ -209,7 +212,7 @@ fn reduce_key(
     policy: &DropPolicy<'_>,
     stats: &mut DropStats,
     key_buf: &mut Vec<u8>,
-    emit: &mut dyn FnMut(&[u8], &[u8]) -> Result<()>,
+    emit: &mut EmitFn<'_>,
 ) -> Result<()> {
     let mut out = |seqno: SeqNo, kind: ValueKind, value: &[u8], key_buf: &mut Vec<u8>| {
         key_buf.clear();
@@ -280,7 +283,7 @@ fn reduce_key(
 pub fn compact_entries(
     input: &mut dyn InternalIterator,
     policy: &DropPolicy<'_>,
-    emit: &mut dyn FnMut(&[u8], &[u8]) -> Result<()>,
+    emit: &mut EmitFn<'_>,
     should_stop: &dyn Fn() -> bool,
 ) -> Result<DropStats> {
     let mut stats = DropStats::default();
@@ -314,7 +317,7 @@ pub fn compact_entries(
             break;
         }
         n += 1;
-        if n % 1024 == 0 && should_stop() {
+        if n.is_multiple_of(1024) && should_stop() {
             return Err(crate::Error::Closed);
         }
         let ikey = input.key();

@@ -480,7 +480,7 @@ impl Db {
         Keyspace {
             inner: Arc::clone(&self.inner),
             // The default keyspace is created at open and never dropped.
-            shared: ks.unwrap_or_else(|| unreachable_default()),
+            shared: ks.unwrap_or_else(unreachable_default),
         }
     }
 
@@ -1374,9 +1374,8 @@ impl DbInner {
                 let Some(ks) = st.keyspaces.get(id) else { continue };
                 let l0 = ks.version.levels[0].len();
                 let full = ks.mem.is_full(ks.opts.write_buffer_size);
-                if l0 >= ks.opts.level0_stop_trigger {
-                    wait = true;
-                } else if full && ks.imms.len() + 1 >= ks.opts.max_write_buffers {
+                let too_many_memtables = full && ks.imms.len() + 1 >= ks.opts.max_write_buffers;
+                if l0 >= ks.opts.level0_stop_trigger || too_many_memtables {
                     wait = true;
                 } else if full {
                     switch.push(*id);
@@ -1677,10 +1676,10 @@ impl DbInner {
                 k.flushing = false;
             }
             drop(st);
-            if let Err(e) = r {
-                if !matches!(e, Error::Closed) {
-                    self.set_bg_error(e);
-                }
+            if let Err(e) = r
+                && !matches!(e, Error::Closed)
+            {
+                self.set_bg_error(e);
             }
             self.bg_cv.notify_all();
         }
@@ -1823,11 +1822,7 @@ impl DbInner {
             }
             let mut input = MergingIterator::new(children);
             let stop = || self.shutting_down.load(Ordering::Acquire);
-            let outputs = self.write_compaction_outputs(&mut input, &opts, t, &snapshots, &stop);
-            let outputs = match outputs {
-                Ok(o) => o,
-                Err(e) => return Err(e),
-            };
+            let outputs = self.write_compaction_outputs(&mut input, &opts, t, &snapshots, &stop)?;
             for rec in outputs {
                 written += rec.size;
                 let rec = NewFile { keyspace: id, ..rec };
