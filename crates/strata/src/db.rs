@@ -1475,8 +1475,12 @@ impl DbInner {
         }
         let old_log = {
             let mut wal = self.wal.lock();
+            // Sync, not just flush: a later `sync: true` write fsyncs only
+            // the new log, and must not leave earlier acknowledged writes in
+            // this one behind on a power cut (found by strata-stress; test
+            // engine_bugs::synced_write_after_a_log_switch_keeps_earlier_acknowledged_writes).
             if let Some(old) = wal.writer.as_mut()
-                && let Err(e) = old.flush()
+                && let Err(e) = old.sync()
             {
                 drop(wal);
                 self.set_bg_error(e.duplicate());

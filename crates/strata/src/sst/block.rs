@@ -223,6 +223,43 @@ impl Block {
     }
 
     #[inline]
+    /// Checks that every restart point is an entry boundary whose entry
+    /// stores its whole key (`shared == 0`), by walking the entries from
+    /// the start. Seeks and backward steps start decoding at restart
+    /// points, so a block that fails this would read wrong there; forward
+    /// iteration alone does not notice. Errors are corruption reasons.
+    pub fn check_restarts(&self) -> Result<(), String> {
+        let limit = self.restarts_offset;
+        let mut p = 0usize;
+        let mut next_restart = 0usize;
+        while p < limit {
+            let (shared, unshared, vlen, key_start) = decode_entry_header(&self.data, p, limit)
+                .ok_or_else(|| format!("malformed entry at block offset {p}"))?;
+            while next_restart < self.num_restarts && self.restart_point(next_restart) < p {
+                return Err(format!(
+                    "restart point {next_restart} (offset {}) is inside an entry",
+                    self.restart_point(next_restart)
+                ));
+            }
+            if next_restart < self.num_restarts && self.restart_point(next_restart) == p {
+                if shared != 0 {
+                    return Err(format!(
+                        "entry at restart point {next_restart} (offset {p}) shares {shared} key bytes"
+                    ));
+                }
+                next_restart += 1;
+            }
+            p = key_start + unshared + vlen;
+        }
+        if next_restart < self.num_restarts && limit > 0 {
+            return Err(format!(
+                "restart point {next_restart} (offset {}) is past the last entry",
+                self.restart_point(next_restart)
+            ));
+        }
+        Ok(())
+    }
+
     fn restart_point(&self, i: usize) -> usize {
         let p = self.restarts_offset + 4 * i;
         u32::from_le_bytes([

@@ -494,6 +494,7 @@ impl TableReader {
         };
         let raw = self.read_uncached(f.index, fo)?;
         let index = Arc::new(Block::new(raw).map_err(|r| self.index_error(&r))?);
+        index.check_restarts().map_err(|r| self.index_error(&r))?;
         let mut idx = index.iter();
 
         let mut counted = TableProperties::default();
@@ -517,6 +518,9 @@ impl TableReader {
             }
             let raw = self.read_uncached(h, props.data_size)?;
             let block = Arc::new(Block::new(raw).map_err(|r| self.corruption(h.offset, r))?);
+            block
+                .check_restarts()
+                .map_err(|r| self.corruption(h.offset, r))?;
             let mut it = block.iter();
             it.seek_to_first();
             let mut n_in_block = 0u64;

@@ -1,0 +1,360 @@
+//! The crash drivers.
+//!
+//! - [`sigkill_rounds`]: per round, start `strata-stress run` as a child
+//!   process on the database and expected-state file, let it run a random
+//!   time, SIGKILL it, then open the database in this process and verify it
+//!   (resolving pending keys), and go on with the next round on the same
+//!   database and expected state.
+//! - [`power_cut_rounds`]: in process, over one [`MemVfs`]: open the
+//!   database, verify it, run the workload threads, cut the power after a
+//!   random time (unsynced bytes and directory entries are lost, every open
+//!   handle fails), stop the threads, drop the database, and go on.
+
+use std::io::{BufRead, BufReader};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use strata::vfs::Vfs;
+use strata::vfs_mem::MemVfs;
+
+use crate::check::Failures;
+use crate::config::{DbConfig, open_db};
+use crate::expected::{ExpectedState, Layout};
+use crate::verify::verify_db;
+use crate::workload::{RunStats, Workload, WorkloadConfig};
+
+/// Settings of a crash campaign.
+#[derive(Clone, Debug)]
+pub struct CrashConfig {
+    pub iterations: u64,
+    pub db: PathBuf,
+    pub expected_state: PathBuf,
+    /// A round lasts a random time in this range before the kill / cut.
+    pub round_min: Duration,
+    pub round_max: Duration,
+    pub seed: u64,
+    pub layout: Layout,
+    pub db_cfg: DbConfig,
+    pub workload: WorkloadConfig,
+    /// The `strata-stress` executable (for SIGKILL rounds).
+    pub exe: PathBuf,
+    /// Flags passed to `strata-stress run` (database and workload flags).
+    pub run_args: Vec<String>,
+}
+
+/// The outcome of a campaign.
+#[derive(Clone, Debug, Default)]
+pub struct CrashSummary {
+    pub rounds: u64,
+    pub failures: u64,
+    pub panics: u64,
+    pub elapsed: Duration,
+    /// Operations the workload completed, over all rounds (for SIGKILL
+    /// rounds, as last reported by each child before it was killed).
+    pub ops: u64,
+    /// Rounds whose verification or run reported a failure or panic.
+    pub bad_rounds: Vec<u64>,
+}
+
+impl CrashSummary {
+    /// The summary line.
+    pub fn line(&self) -> String {
+        format!(
+            "rounds: {}, verification failures: {}, panics: {}",
+            self.rounds, self.failures, self.panics
+        )
+    }
+}
+
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(non-string panic payload)".to_string()
+    }
+}
+
+/// Opens the database in this process, verifies it against the expected
+/// state file (resolving pending keys), and closes it. Returns the report
+/// line, or `Err` when the database could not be opened.
+pub fn verify_on_disk(
+    db: &Path,
+    expected: &Path,
+    db_cfg: &DbConfig,
+    resolve: bool,
+    failures: &Failures,
+) -> Result<String, String> {
+    let state = ExpectedState::open(expected)
+        .map_err(|e| format!("cannot open the expected state {}: {e}", expected.display()))?;
+    let h = open_db(db, db_cfg, None).map_err(|e| format!("cannot open the database: {e}"))?;
+    let rep = verify_db(&h, &state, resolve, failures);
+    state
+        .sync()
+        .map_err(|e| format!("fsync of the expected state: {e}"))?;
+    let shape = shape_line(&h.db);
+    drop(h);
+    Ok(format!("{}; tree: {shape}", rep.line()))
+}
+
+/// Files per level of the values keyspace, e.g. `L0=2 L1=3 L2=9`, with
+/// flush and compaction counts.
+pub fn shape_line(db: &strata::Db) -> String {
+    let s = db.stats();
+    let levels = s
+        .keyspaces
+        .iter()
+        .find(|k| k.id == 0)
+        .map(|k| {
+            k.levels
+                .iter()
+                .enumerate()
+                .filter(|(_, (n, _))| *n > 0)
+                .map(|(l, (n, _))| format!("L{l}={n}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default();
+    format!("[{levels}]")
+}
+
+/// SIGKILL rounds; see the module documentation.
+pub fn sigkill_rounds(cfg: &CrashConfig) -> CrashSummary {
+    let start = Instant::now();
+    let mut sum = CrashSummary::default();
+    let mut rng = StdRng::seed_from_u64(cfg.seed);
+    for round in 0..cfg.iterations {
+        let failures = Failures::new();
+        let mut panics = 0u64;
+        let mut args: Vec<String> = vec!["run".into()];
+        args.extend(cfg.run_args.iter().cloned());
+        args.extend([
+            "--db".into(),
+            cfg.db.display().to_string(),
+            "--expected-state".into(),
+            cfg.expected_state.display().to_string(),
+            "--duration-secs".into(),
+            "100000".into(),
+            "--seed".into(),
+            cfg.seed.wrapping_add(round + 1).to_string(),
+            "--progress-ms".into(),
+            "100".into(),
+        ]);
+        let child = Command::new(&cfg.exe)
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn();
+        let mut child = match child {
+            Ok(c) => c,
+            Err(e) => {
+                failures.report(format!(
+                    "round {round}: cannot start {}: {e}",
+                    cfg.exe.display()
+                ));
+                sum.failures += failures.count();
+                sum.bad_rounds.push(round);
+                sum.rounds += 1;
+                continue;
+            }
+        };
+        let reader = child.stderr.take().map(|err| {
+            std::thread::spawn(move || {
+                let mut lines = Vec::new();
+                for line in BufReader::new(err).lines().map_while(Result::ok) {
+                    let routine = ["PROGRESS", "initial verification", "seed "];
+                    if !routine.iter().any(|p| line.starts_with(p)) {
+                        eprintln!("  [child] {line}");
+                    }
+                    lines.push(line);
+                }
+                lines
+            })
+        });
+        let run_for = Duration::from_millis(
+            rng.random_range(cfg.round_min.as_millis() as u64..=cfg.round_max.as_millis() as u64),
+        );
+        let t0 = Instant::now();
+        let mut exited = None;
+        while t0.elapsed() < run_for {
+            if let Ok(Some(st)) = child.try_wait() {
+                exited = Some(st);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let ran_ms = t0.elapsed().as_millis();
+        if exited.is_none() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let lines = reader.and_then(|r| r.join().ok()).unwrap_or_default();
+        let mut child_failures = 0u64;
+        let mut last_progress = None;
+        for l in &lines {
+            if l.starts_with("FAILURE:") {
+                child_failures += 1;
+            } else if l.starts_with("PANIC:") {
+                panics += 1;
+            } else if let Some(p) = l.strip_prefix("PROGRESS ") {
+                last_progress = Some(p.to_string());
+            }
+        }
+        if let Some(st) = exited
+            && !st.success()
+            && child_failures == 0
+            && panics == 0
+        {
+            failures.report(format!(
+                "round {round}: the run exited by itself with {st} (see its output above)"
+            ));
+        }
+        let ops = last_progress
+            .as_deref()
+            .and_then(|p| p.split_whitespace().find_map(|w| w.strip_prefix("ops=")))
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(0);
+        sum.ops += ops;
+        let verified = catch_unwind(AssertUnwindSafe(|| {
+            verify_on_disk(&cfg.db, &cfg.expected_state, &cfg.db_cfg, true, &failures)
+        }));
+        let verdict = match verified {
+            Ok(Ok(line)) => line,
+            Ok(Err(e)) => {
+                failures.report(format!("round {round}: {e}"));
+                e
+            }
+            Err(p) => {
+                panics += 1;
+                let m = panic_message(p.as_ref());
+                eprintln!("PANIC: round {round}: verification panicked: {m}");
+                m
+            }
+        };
+        let f = failures.count() + child_failures;
+        println!(
+            "round {round}: {} after {} ms, {}; verify: {verdict}",
+            match exited {
+                Some(st) => format!("run exited ({st})"),
+                None => "killed".to_string(),
+            },
+            ran_ms,
+            last_progress.unwrap_or_else(|| "no progress reported".into()),
+        );
+        sum.rounds += 1;
+        sum.failures += f;
+        sum.panics += panics;
+        if f > 0 || panics > 0 {
+            sum.bad_rounds.push(round);
+        }
+    }
+    sum.elapsed = start.elapsed();
+    sum
+}
+
+/// Where the power-cut rounds keep the database inside the [`MemVfs`].
+const MEM_DB: &str = "/strata-stress/db";
+
+/// Power-cut rounds; see the module documentation. `cfg.db` and
+/// `cfg.expected_state` are not used (everything is in memory).
+pub fn power_cut_rounds(cfg: &CrashConfig) -> CrashSummary {
+    let start = Instant::now();
+    let mut sum = CrashSummary::default();
+    let mut rng = StdRng::seed_from_u64(cfg.seed);
+    let vfs = MemVfs::new();
+    let path = PathBuf::from(MEM_DB);
+    let state = ExpectedState::in_memory(cfg.layout, true);
+    // One more open than cuts: the last one only verifies.
+    for round in 0..=cfg.iterations {
+        let failures = Failures::new();
+        let stats = RunStats::default();
+        let last = round == cfg.iterations;
+        let t0 = Instant::now();
+        let mut cut_after = Duration::ZERO;
+        let outcome = catch_unwind(AssertUnwindSafe(|| -> Result<String, String> {
+            let dynvfs: Arc<dyn Vfs> = Arc::new(vfs.clone());
+            let h = open_db(&path, &cfg.db_cfg, Some(dynvfs))
+                .map_err(|e| format!("open after power cut {round} failed: {e}"))?;
+            let rep = verify_db(&h, &state, true, &failures);
+            if last {
+                return Ok(rep.line());
+            }
+            let stop = AtomicBool::new(false);
+            let expect_errors = AtomicBool::new(false);
+            let mut wl = cfg.workload.clone();
+            wl.seed = cfg.seed.wrapping_add(round + 1);
+            wl.ops = None;
+            wl.duration = None;
+            let run_for =
+                Duration::from_millis(rng.random_range(
+                    cfg.round_min.as_millis() as u64..=cfg.round_max.as_millis() as u64,
+                ));
+            std::thread::scope(|s| {
+                let w = Workload::new(&h, &state, &wl, &failures, &stats, &stop, &expect_errors);
+                let t = s.spawn(move || w.run());
+                let t1 = Instant::now();
+                while t1.elapsed() < run_for && !t.is_finished() {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                cut_after = t1.elapsed();
+                expect_errors.store(true, Ordering::SeqCst);
+                vfs.power_cut();
+                stop.store(true, Ordering::SeqCst);
+                if let Err(p) = t.join() {
+                    std::panic::resume_unwind(p);
+                }
+            });
+            let shape = shape_line(&h.db);
+            drop(h);
+            Ok(format!("{}; tree before the cut: {shape}", rep.line()))
+        }));
+        let mut panics = 0;
+        let verdict = match outcome {
+            Ok(Ok(line)) => line,
+            Ok(Err(e)) => {
+                failures.report(e.clone());
+                e
+            }
+            Err(p) => {
+                panics += 1;
+                let m = panic_message(p.as_ref());
+                eprintln!("PANIC: power-cut round {round}: {m}");
+                m
+            }
+        };
+        let ops = stats.ops.load(Ordering::Relaxed);
+        sum.ops += ops;
+        if round == 0 {
+            println!("open: verify: {verdict}");
+        } else {
+            println!("after power cut {round}: verify: {verdict}");
+        }
+        if !last {
+            println!(
+                "round {}: power cut after {} ms, {} ({} errors after the cut); {} ms in all",
+                round + 1,
+                cut_after.as_millis(),
+                stats.line(),
+                stats.expected_errors.load(Ordering::Relaxed),
+                t0.elapsed().as_millis()
+            );
+            sum.rounds += 1;
+        }
+        let f = failures.count();
+        sum.failures += f;
+        sum.panics += panics;
+        if f > 0 || panics > 0 {
+            sum.bad_rounds.push(round);
+        }
+    }
+    sum.elapsed = start.elapsed();
+    sum
+}

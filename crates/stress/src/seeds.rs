@@ -1,0 +1,264 @@
+//! Seed corpora for the fuzz targets: small, valid files of each format,
+//! made by the engine itself (`strata-stress fuzz-seeds --out fuzz/seeds`).
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use strata::key::{ValueKind, make_internal_key};
+use strata::log::LogWriter;
+use strata::manifest::{NewFile, VersionEdit};
+use strata::sst::block::BlockBuilder;
+use strata::sst::{Compression, TableBuilder, TableBuilderOptions};
+use strata::vfs::Vfs;
+use strata::vfs_mem::MemVfs;
+use strata::{Db, KeyspaceOptions, Options, WriteBatch, WriteOptions};
+
+fn err(e: strata::Error) -> io::Error {
+    io::Error::other(e.to_string())
+}
+
+/// Internal keys `key000..` with a few versions and kinds, sorted.
+fn entries(n: usize, versions: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut v = Vec::new();
+    for i in 0..n {
+        let uk = format!("key{i:05}");
+        for s in (1..=versions).rev() {
+            let kind = match (i as u64 + s) % 5 {
+                0 => ValueKind::Delete,
+                1 => ValueKind::Merge,
+                _ => ValueKind::Put,
+            };
+            let value = if kind == ValueKind::Delete {
+                Vec::new()
+            } else {
+                format!("value-{i}-{s}-{}", "x".repeat(i % 13)).into_bytes()
+            };
+            v.push((
+                make_internal_key(uk.as_bytes(), 1000 + i as u64 * 10 + s, kind),
+                value,
+            ));
+        }
+    }
+    v
+}
+
+fn table(
+    vfs: &MemVfs,
+    name: &str,
+    opts: TableBuilderOptions,
+    n: usize,
+    versions: u64,
+) -> io::Result<Vec<u8>> {
+    let path = PathBuf::from(format!("/seeds/{name}.sst"));
+    let file = vfs.create(&path).map_err(err)?;
+    let mut b = TableBuilder::new(file, path.clone(), opts);
+    for (k, v) in entries(n, versions) {
+        b.add(&k, &v).map_err(err)?;
+    }
+    b.finish().map_err(err)?;
+    vfs.read_all(&path).map_err(err)
+}
+
+fn block(restart: usize, n: usize) -> Vec<u8> {
+    let mut b = BlockBuilder::new(restart);
+    for (k, v) in entries(n, 1) {
+        b.add(&k, &v);
+    }
+    b.finish().to_vec()
+}
+
+fn log_of(vfs: &MemVfs, name: &str, records: &[Vec<u8>]) -> io::Result<Vec<u8>> {
+    let path = PathBuf::from(format!("/seeds/{name}"));
+    let mut w = LogWriter::new(vfs.create(&path).map_err(err)?);
+    for r in records {
+        w.add_record(r).map_err(err)?;
+    }
+    w.sync().map_err(err)?;
+    vfs.read_all(&path).map_err(err)
+}
+
+/// The live write-ahead log and manifest of a small database with merges,
+/// deletes and batches across two keyspaces, after some flushes.
+fn db_files(vfs: &MemVfs) -> io::Result<(Vec<u8>, Vec<u8>)> {
+    let dir = Path::new("/seeds/db");
+    let ks_opts = KeyspaceOptions {
+        write_buffer_size: 8 << 10,
+        merge_operator: Some(Arc::new(strata::merge::U64AddOperator)),
+        ..KeyspaceOptions::default()
+    };
+    let opts = Options {
+        vfs: Arc::new(vfs.clone()),
+        default_keyspace: ks_opts.clone(),
+        ..Options::default()
+    };
+    let db = Db::open(dir, opts).map_err(err)?;
+    let other = db.keyspace("counters", ks_opts).map_err(err)?;
+    for i in 0..300u32 {
+        db.put(
+            format!("k{i:04}").as_bytes(),
+            &vec![b'a' + (i % 26) as u8; (i % 40) as usize],
+        )
+        .map_err(err)?;
+        if i % 7 == 0 {
+            db.delete(format!("k{:04}", i / 2).as_bytes())
+                .map_err(err)?;
+        }
+        if i % 5 == 0 {
+            other
+                .merge(b"counter", &u64::from(i).to_le_bytes())
+                .map_err(err)?;
+        }
+    }
+    db.flush().map_err(err)?;
+    let mut b = WriteBatch::new();
+    b.put(b"batch-a", b"1");
+    b.delete_in(other.id(), b"counter");
+    b.merge_in(other.id(), b"c2", &7u64.to_le_bytes());
+    db.write(
+        WriteOptions {
+            sync: true,
+            disable_wal: false,
+        },
+        b,
+    )
+    .map_err(err)?;
+    db.put(b"big", &vec![b'z'; 40_000]).map_err(err)?;
+    let names = vfs.list(dir).map_err(err)?;
+    let find = |f: &dyn Fn(&str) -> bool| -> io::Result<Vec<u8>> {
+        let n = names
+            .iter()
+            .filter(|n| f(n))
+            .max()
+            .ok_or_else(|| io::Error::other("file missing from the seed database"))?;
+        vfs.read_all(&dir.join(n)).map_err(err)
+    };
+    let wal = find(&|n| n.ends_with(".log"))?;
+    let manifest = find(&|n| n.starts_with("MANIFEST-"))?;
+    drop(db);
+    Ok((wal, manifest))
+}
+
+/// Writes every target's seeds under `out/<target>/`; returns the file count.
+pub fn write_all(out: &Path) -> io::Result<usize> {
+    let vfs = MemVfs::new();
+    vfs.create_dir_all(Path::new("/seeds")).map_err(err)?;
+    let mut files: Vec<(&str, String, Vec<u8>)> = Vec::new();
+
+    let o = |block_size, restart_interval, bloom_bits_per_key, compression| TableBuilderOptions {
+        block_size,
+        restart_interval,
+        bloom_bits_per_key,
+        compression,
+    };
+    files.push((
+        "sst_table",
+        "small".into(),
+        table(&vfs, "a", o(4096, 16, 10, Compression::None), 10, 1)?,
+    ));
+    files.push((
+        "sst_table",
+        "blocks".into(),
+        table(&vfs, "b", o(256, 4, 10, Compression::None), 120, 2)?,
+    ));
+    files.push((
+        "sst_table",
+        "lz4".into(),
+        table(&vfs, "c", o(512, 16, 10, Compression::Lz4), 100, 1)?,
+    ));
+    files.push((
+        "sst_table",
+        "zstd-nofilter".into(),
+        table(&vfs, "d", o(512, 2, 0, Compression::Zstd), 100, 1)?,
+    ));
+    files.push((
+        "sst_table",
+        "one".into(),
+        table(&vfs, "e", o(4096, 1, 10, Compression::None), 1, 1)?,
+    ));
+
+    files.push(("sst_block", "r1".into(), block(1, 5)));
+    files.push(("sst_block", "r2".into(), block(2, 20)));
+    files.push(("sst_block", "r16".into(), block(16, 60)));
+    files.push(("sst_block", "empty".into(), block(16, 0)));
+
+    let (wal, man) = db_files(&vfs)?;
+    files.push(("wal_reader", "db-wal".into(), wal.clone()));
+    files.push((
+        "wal_reader",
+        "db-wal-torn".into(),
+        wal[..wal.len() - 3].to_vec(),
+    ));
+    let recs: Vec<Vec<u8>> = [0usize, 1, 20, 300, 33_000]
+        .iter()
+        .map(|&n| (0..n).map(|i| (i * 7) as u8).collect())
+        .collect();
+    files.push((
+        "wal_reader",
+        "fragments".into(),
+        log_of(&vfs, "f.log", &recs)?,
+    ));
+    files.push((
+        "wal_reader",
+        "small".into(),
+        log_of(&vfs, "g.log", &recs[..4])?,
+    ));
+
+    files.push(("manifest", "db".into(), man));
+    let edit = VersionEdit {
+        format_version: Some(1),
+        next_file_number: Some(12),
+        last_seqno: Some(99),
+        added_keyspaces: vec![(0, "default".into()), (1, "counters".into())],
+        dropped_keyspaces: vec![3],
+        log_numbers: vec![(0, 7), (1, 9)],
+        new_files: vec![NewFile {
+            keyspace: 1,
+            level: 2,
+            group: 0,
+            number: 11,
+            size: 4096,
+            smallest: make_internal_key(b"a", 5, ValueKind::Put),
+            largest: make_internal_key(b"z", 9, ValueKind::Delete),
+            smallest_seqno: 5,
+            largest_seqno: 9,
+            num_entries: 40,
+            num_deletions: 3,
+        }],
+        deleted_files: vec![(0, 1, 4)],
+    };
+    files.push(("manifest", "edit".into(), edit.encode()));
+    files.push((
+        "manifest",
+        "log".into(),
+        log_of(
+            &vfs,
+            "MANIFEST-000001",
+            &[edit.encode(), VersionEdit::default().encode()],
+        )?,
+    ));
+
+    let lines = [
+        "put key value",
+        "get 0x6b6579",
+        "delete key",
+        "merge counter 0x0100000000000000",
+        "scan",
+        "scan a z 10",
+        "scan - 0x2d 3",
+        "  # a comment",
+        "FLUSH",
+        "compact\nreopen\nstats\ncheck\nhelp\nquit\nexit",
+        "put 0x 0x00ff",
+    ];
+    for (n, l) in lines.iter().enumerate() {
+        files.push(("shell_parser", format!("line{n}"), l.as_bytes().to_vec()));
+    }
+
+    for (target, name, data) in &files {
+        let d = out.join(target);
+        std::fs::create_dir_all(&d)?;
+        std::fs::write(d.join(name), data)?;
+    }
+    Ok(files.len())
+}
