@@ -13,7 +13,7 @@ use crate::record::{latest_medians, read_all};
 use crate::runner::{RunPlan, run};
 use crate::settings::{BenchSettings, CompressionKind, Distribution, parse_count, parse_size};
 use crate::workload::{Workload, parse_workloads};
-use crate::{Error, Result, plot, report, sysinfo};
+use crate::{Error, Result, memsuite, plot, report, sysinfo};
 
 /// db_bench- and YCSB-style benchmarks of Strata, optionally against
 /// RocksDB (feature `rocksdb`) and fjall (feature `fjall`).
@@ -51,7 +51,11 @@ fn after_help() -> String {
         .collect();
     format!(
         "Workloads:\n{}\n\nEngines:\n{}\n\nSuites:\n  quick  50k keys, fillrandom,readrandom,seekrandom,readseq,ycsb-a (seconds)\n  \
-         kv     5M keys 16B/100B, 2 threads: fillrandom,readrandom,seekrandom,ycsb-a,ycsb-b over every compiled engine",
+         kv     5M keys 16B/100B, 2 threads: fillrandom,readrandom,seekrandom,ycsb-a,ycsb-b over every compiled engine\n  \
+         memtable  the memory-buffer study's in-memory experiment over every memtable kind (and RocksDB's four\n            \
+         with --engines strata,rocksdb): 744K inserts of 8B/120B into a 192 MiB buffer, 50K empty and 50K\n            \
+         non-empty point queries, 1,000 range queries of selectivity 0.1%, sequential and interleaved; then\n            \
+         the adaptive kind on three workload mixes (--num scales everything; --max-phase-secs, --max-stream-secs, --parts)",
         ws.join("\n"),
         engines.join("\n")
     )
@@ -61,7 +65,8 @@ fn after_help() -> String {
 #[derive(Subcommand, Debug)]
 #[allow(clippy::large_enum_variant)]
 pub enum Command {
-    /// Runs a named suite (quick, kv); flags given override the suite's.
+    /// Runs a named suite (quick, kv, memtable); flags given override the
+    /// suite's.
     Suite(SuiteArgs),
     /// Draws charts from a JSON results file.
     Plot(PlotArgs),
@@ -70,9 +75,26 @@ pub enum Command {
 /// `suite` flags.
 #[derive(Args, Debug)]
 pub struct SuiteArgs {
-    /// The suite: quick or kv.
+    /// The suite: quick, kv or memtable.
     #[arg(long)]
     pub suite: String,
+    /// memtable suite: the longest one phase may run (seconds); a phase that
+    /// runs out stops and reports the operations it did.
+    #[arg(long, default_value_t = memsuite::DEFAULT_BUDGET_SECS)]
+    pub max_phase_secs: f64,
+    /// memtable suite: the longest the interleaved stream of one kind may
+    /// run (seconds).
+    #[arg(long, default_value_t = memsuite::DEFAULT_STREAM_BUDGET_SECS)]
+    pub max_stream_secs: f64,
+    /// memtable suite: the parts to run, comma-separated: experiment (the
+    /// study's sequential and interleaved runs), mixes (the adaptive
+    /// comparison).
+    #[arg(long, default_value = "experiment,mixes")]
+    pub parts: String,
+    /// memtable suite: rounds of each adaptive mix and kind (the median by
+    /// ops/s is reported).
+    #[arg(long, default_value_t = 3)]
+    pub mix_rounds: u32,
     /// Writes a markdown section (machine, command, tables, ratios, charts)
     /// for docs/BENCHMARKS.md to this file.
     #[arg(long)]
@@ -170,6 +192,19 @@ pub struct BenchArgs {
     /// Strata memtable kind(s), comma-separated or `all`; each is a variant.
     #[arg(long)]
     pub memtable: Option<String>,
+    /// Hash memtables (and adaptive): hash on the first N key bytes (a fixed
+    /// prefix extractor). Default for those kinds: 6, the memory-buffer
+    /// study's prefix length (see settings::DEFAULT_PREFIX_LEN).
+    #[arg(long, value_name = "N")]
+    pub prefix_len: Option<usize>,
+    /// Hash memtables: buckets (default: the engine's; the memtable suite
+    /// uses the study's 100,000).
+    #[arg(long, value_name = "N")]
+    pub hash_buckets: Option<usize>,
+    /// hash-linklist: entries after which a bucket becomes a skiplist
+    /// (default 256).
+    #[arg(long, value_name = "N")]
+    pub linklist_threshold: Option<usize>,
     /// Root directory of the databases (each engine gets a subdirectory).
     #[arg(long, default_value = "./data/bench")]
     pub db: PathBuf,
@@ -216,6 +251,10 @@ pub const SUITES: &[Suite] = &[
                 a.write_buffer_size = 1 << 20;
             }
         },
+    },
+    Suite {
+        name: "memtable",
+        apply: memsuite::apply_defaults,
     },
     Suite {
         name: "kv",
@@ -328,6 +367,9 @@ pub fn plan_from_args(a: &BenchArgs, suite: Option<&str>) -> Result<RunPlan> {
         scan_length: a.scan_length,
         miss_ratio: a.miss_ratio,
         distribution,
+        prefix_len: a.prefix_len,
+        hash_buckets: a.hash_buckets,
+        linklist_threshold: a.linklist_threshold,
     };
     settings.validate()?;
     if a.repeat == 0 {
@@ -385,7 +427,11 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
                 Ok(suite) => {
                     let given = |id: &str| sub.is_some_and(|m| given_in(m)(id));
                     (suite.apply)(&mut s.args, &given);
-                    run_suite(suite.name, &s.args, s.report.as_deref())
+                    if suite.name == "memtable" {
+                        run_memtable_suite(&s)
+                    } else {
+                        run_suite(suite.name, &s.args, s.report.as_deref())
+                    }
                 }
                 Err(e) => Err(e),
             }
@@ -506,6 +552,101 @@ fn run_suite(name: &str, a: &BenchArgs, report_path: Option<&Path>) -> Result<()
     Ok(())
 }
 
+fn run_memtable_suite(s: &SuiteArgs) -> Result<()> {
+    let a = &s.args;
+    let suite = memsuite::plan(
+        a,
+        s.max_phase_secs,
+        s.max_stream_secs,
+        &s.parts,
+        s.mix_rounds,
+    )?;
+    println!(
+        "strata-bench memtable suite: strata kinds {} | rocksdb {} | {} inserts of {}+{} B | buffer {} | \
+         {} + {} point queries, {} range queries | experiment {} | mixes {} (buffer {}) | budget {} s/phase, {} s/stream | db {}",
+        if suite.kinds.is_empty() {
+            "-".into()
+        } else {
+            suite.kinds.join(",")
+        },
+        if suite.rocksdb_kinds.is_empty() {
+            "-".into()
+        } else {
+            suite.rocksdb_kinds.join(",")
+        },
+        suite.inserts,
+        suite.settings.key_size,
+        suite.settings.value_size,
+        report::human_bytes(suite.buffer),
+        suite.point_queries,
+        suite.point_queries,
+        suite.range_queries,
+        if suite.experiment { "on" } else { "off" },
+        if suite.mixes { "on" } else { "off" },
+        report::human_bytes(suite.mix_buffer),
+        suite.budget.as_secs_f64(),
+        suite.stream_budget.as_secs_f64(),
+        a.db.display()
+    );
+    let started = sysinfo::unix_seconds();
+    let load_start = memsuite::load_average();
+    let records = memsuite::run(&suite)?;
+    let load_end = memsuite::load_average();
+    println!("\n{}", memsuite::verification(&records));
+    println!("{}", memsuite::ratios(&records));
+    if let Some(t) = memsuite::versus_rocksdb(&records) {
+        println!("{t}");
+    }
+    println!("{}", memsuite::phase_tables(&records));
+    if let Some(j) = &suite.json {
+        println!("results: {}", j.display());
+    }
+    let chart_dir = match (&a.plot, s.report.as_deref()) {
+        (Some(d), _) => Some(d.clone()),
+        (None, Some(r)) => Some(
+            r.parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."))
+                .join("memtable-charts"),
+        ),
+        (None, None) => None,
+    };
+    let mut charts = Vec::new();
+    if let Some(dir) = &chart_dir {
+        charts = memsuite::charts(&records, dir)?;
+        for f in &charts {
+            println!("chart: {}", f.display());
+        }
+    }
+    if let Some(r) = &s.report {
+        let base = r
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let machine = sysinfo::machine();
+        let cmd = sysinfo::command_line();
+        let ts = sysinfo::iso8601(started);
+        let md = memsuite::markdown(
+            &records,
+            &memsuite::ReportInfo {
+                command: &cmd,
+                machine: &machine,
+                timestamp: &ts,
+                load_start: &load_start,
+                load_end: &load_end,
+                charts: charts.iter().map(|c| relative(c, base)).collect(),
+                suite: &suite,
+            },
+        );
+        if !base.as_os_str().is_empty() {
+            std::fs::create_dir_all(base)?;
+        }
+        std::fs::write(r, md)?;
+        println!("report: {}", r.display());
+    }
+    Ok(())
+}
+
 /// `path` relative to `base` when it lies under it (else as given).
 fn relative(path: &Path, base: &Path) -> String {
     let abs = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
@@ -611,6 +752,94 @@ mod tests {
         );
         let plan = plan_from_args(&s.args, Some("quick")).unwrap();
         assert_eq!(plan.json, Some(PathBuf::from("./data/bench/quick.json")));
+    }
+
+    fn suite_args(args: &[&str]) -> SuiteArgs {
+        let argv: Vec<String> = ["strata-bench", "suite"]
+            .iter()
+            .chain(args)
+            .map(|s| s.to_string())
+            .collect();
+        let m = Cli::command().try_get_matches_from(&argv).unwrap();
+        let cli = Cli::from_arg_matches(&m).unwrap();
+        let Some(Command::Suite(mut s)) = cli.command else {
+            panic!("not a suite")
+        };
+        let sub = m.subcommand_matches("suite").unwrap();
+        let given = |id: &str| given_in(sub)(id);
+        (find_suite(&s.suite).unwrap().apply)(&mut s.args, &given);
+        s
+    }
+
+    #[test]
+    fn memtable_suite_is_the_studys_experiment() {
+        let s = suite_args(&["--suite", "memtable"]);
+        let m = memsuite::plan(&s.args, 20.0, 120.0, &s.parts, s.mix_rounds).unwrap();
+        assert_eq!(m.inserts, 744_000);
+        assert_eq!((m.settings.key_size, m.settings.value_size), (8, 120));
+        assert_eq!(m.buffer, 192 << 20);
+        assert!(m.settings.disable_wal);
+        assert_eq!((m.point_queries, m.range_queries), (50_000, 1_000));
+        assert_eq!(m.buckets, 100_000);
+        assert_eq!(
+            m.settings.hash_buckets, None,
+            "mixes size their own buckets"
+        );
+        assert_eq!(m.kinds.len(), 8);
+        assert!(m.rocksdb_kinds.is_empty());
+        assert_eq!(
+            (m.mix_buffer, m.mix_inserts, m.mix_rounds),
+            (8 << 20, 372_000, 3)
+        );
+        assert!(m.experiment && m.mixes);
+        // --num scales the queries and the mix buffer; flags given win.
+        let s = suite_args(&[
+            "--suite",
+            "memtable",
+            "--num",
+            "20000",
+            "--memtable",
+            "skiplist,hash-linklist",
+            "--prefix-len",
+            "4",
+            "--hash-buckets",
+            "5000",
+            "--write-buffer-size",
+            "128MiB",
+            "--parts",
+            "mixes",
+        ]);
+        let m = memsuite::plan(&s.args, 5.0, 10.0, &s.parts, 1).unwrap();
+        assert_eq!((m.point_queries, m.range_queries), (1_344, 27));
+        assert_eq!(m.buffer, 128 << 20);
+        assert_eq!(m.kinds, vec!["skiplist", "hash-linklist"]);
+        assert_eq!((m.settings.prefix_len, m.buckets), (Some(4), 5000));
+        assert_eq!(m.mix_buffer, 512 << 10);
+        assert!(!m.experiment && m.mixes);
+        let s = suite_args(&["--suite", "memtable", "--threads", "2"]);
+        assert!(memsuite::plan(&s.args, 20.0, 120.0, &s.parts, 3).is_err());
+    }
+
+    #[test]
+    fn memtable_parameter_flags_reach_the_settings() {
+        let cli = parse(&[
+            "--memtable",
+            "hash-linklist",
+            "--prefix-len",
+            "4",
+            "--hash-buckets",
+            "1000",
+            "--linklist-threshold",
+            "32",
+        ]);
+        let plan = plan_from_args(&cli.args, None).unwrap();
+        let s = &plan.settings;
+        assert_eq!(
+            (s.prefix_len, s.hash_buckets, s.linklist_threshold),
+            (Some(4), Some(1000), Some(32))
+        );
+        let cli = parse(&["--prefix-len", "0"]);
+        assert!(plan_from_args(&cli.args, None).is_err());
     }
 
     #[test]

@@ -30,6 +30,27 @@ pub struct EngineStats {
     pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
+/// The state of an engine's memtables, for the `memtable` suite.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MemProbe {
+    /// Bytes the memtables hold as the engine counts them (Strata: the
+    /// mutable memtable's `KeyspaceStats::memtable_bytes`; RocksDB:
+    /// `rocksdb.cur-size-all-mem-tables`, mutable and unflushed immutable).
+    pub bytes: u64,
+    /// Entries in those memtables, when the engine reports them (RocksDB:
+    /// `rocksdb.num-entries-active-mem-table` + `-imm-mem-tables`).
+    pub entries: Option<u64>,
+    /// Immutable memtables waiting for their flush.
+    pub immutable: u64,
+    /// Flushes since the database was opened.
+    pub flushes: u64,
+    /// The representation of the mutable memtable (Strata's
+    /// `memtable_rep`: differs from the kind for `adaptive`).
+    pub rep: Option<String>,
+    /// Why the adaptive kind chose `rep`.
+    pub decision: Option<String>,
+}
+
 /// A key-value engine under test. Every method may be called from many
 /// threads at once.
 pub trait Engine: Send + Sync {
@@ -70,6 +91,11 @@ pub trait Engine: Send + Sync {
 
     /// Counters the engine can report.
     fn stats(&self) -> EngineStats;
+
+    /// The state of the memtables (`None` where the engine cannot tell).
+    fn memtable_probe(&self) -> Option<MemProbe> {
+        None
+    }
 
     /// Settings the engine could not express faithfully.
     fn notes(&self) -> Vec<String>;

@@ -9,6 +9,8 @@
 //!   skewed-latest key choosers.
 //! - [`workload`]: the workloads (db_bench names and YCSB A-F).
 //! - [`runner`]: runs workloads over engines, variants and rounds.
+//! - [`memsuite`]: the `memtable` suite (the memory-buffer study's
+//!   in-memory experiment and the adaptive mixes).
 //! - [`record`]: the JSON record of one result.
 //! - [`report`]: terminal tables and the markdown report.
 //! - [`plot`]: SVG charts.
@@ -22,6 +24,7 @@ pub mod engine;
 pub mod engines;
 pub mod generators;
 pub mod keys;
+pub mod memsuite;
 pub mod plot;
 pub mod record;
 pub mod report;

@@ -69,6 +69,14 @@ pub struct Record {
     pub timestamp: String,
     /// Workload- and engine-specific figures.
     pub extra: serde_json::Map<String, serde_json::Value>,
+    /// Memtable bytes per entry held (the `memtable` suite: the engine's
+    /// memtable bytes divided by the entries in them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_per_entry: Option<f64>,
+    /// Memtable flushes since the database was opened (the `memtable`
+    /// suite).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flushes: Option<u64>,
 }
 
 /// Appends `records` to `path`, one JSON object per line.

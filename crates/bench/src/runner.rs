@@ -112,6 +112,42 @@ pub fn make_record(
     suite: Option<&str>,
     run_id: &str,
 ) -> Record {
+    make_named_record(
+        target,
+        w.name(),
+        w.describe(),
+        o,
+        engine,
+        settings,
+        state,
+        io_before,
+        notes,
+        round,
+        rounds,
+        suite,
+        run_id,
+    )
+}
+
+/// Builds the record of one outcome of a workload named `workload`
+/// (described by `description`), for workloads outside [`Workload`] (the
+/// `memtable` suite's phases).
+#[allow(clippy::too_many_arguments)]
+pub fn make_named_record(
+    target: &Target,
+    workload: &str,
+    description: &str,
+    o: &Outcome,
+    engine: &dyn Engine,
+    settings: &BenchSettings,
+    state: &RunState,
+    io_before: Option<u64>,
+    notes: &[String],
+    round: u32,
+    rounds: u32,
+    suite: Option<&str>,
+    run_id: &str,
+) -> Record {
     let secs = o.elapsed.as_secs_f64().max(1e-9);
     let q = |p: f64| o.hist.value_at_quantile(p) as f64 / 1000.0;
     let stats = engine.stats();
@@ -153,12 +189,12 @@ pub fn make_record(
     let mut settings_json = serde_json::to_value(settings).unwrap_or(serde_json::Value::Null);
     if let Some(obj) = settings_json.as_object_mut() {
         obj.insert("engine".into(), json!(target.engine.name()));
-        obj.insert("workload_description".into(), json!(w.describe()));
+        obj.insert("workload_description".into(), json!(description));
     }
     Record {
         engine: target.engine.name().into(),
         variant: target.variant(),
-        workload: w.name().into(),
+        workload: workload.into(),
         ops: o.ops,
         seconds: secs,
         ops_per_sec: o.ops as f64 / secs,
@@ -185,6 +221,8 @@ pub fn make_record(
         run_id: run_id.into(),
         timestamp: sysinfo::iso8601(sysinfo::unix_seconds()),
         extra,
+        bytes_per_entry: None,
+        flushes: None,
     }
 }
 

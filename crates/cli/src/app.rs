@@ -5,8 +5,10 @@
 
 use std::io::{self, BufRead, BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand};
+use strata::memtable::FixedPrefix;
 use strata::sst::Compression;
 use strata::{Db, Error, MemTableKind, Options, ReadOptions, WriteBatch, WriteOptions};
 
@@ -55,9 +57,23 @@ pub struct GlobalArgs {
     /// fsync the write-ahead log before acknowledging each write.
     #[arg(long, global = true)]
     pub sync: bool,
-    /// Memtable representation (e.g. skiplist).
+    /// Memtable representation: skiplist, vector, vector-static,
+    /// vector-sorted, vector-unsorted, hash-skiplist, hash-linklist or
+    /// adaptive. The hash kinds need --prefix-len.
     #[arg(long, global = true, value_name = "KIND", value_parser = parse_memtable)]
     pub memtable: Option<MemTableKind>,
+    /// Hash memtables (and adaptive): hash on the first N bytes of each key
+    /// (a fixed prefix extractor; shorter keys are refused).
+    #[arg(long, global = true, value_name = "N")]
+    pub prefix_len: Option<usize>,
+    /// Hash memtables: number of buckets (default: one per 4 entries that
+    /// fit the write buffer).
+    #[arg(long, global = true, value_name = "N")]
+    pub hash_buckets: Option<usize>,
+    /// hash-linklist: entries after which a bucket becomes a skiplist
+    /// (default 256).
+    #[arg(long, global = true, value_name = "N")]
+    pub linklist_threshold: Option<usize>,
     /// Fail instead of creating a database when PATH holds none.
     #[arg(long, global = true)]
     pub no_create: bool,
@@ -171,6 +187,24 @@ impl GlobalArgs {
         }
         if let Some(m) = self.memtable {
             ks.memtable = m;
+        }
+        // No default prefix: a hash kind without --prefix-len gets the
+        // library's own error (it names the prefix extractor it needs).
+        let mo = &mut ks.memtable_options;
+        if let Some(n) = self.prefix_len {
+            if n == 0 {
+                return Err("invalid option value: --prefix-len must be at least 1".into());
+            }
+            mo.prefix_extractor = Some(Arc::new(FixedPrefix::new(n)));
+        }
+        if let Some(n) = self.hash_buckets {
+            if n == 0 {
+                return Err("invalid option value: --hash-buckets must be at least 1".into());
+            }
+            mo.hash_buckets = n;
+        }
+        if let Some(n) = self.linklist_threshold {
+            mo.linklist_threshold = n;
         }
         o.validate().map_err(|e| match e {
             Error::InvalidArgument(s) => format!("invalid option value: {s}"),
@@ -605,5 +639,76 @@ impl From<Error> for AnswerError {
 impl From<io::Error> for AnswerError {
     fn from(e: io::Error) -> Self {
         AnswerError::Output(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn global(args: &[&str]) -> GlobalArgs {
+        let argv = ["strata"].iter().chain(args).chain(&["stats"]);
+        match Cli::try_parse_from(argv) {
+            Ok(cli) => cli.global,
+            Err(e) => panic!("{args:?}: {e}"),
+        }
+    }
+
+    #[test]
+    fn memtable_parameter_flags_map_onto_memtable_options() {
+        let o = global(&[
+            "--memtable",
+            "hash-linklist",
+            "--prefix-len",
+            "6",
+            "--hash-buckets",
+            "100000",
+            "--linklist-threshold",
+            "64",
+        ])
+        .options()
+        .unwrap_or_else(|e| panic!("{e}"));
+        let ks = &o.default_keyspace;
+        assert_eq!(ks.memtable, MemTableKind::HashLinkList);
+        let mo = &ks.memtable_options;
+        assert_eq!(mo.hash_buckets, 100_000);
+        assert_eq!(mo.linklist_threshold, 64);
+        let x = mo.prefix_extractor.as_ref().map(|x| x.name().to_string());
+        assert_eq!(x.as_deref(), Some("fixed:6"));
+        // Defaults stay the library's.
+        let d = global(&[]).options().unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            d.default_keyspace
+                .memtable_options
+                .prefix_extractor
+                .is_none()
+        );
+        assert_eq!(d.default_keyspace.memtable_options.hash_buckets, 0);
+    }
+
+    #[test]
+    fn hash_kind_without_prefix_len_keeps_the_library_error() {
+        for kind in ["hash-skiplist", "hash-linklist"] {
+            let e = global(&["--memtable", kind])
+                .options()
+                .expect_err("needs a prefix extractor");
+            assert!(e.contains("prefix extractor"), "{e}");
+            assert!(e.starts_with("invalid option value"), "{e}");
+        }
+        let e = global(&["--memtable", "hash-skiplist", "--prefix-len", "0"])
+            .options()
+            .expect_err("zero prefix");
+        assert!(e.contains("--prefix-len"), "{e}");
+        let e = global(&[
+            "--memtable",
+            "hash-linklist",
+            "--prefix-len",
+            "4",
+            "--linklist-threshold",
+            "0",
+        ])
+        .options()
+        .expect_err("zero threshold");
+        assert!(e.contains("linklist_threshold"), "{e}");
     }
 }

@@ -15,15 +15,32 @@
 //! - WAL off / sync -> `WriteOptions::disable_wal` / `set_sync`
 //! - level-0 triggers 4/20/36, 7 levels, 64 MiB target files, 2 background
 //!   jobs: Strata's defaults (1 flush + 1 compaction thread)
-//! - memtable kind -> Strata only, noted when given
+//! - memtable kind (only when a run asks for one, as the `memtable` suite
+//!   does; otherwise RocksDB's default skiplist) ->
+//!   `Options::set_memtable_factory`: `skiplist` the default
+//!   `SkipListFactory`, `vector` `MemtableFactory::Vector`, `hash-skiplist`
+//!   `MemtableFactory::HashSkipList { bucket_count, height 4, branching 4 }`,
+//!   `hash-linklist` `MemtableFactory::HashLinkList { bucket_count }`; the
+//!   hash ones with `SliceTransform::create_fixed_prefix(prefix length)` and
+//!   `allow_concurrent_memtable_write(false)` (only the skiplist supports
+//!   concurrent inserts; the single-threaded suite does not use them), and
+//!   every iterator with `total_order_seek` so range scans see every prefix.
+//!   Buckets default to RocksDB's (1,000,000 and 50,000) unless
+//!   `--hash-buckets`; the linklist threshold cannot be set through the C
+//!   API (RocksDB's 256 is used, and noted when another is asked for).
+//!   Strata's other kinds (`vector-static`, `vector-sorted`,
+//!   `vector-unsorted`, `adaptive`) have no RocksDB counterpart: an error.
 
 use std::path::{Path, PathBuf};
 
 use rocksdb::statistics::{StatsLevel, Ticker};
-use rocksdb::{BlockBasedOptions, Cache, DB, DBCompressionType, Options, WriteBatch, WriteOptions};
+use rocksdb::{
+    BlockBasedOptions, Cache, DB, DBCompressionType, MemtableFactory, Options, ReadOptions,
+    SliceTransform, WriteBatch, WriteOptions,
+};
 use serde_json::json;
 
-use crate::engine::{BatchOp, Engine, EngineStats};
+use crate::engine::{BatchOp, Engine, EngineStats, MemProbe};
 use crate::settings::{BenchSettings, CompressionKind};
 use crate::{Error, Result};
 
@@ -36,6 +53,8 @@ pub struct RocksEngine {
     dir: PathBuf,
     notes: Vec<String>,
     disable_wal: bool,
+    /// Iterators use `total_order_seek` (a prefix extractor is set).
+    total_order: bool,
     // Keeps the block cache alive as long as the database.
     _cache: Cache,
 }
@@ -90,11 +109,10 @@ impl RocksEngine {
              level_compaction_dynamic_level_bytes = false to match Strata's static level targets"
                 .into(),
         );
-        if let Some(m) = &s.memtable {
-            notes.push(format!(
-                "rocksdb: memtable kind {m:?} is Strata-only; RocksDB uses its skiplist"
-            ));
-        }
+        let total_order = match &s.memtable {
+            Some(m) => set_memtable(&mut opts, s, m, &mut notes)?,
+            None => false,
+        };
         if s.compression == CompressionKind::Zstd {
             notes.push("rocksdb: zstd at RocksDB's default level (3, as Strata)".into());
         }
@@ -110,8 +128,79 @@ impl RocksEngine {
             dir: dir.to_path_buf(),
             notes,
             disable_wal: s.disable_wal,
+            total_order,
             _cache: cache,
         })
+    }
+}
+
+/// RocksDB's default bucket count of `NewHashSkipListRepFactory`.
+pub const ROCKSDB_HASH_SKIPLIST_BUCKETS: usize = 1_000_000;
+/// RocksDB's default bucket count of `NewHashLinkListRepFactory`.
+pub const ROCKSDB_HASH_LINKLIST_BUCKETS: usize = 50_000;
+
+/// Sets RocksDB's memtable representation for Strata's kind `name`; returns
+/// whether iterators need `total_order_seek` (a prefix extractor is set).
+fn set_memtable(
+    opts: &mut Options,
+    s: &BenchSettings,
+    name: &str,
+    notes: &mut Vec<String>,
+) -> Result<bool> {
+    let prefix = |notes: &mut Vec<String>| {
+        let n = s
+            .effective_prefix_len(name)
+            .unwrap_or(crate::settings::DEFAULT_PREFIX_LEN);
+        notes.push(format!(
+            "rocksdb: {name} memtable with a fixed {n}-byte prefix extractor, \
+             allow_concurrent_memtable_write = false, total_order_seek iterators"
+        ));
+        n
+    };
+    match name {
+        // The default SkipListFactory; no prefix extractor (it does not
+        // hash, and Strata's skiplist ignores one too).
+        "skiplist" => Ok(false),
+        "vector" => {
+            opts.set_allow_concurrent_memtable_write(false);
+            opts.set_memtable_factory(MemtableFactory::Vector);
+            notes.push(
+                "rocksdb: vector memtable (VectorRep: every read of a mutable memtable \
+                 copies and sorts it), allow_concurrent_memtable_write = false"
+                    .into(),
+            );
+            Ok(false)
+        }
+        "hash-skiplist" => {
+            let n = prefix(notes);
+            opts.set_prefix_extractor(SliceTransform::create_fixed_prefix(n));
+            opts.set_allow_concurrent_memtable_write(false);
+            opts.set_memtable_factory(MemtableFactory::HashSkipList {
+                bucket_count: s.hash_buckets.unwrap_or(ROCKSDB_HASH_SKIPLIST_BUCKETS),
+                height: 4,
+                branching_factor: 4,
+            });
+            Ok(true)
+        }
+        "hash-linklist" => {
+            let n = prefix(notes);
+            opts.set_prefix_extractor(SliceTransform::create_fixed_prefix(n));
+            opts.set_allow_concurrent_memtable_write(false);
+            opts.set_memtable_factory(MemtableFactory::HashLinkList {
+                bucket_count: s.hash_buckets.unwrap_or(ROCKSDB_HASH_LINKLIST_BUCKETS),
+            });
+            if let Some(t) = s.linklist_threshold.filter(|t| *t != 256) {
+                notes.push(format!(
+                    "rocksdb: --linklist-threshold {t} cannot be passed through the C API; \
+                     RocksDB's hash-linklist converts buckets past 256 entries"
+                ));
+            }
+            Ok(true)
+        }
+        other => Err(Error(format!(
+            "memtable kind {other:?} has no RocksDB counterpart (RocksDB offers \
+             skiplist, vector, hash-skiplist and hash-linklist)"
+        ))),
     }
 }
 
@@ -144,7 +233,13 @@ impl Engine for RocksEngine {
     }
 
     fn iterate(&self, start: &[u8], f: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> Result<u64> {
-        let mut it = self.db.raw_iterator();
+        let mut it = if self.total_order {
+            let mut ro = ReadOptions::default();
+            ro.set_total_order_seek(true);
+            self.db.raw_iterator_opt(ro)
+        } else {
+            self.db.raw_iterator()
+        };
         it.seek(start);
         let mut n = 0u64;
         while it.valid() {
@@ -200,6 +295,27 @@ impl Engine for RocksEngine {
         }
     }
 
+    fn memtable_probe(&self) -> Option<MemProbe> {
+        use rocksdb::properties as p;
+        let int = |name: &rocksdb::properties::PropName| {
+            self.db.property_int_value(name).ok().flatten().unwrap_or(0)
+        };
+        Some(MemProbe {
+            bytes: int(p::CUR_SIZE_ALL_MEM_TABLES),
+            entries: Some(
+                int(p::NUM_ENTRIES_ACTIVE_MEM_TABLE) + int(p::NUM_ENTRIES_IMM_MEM_TABLES),
+            ),
+            immutable: int(p::NUM_IMMUTABLE_MEM_TABLE),
+            // Flush jobs started because a write buffer filled (one job may
+            // take several memtables).
+            flushes: self
+                .opts
+                .get_ticker_count(Ticker::FlushReasonWriteBufferFull),
+            rep: None,
+            decision: None,
+        })
+    }
+
     fn notes(&self) -> Vec<String> {
         self.notes.clone()
     }
@@ -233,5 +349,29 @@ mod tests {
         let e = RocksEngine::open(&s, d.path()).unwrap();
         crate::engine::check_engine(&e);
         assert!(e.stats().background_write_bytes.unwrap_or(0) > 0);
+    }
+
+    #[test]
+    fn every_memtable_representation_round_trips() {
+        for m in ["skiplist", "vector", "hash-skiplist", "hash-linklist"] {
+            let d = tempfile::tempdir().unwrap();
+            let s = BenchSettings {
+                write_buffer_size: 1 << 20,
+                memtable: Some(m.into()),
+                hash_buckets: Some(1000),
+                ..BenchSettings::default()
+            };
+            let e = RocksEngine::open(&s, d.path()).unwrap();
+            let p = e.memtable_probe().unwrap();
+            assert_eq!(p.entries, Some(0), "{m}");
+            crate::engine::check_engine(&e);
+        }
+        let s = BenchSettings {
+            memtable: Some("vector-sorted".into()),
+            ..BenchSettings::default()
+        };
+        let d = tempfile::tempdir().unwrap();
+        let e = RocksEngine::open(&s, d.path()).err().unwrap();
+        assert!(e.0.contains("no RocksDB counterpart"), "{e}");
     }
 }

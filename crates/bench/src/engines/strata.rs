@@ -2,13 +2,16 @@
 
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
 use serde_json::json;
+use strata::memtable::{FixedPrefix, MemTableOptions};
 use strata::sst::Compression;
 use strata::{
     Db, Keyspace, KeyspaceOptions, MemTableKind, Options, ReadOptions, WriteBatch, WriteOptions,
 };
 
-use crate::engine::{BatchOp, Engine, EngineStats};
+use crate::engine::{BatchOp, Engine, EngineStats, MemProbe};
 use crate::settings::{BenchSettings, CompressionKind};
 use crate::{Error, Result};
 
@@ -32,10 +35,29 @@ pub fn strata_options(s: &BenchSettings) -> Result<Options> {
         CompressionKind::Lz4 => Compression::Lz4,
         CompressionKind::Zstd => Compression::Zstd,
     };
+    // Memtable parameters: the prefix extractor (a default for the kinds
+    // that hash, see `DEFAULT_PREFIX_LEN`), buckets, the linklist threshold,
+    // and the entry size hint (sizes `vector-static` and automatic buckets).
+    let mut memtable_options = MemTableOptions {
+        expected_entry_bytes: usize::try_from(s.entry_bytes())
+            .unwrap_or(usize::MAX)
+            .max(1),
+        ..MemTableOptions::default()
+    };
+    if let Some(n) = s.effective_prefix_len(memtable.name()) {
+        memtable_options.prefix_extractor = Some(Arc::new(FixedPrefix::new(n)));
+    }
+    if let Some(n) = s.hash_buckets {
+        memtable_options.hash_buckets = n;
+    }
+    if let Some(n) = s.linklist_threshold {
+        memtable_options.linklist_threshold = n;
+    }
     let ks = KeyspaceOptions {
         write_buffer_size: usize::try_from(s.write_buffer_size)
             .map_err(|_| Error::msg("--write-buffer-size is too large"))?,
         memtable,
+        memtable_options,
         block_size: s.block_size,
         bloom_bits_per_key: s.bloom_bits,
         compression,
@@ -164,6 +186,19 @@ impl Engine for StrataEngine {
         }
     }
 
+    fn memtable_probe(&self) -> Option<MemProbe> {
+        let st = self.db.stats();
+        let ks = st.keyspaces.iter().find(|k| k.id == self.ks.id())?;
+        Some(MemProbe {
+            bytes: ks.memtable_bytes as u64,
+            entries: None,
+            immutable: ks.immutable_memtables as u64,
+            flushes: st.flushes,
+            rep: Some(ks.memtable_rep.clone()),
+            decision: ks.memtable_decision.clone(),
+        })
+    }
+
     fn notes(&self) -> Vec<String> {
         self.notes.clone()
     }
@@ -209,6 +244,65 @@ mod tests {
             ..BenchSettings::default()
         };
         assert!(strata_options(&bad).is_err());
+    }
+
+    #[test]
+    fn memtable_flags_map_onto_memtable_options() {
+        let name = |o: &Options| {
+            o.default_keyspace
+                .memtable_options
+                .prefix_extractor
+                .as_ref()
+                .map(|x| x.name().to_string())
+        };
+        // A hash kind without --prefix-len gets the documented default.
+        let s = BenchSettings {
+            memtable: Some("hash-skiplist".into()),
+            key_size: 8,
+            value_size: 120,
+            ..BenchSettings::default()
+        };
+        let o = strata_options(&s).unwrap();
+        assert_eq!(name(&o).as_deref(), Some("fixed:6"));
+        assert_eq!(
+            o.default_keyspace.memtable_options.expected_entry_bytes,
+            128
+        );
+        assert!(o.validate().is_ok());
+        let s = BenchSettings {
+            memtable: Some("hash-linklist".into()),
+            prefix_len: Some(4),
+            hash_buckets: Some(1000),
+            linklist_threshold: Some(32),
+            ..BenchSettings::default()
+        };
+        let o = strata_options(&s).unwrap();
+        let mo = &o.default_keyspace.memtable_options;
+        assert_eq!(name(&o).as_deref(), Some("fixed:4"));
+        assert_eq!((mo.hash_buckets, mo.linklist_threshold), (1000, 32));
+        // No extractor for a kind that does not hash.
+        let o = strata_options(&BenchSettings::default()).unwrap();
+        assert_eq!(name(&o), None);
+    }
+
+    #[test]
+    fn probe_reports_the_memtable() {
+        let d = tempfile::tempdir().unwrap();
+        let s = BenchSettings {
+            memtable: Some("adaptive".into()),
+            disable_wal: true,
+            ..BenchSettings::default()
+        };
+        let e = StrataEngine::open(&s, d.path()).unwrap();
+        let before = e.memtable_probe().unwrap();
+        for i in 0..100u64 {
+            e.put(&crate::keys::make_key(i, 16), b"value").unwrap();
+        }
+        let p = e.memtable_probe().unwrap();
+        assert!(p.bytes > before.bytes, "{p:?}");
+        assert_eq!(p.flushes, 0);
+        assert_eq!(p.rep.as_deref(), Some("skiplist"));
+        e.close().unwrap();
     }
 
     #[test]
