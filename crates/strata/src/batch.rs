@@ -145,7 +145,10 @@ impl<'a> DecodedBatch<'a> {
     /// Parses the header; the records are checked as they are iterated.
     pub fn parse(bytes: &'a [u8]) -> Result<Self, String> {
         if bytes.len() < HEADER_LEN {
-            return Err(format!("write batch of {} bytes is shorter than its header", bytes.len()));
+            return Err(format!(
+                "write batch of {} bytes is shorter than its header",
+                bytes.len()
+            ));
         }
         let seqno = u64::from_le_bytes(bytes[..8].try_into().map_err(|_| "header")?);
         let count = u32::from_le_bytes(bytes[8..12].try_into().map_err(|_| "header")?);
@@ -178,7 +181,9 @@ impl<'a> Iterator for BatchIter<'a> {
             if !self.rest.is_empty() {
                 let n = self.rest.len();
                 self.rest = &[];
-                return Some(Err(format!("{n} bytes after the last record of a write batch")));
+                return Some(Err(format!(
+                    "{n} bytes after the last record of a write batch"
+                )));
             }
             return None;
         }
@@ -193,7 +198,9 @@ impl<'a> Iterator for BatchIter<'a> {
 }
 
 fn decode_record<'a>(src: &mut &'a [u8]) -> Result<BatchEntry<'a>, String> {
-    let (&tag, rest) = src.split_first().ok_or("write batch ends before its record count")?;
+    let (&tag, rest) = src
+        .split_first()
+        .ok_or("write batch ends before its record count")?;
     *src = rest;
     let kind = ValueKind::from_u8(tag).ok_or_else(|| format!("unknown record kind {tag}"))?;
     let keyspace = get_varint32(src).ok_or("bad keyspace id")?;

@@ -134,7 +134,17 @@ mod tests {
 
     #[test]
     fn varint_round_trips_edge_values() {
-        for v in [0u64, 1, 127, 128, 300, 16383, 16384, u32::MAX as u64, u64::MAX] {
+        for v in [
+            0u64,
+            1,
+            127,
+            128,
+            300,
+            16383,
+            16384,
+            u32::MAX as u64,
+            u64::MAX,
+        ] {
             let mut buf = Vec::new();
             put_varint64(&mut buf, v);
             assert_eq!(buf.len(), varint_len(v));

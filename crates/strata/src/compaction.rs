@@ -231,7 +231,10 @@ fn reduce_key(
         let is_last_group = end == versions.len();
         // Within a stripe, the newest non-merge version hides everything
         // older; merges above it fold into it.
-        let merges = group.iter().take_while(|v| v.kind == ValueKind::Merge).count();
+        let merges = group
+            .iter()
+            .take_while(|v| v.kind == ValueKind::Merge)
+            .count();
         let base = group.get(merges);
         stats.dropped_shadowed += group.len().saturating_sub(merges + 1) as u64;
         let top = &group[0];
@@ -248,14 +251,18 @@ fn reduce_key(
             let folded = match (policy.merge, base) {
                 (Some(op), Some(b)) => {
                     let existing = (b.kind == ValueKind::Put).then_some(b.value);
-                    op.merge(ukey, existing, &operands).ok().map(|v| (ValueKind::Put, v))
+                    op.merge(ukey, existing, &operands)
+                        .ok()
+                        .map(|v| (ValueKind::Put, v))
                 }
-                (Some(op), None) if policy.bottommost && is_last_group => {
-                    op.merge(ukey, None, &operands).ok().map(|v| (ValueKind::Put, v))
-                }
-                (Some(op), None) if merges > 1 => {
-                    op.merge(ukey, None, &operands).ok().map(|v| (ValueKind::Merge, v))
-                }
+                (Some(op), None) if policy.bottommost && is_last_group => op
+                    .merge(ukey, None, &operands)
+                    .ok()
+                    .map(|v| (ValueKind::Put, v)),
+                (Some(op), None) if merges > 1 => op
+                    .merge(ukey, None, &operands)
+                    .ok()
+                    .map(|v| (ValueKind::Merge, v)),
                 _ => None,
             };
             match folded {
@@ -415,7 +422,10 @@ mod tests {
             (b"a", 2, Merge, b"y"),
             (b"a", 3, Merge, b"z"),
         ];
-        assert_eq!(run(e, &[], false), vec![(b"a".to_vec(), 3, Put, b"x,y,z".to_vec())]);
+        assert_eq!(
+            run(e, &[], false),
+            vec![(b"a".to_vec(), 3, Put, b"x,y,z".to_vec())]
+        );
         // A snapshot at 2 splits the stripes: {3} and {1,2}.
         let out = run(e, &[2], false);
         assert_eq!(
@@ -429,8 +439,15 @@ mod tests {
 
     #[test]
     fn lone_merges_fold_to_one_operand_above_bottom() {
-        let e: &[(&[u8], u64, ValueKind, &[u8])] = &[(b"a", 2, Merge, b"y"), (b"a", 3, Merge, b"z")];
-        assert_eq!(run(e, &[], false), vec![(b"a".to_vec(), 3, Merge, b"y,z".to_vec())]);
-        assert_eq!(run(e, &[], true), vec![(b"a".to_vec(), 3, Put, b"y,z".to_vec())]);
+        let e: &[(&[u8], u64, ValueKind, &[u8])] =
+            &[(b"a", 2, Merge, b"y"), (b"a", 3, Merge, b"z")];
+        assert_eq!(
+            run(e, &[], false),
+            vec![(b"a".to_vec(), 3, Merge, b"y,z".to_vec())]
+        );
+        assert_eq!(
+            run(e, &[], true),
+            vec![(b"a".to_vec(), 3, Put, b"y,z".to_vec())]
+        );
     }
 }

@@ -182,18 +182,30 @@ pub struct LostTable {
 
 /// Errors that mean a file's bytes are damaged (as opposed to I/O failing).
 fn is_damage(e: &Error) -> bool {
-    matches!(e, Error::Corruption { .. } | Error::UnsupportedVersion { .. })
+    matches!(
+        e,
+        Error::Corruption { .. } | Error::UnsupportedVersion { .. }
+    )
 }
 
 /// Moves a damaged table to `lost/` beside the database (never deletes it)
 /// and describes what was lost.
-fn set_aside_table(vfs: &dyn Vfs, dir: &Path, keyspace: u32, f: &NewFile, e: &Error) -> Result<LostTable> {
+fn set_aside_table(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    keyspace: u32,
+    f: &NewFile,
+    e: &Error,
+) -> Result<LostTable> {
     let file = filename::table_path(dir, f.number);
     let mut moved_to = None;
     if vfs.exists(&file) {
         let lost = dir.join("lost");
         vfs.create_dir_all(&lost)?;
-        let name = file.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+        let name = file
+            .file_name()
+            .map(|n| n.to_os_string())
+            .unwrap_or_default();
         let to = lost.join(name);
         vfs.rename(&file, &to)?;
         moved_to = Some(to);
@@ -360,7 +372,10 @@ impl DbStats {
             if let Some(d) = &ks.memtable_decision {
                 let _ = writeln!(s, "  adaptive memtable: {d}");
             }
-            let _ = writeln!(s, "  level  files        bytes  compactions   read_bytes  written_bytes");
+            let _ = writeln!(
+                s,
+                "  level  files        bytes  compactions   read_bytes  written_bytes"
+            );
             for (l, (n, b)) in ks.levels.iter().enumerate() {
                 let c = ks.level_compactions.get(l).copied().unwrap_or_default();
                 let _ = writeln!(
@@ -384,7 +399,11 @@ impl DbStats {
             "stall micros: {} (slowdown {})",
             self.stall_micros, self.slowdown_micros
         );
-        let _ = writeln!(s, "flushes: {}, compactions: {}", self.flushes, self.compactions);
+        let _ = writeln!(
+            s,
+            "flushes: {}, compactions: {}",
+            self.flushes, self.compactions
+        );
         let _ = writeln!(
             s,
             "writes: {} in {} groups, wal syncs: {}",
@@ -403,7 +422,11 @@ impl DbStats {
             "bloom: {} useful, {} positive, {} false positive",
             self.bloom_useful, self.bloom_checked_positive, self.bloom_false_positive
         );
-        let _ = writeln!(s, "last seqno: {}, live snapshots: {}", self.last_seqno, self.live_snapshots);
+        let _ = writeln!(
+            s,
+            "last seqno: {}, live snapshots: {}",
+            self.last_seqno, self.live_snapshots
+        );
         let _ = writeln!(
             s,
             "iterators: {} created, {} children, {} child seeks",
@@ -574,7 +597,12 @@ impl Db {
             let st = self.inner.state.lock();
             st.keyspaces
                 .values()
-                .flat_map(|k| k.version.all_files().map(|(_, f)| Arc::clone(f)).collect::<Vec<_>>())
+                .flat_map(|k| {
+                    k.version
+                        .all_files()
+                        .map(|(_, f)| Arc::clone(f))
+                        .collect::<Vec<_>>()
+                })
                 .collect()
         };
         files
@@ -733,7 +761,8 @@ impl DbInner {
             });
         }
         let stats = Arc::new(Statistics::default());
-        let cache = (opts.block_cache_bytes > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_bytes)));
+        let cache =
+            (opts.block_cache_bytes > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_bytes)));
 
         // Read the manifest named by CURRENT, or start empty.
         let mut keyspaces: BTreeMap<u32, RecoveredKeyspace> = BTreeMap::new();
@@ -749,7 +778,13 @@ impl DbInner {
                 .ok_or_else(|| Error::corruption(&current, 0, "CURRENT does not name a manifest"))?
                 .to_string();
             let mpath = path.join(&name);
-            replay_manifest(&*vfs, &mpath, &mut keyspaces, &mut next_file_number, &mut last_seqno)?;
+            replay_manifest(
+                &*vfs,
+                &mpath,
+                &mut keyspaces,
+                &mut next_file_number,
+                &mut last_seqno,
+            )?;
             old_manifest = Some(mpath);
         }
         keyspaces
@@ -801,7 +836,9 @@ impl DbInner {
                 match opened {
                     Ok(meta) => added.push((f.level as usize, Arc::new(meta))),
                     Err(e) if opts.skip_corrupt_tables && is_damage(&e) => {
-                        report.lost_tables.push(set_aside_table(&*vfs, path, id, f, &e)?);
+                        report
+                            .lost_tables
+                            .push(set_aside_table(&*vfs, path, id, f, &e)?);
                     }
                     Err(e) => return Err(e),
                 }
@@ -828,12 +865,17 @@ impl DbInner {
         for (i, &log) in replay.iter().enumerate() {
             let is_last = i + 1 == replay.len();
             let lpath = filename::log_path(path, log);
-            let policy = if is_last { TailPolicy::StopAtDamage } else { TailPolicy::Strict };
+            let policy = if is_last {
+                TailPolicy::StopAtDamage
+            } else {
+                TailPolicy::Strict
+            };
             let mut reader = LogReader::open(&*vfs, &lpath, policy)?;
             report.logs_replayed += 1;
             while let Some(rec) = reader.next_record()? {
                 let offset = reader.last_record_offset();
-                let batch = DecodedBatch::parse(&rec).map_err(|e| Error::corruption(&lpath, offset, e))?;
+                let batch =
+                    DecodedBatch::parse(&rec).map_err(|e| Error::corruption(&lpath, offset, e))?;
                 for (j, entry) in batch.iter().enumerate() {
                     let entry = entry.map_err(|e| Error::corruption(&lpath, offset, e))?;
                     let seq = batch.seqno + j as u64;
@@ -871,21 +913,16 @@ impl DbInner {
             let number = next_file_number;
             next_file_number += 1;
             let mut it = mem.iter();
-            let out = build_table(
-                &vfs,
-                path,
-                number,
-                it.as_mut(),
-                o,
-                0,
-                &[],
-                false,
-                &|| false,
-            )?;
+            let out = build_table(&vfs, path, number, it.as_mut(), o, 0, &[], false, &|| false)?;
             if let Some(rec) = out {
-                let rec = NewFile { keyspace: *id, ..rec };
+                let rec = NewFile {
+                    keyspace: *id,
+                    ..rec
+                };
                 let meta = open_table_meta(&vfs, path, &rec, cache.clone(), Arc::clone(&stats))?;
-                let v = versions.remove(id).unwrap_or_else(|| Version::empty(o.num_levels));
+                let v = versions
+                    .remove(id)
+                    .unwrap_or_else(|| Version::empty(o.num_levels));
                 versions.insert(*id, v.apply(*id, &[], vec![(0, Arc::new(meta))]));
                 Statistics::add(&stats.bytes_flushed, rec.size);
             }
@@ -941,7 +978,11 @@ impl DbInner {
         let mut next_keyspace_id = 1;
         for (id, rk) in keyspaces {
             let o = Arc::clone(&ks_opts[&id]);
-            let version = Arc::new(versions.remove(&id).unwrap_or_else(|| Version::empty(o.num_levels)));
+            let version = Arc::new(
+                versions
+                    .remove(&id)
+                    .unwrap_or_else(|| Version::empty(o.num_levels)),
+            );
             let mem = Arc::new(MemTable::for_keyspace(
                 &o,
                 next_memtable_id.fetch_add(1, Ordering::Relaxed),
@@ -1138,7 +1179,11 @@ impl DbInner {
 
     /// Appends an edit to the manifest and syncs it. A failure is sticky.
     /// REQUIRES: the manifest lock is held (the guard is the proof).
-    fn log_edit(&self, manifest: &mut MutexGuard<'_, ManifestWriter>, edit: &VersionEdit) -> Result<()> {
+    fn log_edit(
+        &self,
+        manifest: &mut MutexGuard<'_, ManifestWriter>,
+        edit: &VersionEdit,
+    ) -> Result<()> {
         if manifest.log.len() >= self.opts.max_manifest_bytes {
             // Every earlier edit is installed (edits are serialised by the
             // manifest lock), so the state is a faithful snapshot.
@@ -1221,9 +1266,14 @@ impl DbInner {
                 let e = e.map_err(Error::InvalidArgument)?;
                 check_key_value(e.key, (e.kind != ValueKind::Delete).then_some(e.value))?;
                 let Some(ks) = st.keyspaces.get(&e.keyspace) else {
-                    return Err(Error::InvalidArgument(format!("no keyspace with id {}", e.keyspace)));
+                    return Err(Error::InvalidArgument(format!(
+                        "no keyspace with id {}",
+                        e.keyspace
+                    )));
                 };
-                ks.opts.memtable_options.check_key(ks.opts.memtable, e.key)?;
+                ks.opts
+                    .memtable_options
+                    .check_key(ks.opts.memtable, e.key)?;
                 if e.kind == ValueKind::Merge && ks.opts.merge_operator.is_none() {
                     return Err(Error::InvalidArgument(format!(
                         "keyspace {} has no merge operator",
@@ -1277,11 +1327,23 @@ impl DbInner {
                 let limit = self.opts.max_write_group_bytes;
                 while batch.encoded_len() < limit {
                     match q.pending.front() {
-                        Some((_, Request::Batch { batch: b, no_wal: nw, .. }))
-                            if *nw == no_wal && batch.encoded_len() + b.encoded_len() <= limit => {}
+                        Some((
+                            _,
+                            Request::Batch {
+                                batch: b,
+                                no_wal: nw,
+                                ..
+                            },
+                        )) if *nw == no_wal && batch.encoded_len() + b.encoded_len() <= limit => {}
                         _ => break,
                     }
-                    if let Some((t, Request::Batch { batch: b, sync: s, .. })) = q.pending.pop_front() {
+                    if let Some((
+                        t,
+                        Request::Batch {
+                            batch: b, sync: s, ..
+                        },
+                    )) = q.pending.pop_front()
+                    {
                         batch.append(&b);
                         sync |= s;
                         group.push(t);
@@ -1293,7 +1355,8 @@ impl DbInner {
         };
         let mut q = self.writers.lock();
         for t in group {
-            q.finished.insert(t, result.as_ref().map(|_| ()).map_err(Error::duplicate));
+            q.finished
+                .insert(t, result.as_ref().map(|_| ()).map_err(Error::duplicate));
         }
         q.leader_active = false;
         self.writers_cv.notify_all();
@@ -1304,7 +1367,10 @@ impl DbInner {
     /// REQUIRES: this thread is the write leader.
     fn write_group(&self, mut batch: WriteBatch, sync: bool, no_wal: bool) -> Result<()> {
         Statistics::add(&self.stats.write_groups, 1);
-        let mut touched: Vec<u32> = batch.iter().filter_map(|e| e.ok().map(|e| e.keyspace)).collect();
+        let mut touched: Vec<u32> = batch
+            .iter()
+            .filter_map(|e| e.ok().map(|e| e.keyspace))
+            .collect();
         touched.sort_unstable();
         touched.dedup();
         let (mems, skip_wal) = self.make_room_for_write(&touched)?;
@@ -1371,7 +1437,9 @@ impl DbInner {
             let mut switch = Vec::new();
             let mut slow = false;
             for id in touched {
-                let Some(ks) = st.keyspaces.get(id) else { continue };
+                let Some(ks) = st.keyspaces.get(id) else {
+                    continue;
+                };
                 let l0 = ks.version.levels[0].len();
                 let full = ks.mem.is_full(ks.opts.write_buffer_size);
                 let too_many_memtables = full && ks.imms.len() + 1 >= ks.opts.max_write_buffers;
@@ -1457,7 +1525,10 @@ impl DbInner {
         let new_log = {
             let mut st = self.state.lock();
             Self::bg_error(&st)?;
-            if !ids.iter().any(|id| st.keyspaces.get(id).is_some_and(|k| !k.mem.is_empty())) {
+            if !ids
+                .iter()
+                .any(|id| st.keyspaces.get(id).is_some_and(|k| !k.mem.is_empty()))
+            {
                 return Ok(());
             }
             st.new_file_number()
@@ -1537,7 +1608,12 @@ impl DbInner {
 
     // ----- reads --------------------------------------------------------
 
-    fn get(&self, ks: &KeyspaceShared, key: &[u8], snapshot: Option<SeqNo>) -> Result<Option<Vec<u8>>> {
+    fn get(
+        &self,
+        ks: &KeyspaceShared,
+        key: &[u8],
+        snapshot: Option<SeqNo>,
+    ) -> Result<Option<Vec<u8>>> {
         self.check_open()?;
         let sv = Arc::clone(&ks.sv.read());
         let snap = snapshot.unwrap_or_else(|| self.last_seqno.load(Ordering::Acquire));
@@ -1599,7 +1675,8 @@ impl DbInner {
             children.push(m.iter());
         }
         let in_range = |f: &Arc<FileMeta>| {
-            !(hi.is_some_and(|h| f.smallest_user_key() >= h) || lo.is_some_and(|l| f.largest_user_key() < l))
+            !(hi.is_some_and(|h| f.smallest_user_key() >= h)
+                || lo.is_some_and(|l| f.largest_user_key() < l))
         };
         for f in sv.version.levels[0].iter().filter(|f| in_range(f)) {
             match f.retained() {
@@ -1622,17 +1699,24 @@ impl DbInner {
         let version_no = sv.version_no;
         if reduction {
             let shared = Arc::clone(ks);
-            merging.set_reducer(Box::new(move |start| shared.filter.lock().lookup(start, version_no)));
+            merging.set_reducer(Box::new(move |start| {
+                shared.filter.lock().lookup(start, version_no)
+            }));
         }
         let shared = Arc::clone(ks);
         let stats = Arc::clone(&self.stats);
-        let on_drop = Box::new(move |obs: Option<crate::iter::ScanObservation>, seeks: u64| {
-            Statistics::add(&stats.iterator_child_seeks, seeks);
-            if let (true, Some(o)) = (reduction, obs) {
-                let current = shared.sv.read().version_no;
-                shared.filter.lock().insert(o.lo, o.hi, o.levels, version_no, current);
-            }
-        });
+        let on_drop = Box::new(
+            move |obs: Option<crate::iter::ScanObservation>, seeks: u64| {
+                Statistics::add(&stats.iterator_child_seeks, seeks);
+                if let (true, Some(o)) = (reduction, obs) {
+                    let current = shared.sv.read().version_no;
+                    shared
+                        .filter
+                        .lock()
+                        .insert(o.lo, o.hi, o.levels, version_no, current);
+                }
+            },
+        );
         Ok(DbIter::new(
             merging,
             snap,
@@ -1689,10 +1773,19 @@ impl DbInner {
         }
     }
 
-    fn flush_memtable(&self, id: u32, imm: &Arc<MemTable>, number: u64, snapshots: &[SeqNo]) -> Result<()> {
+    fn flush_memtable(
+        &self,
+        id: u32,
+        imm: &Arc<MemTable>,
+        number: u64,
+        snapshots: &[SeqNo],
+    ) -> Result<()> {
         let opts = {
             let st = self.state.lock();
-            st.keyspaces.get(&id).map(|k| Arc::clone(&k.opts)).ok_or(Error::Closed)?
+            st.keyspaces
+                .get(&id)
+                .map(|k| Arc::clone(&k.opts))
+                .ok_or(Error::Closed)?
         };
         let mut it = imm.iter();
         let out = build_table(
@@ -1708,10 +1801,19 @@ impl DbInner {
         )?;
         let added = match out {
             Some(rec) => {
-                let rec = NewFile { keyspace: id, ..rec };
+                let rec = NewFile {
+                    keyspace: id,
+                    ..rec
+                };
                 self.vfs.sync_dir(&self.path)?;
                 Statistics::add(&self.stats.bytes_flushed, rec.size);
-                let meta = open_table_meta(&self.vfs, &self.path, &rec, self.cache.clone(), Arc::clone(&self.stats))?;
+                let meta = open_table_meta(
+                    &self.vfs,
+                    &self.path,
+                    &rec,
+                    self.cache.clone(),
+                    Arc::clone(&self.stats),
+                )?;
                 if opts.retain_flushed_memtables {
                     meta.retain(Arc::clone(imm));
                 }
@@ -1751,8 +1853,14 @@ impl DbInner {
             }
             k.log_number = next_log;
             publish(k);
-            let min_log = st.keyspaces.values().map(|k| k.log_number).min().unwrap_or(0);
-            let (old, keep): (Vec<_>, Vec<_>) = st.closed_logs.iter().partition(|(l, _)| *l < min_log);
+            let min_log = st
+                .keyspaces
+                .values()
+                .map(|k| k.log_number)
+                .min()
+                .unwrap_or(0);
+            let (old, keep): (Vec<_>, Vec<_>) =
+                st.closed_logs.iter().partition(|(l, _)| *l < min_log);
             st.closed_logs = keep;
             old.into_iter().map(|(l, _)| l).collect::<Vec<u64>>()
         };
@@ -1807,7 +1915,17 @@ impl DbInner {
         };
         let mut deleted: Vec<(u32, u32, u64)> = t
             .all_inputs()
-            .map(|f| (id, if t.inputs.iter().any(|i| Arc::ptr_eq(i, f)) { t.level } else { t.output_level } as u32, f.number))
+            .map(|f| {
+                (
+                    id,
+                    if t.inputs.iter().any(|i| Arc::ptr_eq(i, f)) {
+                        t.level
+                    } else {
+                        t.output_level
+                    } as u32,
+                    f.number,
+                )
+            })
             .collect();
         let mut added: Vec<(usize, Arc<FileMeta>)> = Vec::new();
         let mut written = 0u64;
@@ -1829,8 +1947,17 @@ impl DbInner {
             let outputs = self.write_compaction_outputs(&mut input, &opts, t, &snapshots, &stop)?;
             for rec in outputs {
                 written += rec.size;
-                let rec = NewFile { keyspace: id, ..rec };
-                let meta = open_table_meta(&self.vfs, &self.path, &rec, self.cache.clone(), Arc::clone(&self.stats))?;
+                let rec = NewFile {
+                    keyspace: id,
+                    ..rec
+                };
+                let meta = open_table_meta(
+                    &self.vfs,
+                    &self.path,
+                    &rec,
+                    self.cache.clone(),
+                    Arc::clone(&self.stats),
+                )?;
                 added.push((t.output_level, Arc::new(meta)));
             }
             self.vfs.sync_dir(&self.path)?;
@@ -1882,7 +2009,12 @@ impl DbInner {
                 .apply_compaction(k.version_no + 1, t.output_level, a, b);
         }
         if let Some(c) = k.compact_cursor.get_mut(t.level) {
-            *c = t.inputs.iter().map(|f| f.largest_user_key().to_vec()).max().unwrap_or_default();
+            *c = t
+                .inputs
+                .iter()
+                .map(|f| f.largest_user_key().to_vec())
+                .max()
+                .unwrap_or_default();
         }
         if let Some(s) = k.level_stats.get_mut(t.output_level) {
             s.compactions += 1;
@@ -1914,9 +2046,9 @@ impl DbInner {
         };
         let mut emit = |k: &[u8], v: &[u8]| -> Result<()> {
             let uk = user_key(k);
-            let split = builder
-                .as_ref()
-                .is_some_and(|(b, _)| b.estimated_file_size() >= target && uk != last_ukey.as_slice());
+            let split = builder.as_ref().is_some_and(|(b, _)| {
+                b.estimated_file_size() >= target && uk != last_ukey.as_slice()
+            });
             if split && let Some((b, number)) = builder.take() {
                 outputs.push(finish_table(b, number)?);
             }
@@ -1955,7 +2087,10 @@ impl DbInner {
         self.flush_keyspaces(vec![id])?;
         let last_nonempty = {
             let st = self.state.lock();
-            let k = st.keyspaces.get(&id).ok_or_else(|| Error::InvalidArgument(format!("no keyspace with id {id}")))?;
+            let k = st
+                .keyspaces
+                .get(&id)
+                .ok_or_else(|| Error::InvalidArgument(format!("no keyspace with id {id}")))?;
             (0..k.version.num_levels())
                 .rev()
                 .find(|&l| !k.version.overlapping(l, lo, hi).is_empty())
@@ -1975,7 +2110,13 @@ impl DbInner {
                     if inputs.is_empty() {
                         break;
                     }
-                    match compaction::task_for_inputs(&k.version, level, inputs, CompactionReason::Manual, 0.0) {
+                    match compaction::task_for_inputs(
+                        &k.version,
+                        level,
+                        inputs,
+                        CompactionReason::Manual,
+                        0.0,
+                    ) {
                         Some(mut t) => {
                             // A manual compaction rewrites even a lone file,
                             // so that its tombstones and old versions go.
@@ -2037,8 +2178,14 @@ impl DbInner {
                 memtable_bytes: k.mem.memory_usage().total(),
                 immutable_memtables: k.imms.len(),
                 memtable_kind: k.opts.memtable.name().to_string(),
-                retained_memtables: k.version.levels[0].iter().filter(|f| f.retained().is_some()).count(),
-                retained_memtable_bytes: k.version.levels[0].iter().map(|f| f.retained_bytes()).sum(),
+                retained_memtables: k.version.levels[0]
+                    .iter()
+                    .filter(|f| f.retained().is_some())
+                    .count(),
+                retained_memtable_bytes: k.version.levels[0]
+                    .iter()
+                    .map(|f| f.retained_bytes())
+                    .sum(),
                 level_filter_records: frecords,
                 level_filter_bytes: fbytes,
                 level_filter_lookups: fstats.lookups,
@@ -2064,7 +2211,11 @@ impl DbInner {
             flush_bytes_written: flushed,
             compaction_bytes_read: g(&s.compaction_bytes_read),
             compaction_bytes_written: cw,
-            write_amplification: if user == 0 { 0.0 } else { (flushed + cw) as f64 / user as f64 },
+            write_amplification: if user == 0 {
+                0.0
+            } else {
+                (flushed + cw) as f64 / user as f64
+            },
             stall_micros: g(&s.stall_micros),
             slowdown_micros: g(&s.slowdown_micros),
             flushes: g(&s.flushes),
@@ -2118,7 +2269,8 @@ fn publish(ks: &mut KeyspaceState) {
 /// REQUIRES: the state lock is held.
 fn enforce_retention_budget(ks: &mut KeyspaceState) {
     let budget = ks.opts.retained_memtable_bytes as usize;
-    ks.retained.retain(|w| w.upgrade().is_some_and(|f| f.retained().is_some()));
+    ks.retained
+        .retain(|w| w.upgrade().is_some_and(|f| f.retained().is_some()));
     let mut total: usize = ks
         .retained
         .iter()
@@ -2126,7 +2278,9 @@ fn enforce_retention_budget(ks: &mut KeyspaceState) {
         .map(|f| f.retained_bytes())
         .sum();
     while total > budget {
-        let Some(w) = ks.retained.pop_front() else { break };
+        let Some(w) = ks.retained.pop_front() else {
+            break;
+        };
         if let Some(f) = w.upgrade() {
             total = total.saturating_sub(f.release_retained());
         }
@@ -2218,14 +2372,22 @@ fn open_table_meta(
 ) -> Result<FileMeta> {
     let p = filename::table_path(dir, rec.number);
     if !vfs.exists(&p) {
-        return Err(Error::corruption(&p, 0, "table file named by the manifest is missing"));
+        return Err(Error::corruption(
+            &p,
+            0,
+            "table file named by the manifest is missing",
+        ));
     }
     let file = vfs.open(&p)?;
     if file.len() != rec.size {
         return Err(Error::corruption(
             &p,
             0,
-            format!("table file has {} bytes, the manifest says {}", file.len(), rec.size),
+            format!(
+                "table file has {} bytes, the manifest says {}",
+                file.len(),
+                rec.size
+            ),
         ));
     }
     let table = TableReader::open(file, p.clone(), rec.number, cache, stats)?;
@@ -2233,7 +2395,12 @@ fn open_table_meta(
 }
 
 /// Writes a manifest holding `snapshot` and points CURRENT at it.
-fn write_new_manifest(vfs: &dyn Vfs, dir: &Path, number: u64, snapshot: &VersionEdit) -> Result<LogWriter> {
+fn write_new_manifest(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    number: u64,
+    snapshot: &VersionEdit,
+) -> Result<LogWriter> {
     let name = filename::manifest_name(number);
     let mut log = LogWriter::new(vfs.create(&dir.join(&name))?);
     log.add_record(&snapshot.encode())?;
@@ -2258,7 +2425,11 @@ fn replay_manifest(
     last_seqno: &mut SeqNo,
 ) -> Result<()> {
     if !vfs.exists(mpath) {
-        return Err(Error::corruption(mpath, 0, "manifest named by CURRENT is missing"));
+        return Err(Error::corruption(
+            mpath,
+            0,
+            "manifest named by CURRENT is missing",
+        ));
     }
     // A crash while appending an edit leaves a torn last record; that edit
     // was never acknowledged, so it is dropped. Damage before the end is
@@ -2269,9 +2440,13 @@ fn replay_manifest(
         let offset = reader.last_record_offset();
         let edit = VersionEdit::decode(&rec).map_err(|e| Error::corruption(mpath, offset, e))?;
         if first {
-            let v = edit
-                .format_version
-                .ok_or_else(|| Error::corruption(mpath, offset, "manifest does not start with a format version"))?;
+            let v = edit.format_version.ok_or_else(|| {
+                Error::corruption(
+                    mpath,
+                    offset,
+                    "manifest does not start with a format version",
+                )
+            })?;
             if v > MANIFEST_FORMAT_VERSION {
                 return Err(Error::UnsupportedVersion {
                     file: mpath.to_path_buf(),
@@ -2308,18 +2483,28 @@ fn replay_manifest(
             }
         }
         for f in &edit.new_files {
-            let k = keyspaces
-                .get_mut(&f.keyspace)
-                .ok_or_else(|| Error::corruption(mpath, offset, format!("file {} of unknown keyspace {}", f.number, f.keyspace)))?;
+            let k = keyspaces.get_mut(&f.keyspace).ok_or_else(|| {
+                Error::corruption(
+                    mpath,
+                    offset,
+                    format!("file {} of unknown keyspace {}", f.number, f.keyspace),
+                )
+            })?;
             if f.level as usize >= 64 {
-                return Err(Error::corruption(mpath, offset, format!("file {} at impossible level {}", f.number, f.level)));
+                return Err(Error::corruption(
+                    mpath,
+                    offset,
+                    format!("file {} at impossible level {}", f.number, f.level),
+                ));
             }
             k.files.insert(f.number, f.clone());
         }
     }
     if first {
         return Err(match reader.dropped() {
-            Some((off, _, reason)) => Error::corruption(mpath, off, format!("first record unreadable: {reason}")),
+            Some((off, _, reason)) => {
+                Error::corruption(mpath, off, format!("first record unreadable: {reason}"))
+            }
             None => Error::corruption(mpath, 0, "manifest holds no records"),
         });
     }

@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::iter::{InternalIterator, MergingIterator, ScanObservation};
-use crate::key::{KIND_SEEK, MAX_SEQNO, SeqNo, ValueKind, make_internal_key, make_seek_key, parse_internal_key};
+use crate::key::{
+    KIND_SEEK, MAX_SEQNO, SeqNo, ValueKind, make_internal_key, make_seek_key, parse_internal_key,
+};
 use crate::merge::MergeOperator;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -138,7 +140,9 @@ impl DbIter {
     pub fn seek_to_last(&mut self) {
         self.direction = Direction::Reverse;
         match self.upper.clone() {
-            Some(u) => self.inner.seek_for_prev(&make_internal_key_for_seek_before(&u)),
+            Some(u) => self
+                .inner
+                .seek_for_prev(&make_internal_key_for_seek_before(&u)),
             None => self.inner.seek_to_last(),
         }
         self.find_prev_user_entry();
@@ -214,12 +218,14 @@ impl DbIter {
         while self.inner.valid() {
             let Some(p) = parse_internal_key(self.inner.key()) else {
                 let n = self.inner.key().len();
-                self.fail(Error::corruption("iterator", 0, format!("malformed internal key of {n} bytes")));
+                self.fail(Error::corruption(
+                    "iterator",
+                    0,
+                    format!("malformed internal key of {n} bytes"),
+                ));
                 return;
             };
-            if p.seqno > self.snapshot
-                || skipping.as_deref().is_some_and(|s| s == p.user_key)
-            {
+            if p.seqno > self.snapshot || skipping.as_deref().is_some_and(|s| s == p.user_key) {
                 self.inner.next();
                 continue;
             }
@@ -260,7 +266,9 @@ impl DbIter {
         self.operands.clear();
         self.base = None;
         while self.inner.valid() {
-            let Some(p) = parse_internal_key(self.inner.key()) else { break };
+            let Some(p) = parse_internal_key(self.inner.key()) else {
+                break;
+            };
             if p.user_key != self.key.as_slice() {
                 break;
             }
@@ -304,7 +312,10 @@ impl DbIter {
                 true
             }
             Err(e) => {
-                self.fail(Error::InvalidArgument(format!("merge operator {} failed: {e}", op.name())));
+                self.fail(Error::InvalidArgument(format!(
+                    "merge operator {} failed: {e}",
+                    op.name()
+                )));
                 false
             }
         }
@@ -324,7 +335,11 @@ impl DbIter {
             }
             let Some(p) = parse_internal_key(self.inner.key()) else {
                 let n = self.inner.key().len();
-                self.fail(Error::corruption("iterator", 0, format!("malformed internal key of {n} bytes")));
+                self.fail(Error::corruption(
+                    "iterator",
+                    0,
+                    format!("malformed internal key of {n} bytes"),
+                ));
                 return;
             };
             if self.before_lower(p.user_key) {
@@ -338,7 +353,9 @@ impl DbIter {
             self.operands.clear();
             self.base = None;
             while self.inner.valid() {
-                let Some(p) = parse_internal_key(self.inner.key()) else { break };
+                let Some(p) = parse_internal_key(self.inner.key()) else {
+                    break;
+                };
                 if p.user_key != self.key.as_slice() {
                     break;
                 }

@@ -72,8 +72,14 @@ mod tests {
     fn names_round_trip() {
         let d = Path::new("/db");
         let name = |p: PathBuf| p.file_name().and_then(|n| n.to_str()).map(str::to_string);
-        assert_eq!(parse(&name(log_path(d, 7)).unwrap_or_default()), Some(FileKind::Log(7)));
-        assert_eq!(parse(&name(table_path(d, 1234567)).unwrap_or_default()), Some(FileKind::Table(1234567)));
+        assert_eq!(
+            parse(&name(log_path(d, 7)).unwrap_or_default()),
+            Some(FileKind::Log(7))
+        );
+        assert_eq!(
+            parse(&name(table_path(d, 1234567)).unwrap_or_default()),
+            Some(FileKind::Table(1234567))
+        );
         assert_eq!(parse(&manifest_name(3)), Some(FileKind::Manifest(3)));
         assert_eq!(parse("CURRENT.tmp"), Some(FileKind::Temp));
         assert_eq!(parse("notes.txt"), None);

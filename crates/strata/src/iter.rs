@@ -100,7 +100,10 @@ impl MergingIterator {
 
     /// Merges `children`, where `levels[i]` names the level `>= 1` child `i`
     /// reads (`None` for memtables and level-0 files, which are always read).
-    pub fn with_levels(children: Vec<Box<dyn InternalIterator>>, levels: Vec<Option<usize>>) -> Self {
+    pub fn with_levels(
+        children: Vec<Box<dyn InternalIterator>>,
+        levels: Vec<Option<usize>>,
+    ) -> Self {
         debug_assert_eq!(children.len(), levels.len());
         let n = children.len();
         MergingIterator {
@@ -141,7 +144,9 @@ impl MergingIterator {
             return None;
         }
         let lo = self.observed_lo.clone()?;
-        let at = self.current.map(|i| user_key(self.children[i].key()).to_vec());
+        let at = self
+            .current
+            .map(|i| user_key(self.children[i].key()).to_vec());
         let hi = match (at, upper) {
             (Some(a), Some(u)) => Some(if a.as_slice() < u { a } else { u.to_vec() }),
             (Some(a), None) => Some(a),
@@ -401,7 +406,11 @@ impl InternalIterator for VecIterator {
         self.pos.is_some()
     }
     fn seek_to_first(&mut self) {
-        self.pos = if self.entries.is_empty() { None } else { Some(0) };
+        self.pos = if self.entries.is_empty() {
+            None
+        } else {
+            Some(0)
+        };
     }
     fn seek_to_last(&mut self) {
         self.pos = self.entries.len().checked_sub(1);
@@ -419,7 +428,9 @@ impl InternalIterator for VecIterator {
         self.pos = i.checked_sub(1);
     }
     fn next(&mut self) {
-        self.pos = self.pos.and_then(|p| (p + 1 < self.entries.len()).then_some(p + 1));
+        self.pos = self
+            .pos
+            .and_then(|p| (p + 1 < self.entries.len()).then_some(p + 1));
     }
     fn prev(&mut self) {
         self.pos = self.pos.and_then(|p| p.checked_sub(1));
@@ -444,7 +455,12 @@ mod tests {
     fn source(keys: &[(&[u8], u64)]) -> Box<dyn InternalIterator> {
         let mut v: Vec<(Vec<u8>, Vec<u8>)> = keys
             .iter()
-            .map(|(k, s)| (make_internal_key(k, *s, ValueKind::Put), s.to_le_bytes().to_vec()))
+            .map(|(k, s)| {
+                (
+                    make_internal_key(k, *s, ValueKind::Put),
+                    s.to_le_bytes().to_vec(),
+                )
+            })
             .collect();
         v.sort_by(|a, b| compare_internal(&a.0, &b.0));
         Box::new(VecIterator::new(Arc::new(v)))

@@ -170,6 +170,9 @@ mod tests {
         assert!(parse_internal_key(&k).is_none());
         let k = make_internal_key(b"", 42, ValueKind::Delete);
         let p = parse_internal_key(&k).expect("valid key");
-        assert_eq!((p.user_key, p.seqno, p.kind), (&b""[..], 42, ValueKind::Delete));
+        assert_eq!(
+            (p.user_key, p.seqno, p.kind),
+            (&b""[..], 42, ValueKind::Delete)
+        );
     }
 }

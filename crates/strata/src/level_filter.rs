@@ -147,7 +147,11 @@ impl LevelFilter {
     /// The levels a scan starting at `start` under keyspace version
     /// `version` must read, with the range the answer holds for; `None` if
     /// no usable record covers `start`.
-    pub fn lookup(&mut self, start: &[u8], version: u64) -> Option<(LevelMask, Vec<u8>, Option<Vec<u8>>)> {
+    pub fn lookup(
+        &mut self,
+        start: &[u8],
+        version: u64,
+    ) -> Option<(LevelMask, Vec<u8>, Option<Vec<u8>>)> {
         self.stats.lookups += 1;
         let r = self
             .by_lo
@@ -181,7 +185,14 @@ impl LevelFilter {
     /// keyspace version now; compactions published since `seen_at` are
     /// applied first, and if they are no longer all known the record is
     /// dropped.
-    pub fn insert(&mut self, lo: Vec<u8>, hi: Option<Vec<u8>>, mut levels: LevelMask, seen_at: u64, current: u64) {
+    pub fn insert(
+        &mut self,
+        lo: Vec<u8>,
+        hi: Option<Vec<u8>>,
+        mut levels: LevelMask,
+        seen_at: u64,
+        current: u64,
+    ) {
         if hi.as_deref().is_some_and(|h| h <= lo.as_slice()) {
             return;
         }
@@ -225,7 +236,9 @@ impl LevelFilter {
         self.bytes += size;
         self.stats.inserted += 1;
         while self.bytes > self.budget_bytes {
-            let Some((_, lo)) = self.by_order.pop_first() else { break };
+            let Some((_, lo)) = self.by_order.pop_first() else {
+                break;
+            };
             if let Some(old) = self.by_lo.remove(&lo) {
                 self.bytes -= old.bytes();
                 self.stats.evicted += 1;
@@ -246,7 +259,10 @@ mod tests {
         assert_eq!(f.lookup(b"f", 9).map(|r| r.0), Some(0b10));
         assert!(f.lookup(b"m", 9).is_none(), "hi is exclusive");
         assert!(f.lookup(b"a", 9).is_none());
-        assert!(f.lookup(b"f", 4).is_none(), "a scan of an older version cannot use it");
+        assert!(
+            f.lookup(b"f", 4).is_none(),
+            "a scan of an older version cannot use it"
+        );
     }
 
     #[test]
@@ -256,7 +272,11 @@ mod tests {
         f.insert(b"x".to_vec(), None, 0b10, 1, 1);
         f.apply_compaction(2, 3, b"k", b"q");
         assert_eq!(f.lookup(b"d", 2).map(|r| r.0), Some(0b1010));
-        assert_eq!(f.lookup(b"y", 2).map(|r| r.0), Some(0b10), "no overlap, unchanged");
+        assert_eq!(
+            f.lookup(b"y", 2).map(|r| r.0),
+            Some(0b10),
+            "no overlap, unchanged"
+        );
     }
 
     #[test]
@@ -270,7 +290,10 @@ mod tests {
             f.apply_compaction(v, 1, b"0", b"0");
         }
         f.insert(b"e".to_vec(), Some(b"f".to_vec()), 0b10, 1, 1000);
-        assert!(f.lookup(b"e", 1000).is_none(), "history no longer known: dropped");
+        assert!(
+            f.lookup(b"e", 1000).is_none(),
+            "history no longer known: dropped"
+        );
         assert_eq!(f.stats.rejected_stale, 1);
     }
 

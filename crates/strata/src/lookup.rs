@@ -66,7 +66,11 @@ impl<'a> Lookup<'a> {
     }
 
     /// The value the key has at the snapshot.
-    pub fn finish(self, merge: Option<&dyn MergeOperator>, source: &str) -> Result<Option<Vec<u8>>> {
+    pub fn finish(
+        self,
+        merge: Option<&dyn MergeOperator>,
+        source: &str,
+    ) -> Result<Option<Vec<u8>>> {
         if self.corrupt_key {
             return Err(Error::corruption(source, 0, "malformed internal key"));
         }
@@ -82,6 +86,8 @@ impl<'a> Lookup<'a> {
         let operands: Vec<&[u8]> = self.operands.iter().rev().map(Vec::as_slice).collect();
         op.merge(self.user_key, base.as_deref(), &operands)
             .map(Some)
-            .map_err(|e| Error::InvalidArgument(format!("merge operator {} failed: {e}", op.name())))
+            .map_err(|e| {
+                Error::InvalidArgument(format!("merge operator {} failed: {e}", op.name()))
+            })
     }
 }

@@ -98,7 +98,9 @@ mod tests {
     #[test]
     fn append_is_associative() {
         let op = AppendOperator { delimiter: b',' };
-        let whole = op.merge(b"k", Some(b"x"), &[b"a", b"b", b"c"]).expect("merge");
+        let whole = op
+            .merge(b"k", Some(b"x"), &[b"a", b"b", b"c"])
+            .expect("merge");
         let folded = op.merge(b"k", None, &[b"b", b"c"]).expect("merge");
         let two_step = op.merge(b"k", Some(b"x"), &[b"a", &folded]).expect("merge");
         assert_eq!(whole, b"x,a,b,c");
@@ -110,7 +112,9 @@ mod tests {
         let op = U64AddOperator;
         let one = 1u64.to_le_bytes();
         let two = 2u64.to_le_bytes();
-        let r = op.merge(b"k", Some(&5u64.to_le_bytes()), &[&one, &two]).expect("merge");
+        let r = op
+            .merge(b"k", Some(&5u64.to_le_bytes()), &[&one, &two])
+            .expect("merge");
         assert_eq!(decode_u64_lossy(&r), 8);
     }
 }

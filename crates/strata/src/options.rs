@@ -299,9 +299,7 @@ impl KeyspaceOptions {
             || self.level0_slowdown_trigger < self.level0_compaction_trigger
             || self.level0_stop_trigger < self.level0_slowdown_trigger
         {
-            return bad(
-                "level-0 triggers must satisfy 1 <= compaction <= slowdown <= stop",
-            );
+            return bad("level-0 triggers must satisfy 1 <= compaction <= slowdown <= stop");
         }
         if self.target_file_size < 4096 || self.level1_max_bytes < 4096 {
             return bad("target_file_size and level1_max_bytes must be at least 4096 bytes");

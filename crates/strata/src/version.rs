@@ -185,7 +185,12 @@ impl Version {
     }
 
     /// Files of `level` whose user-key range intersects `[lo, hi]`.
-    pub fn overlapping(&self, level: usize, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Vec<Arc<FileMeta>> {
+    pub fn overlapping(
+        &self,
+        level: usize,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+    ) -> Vec<Arc<FileMeta>> {
         self.levels[level]
             .iter()
             .filter(|f| f.overlaps(lo, hi))
@@ -278,7 +283,11 @@ impl LevelIter {
     }
 
     fn skip_forward(&mut self) {
-        while self.current.as_ref().is_some_and(|c| !c.valid() && c.status().is_ok()) {
+        while self
+            .current
+            .as_ref()
+            .is_some_and(|c| !c.valid() && c.status().is_ok())
+        {
             if self.index + 1 >= self.files.len() {
                 self.current = None;
                 return;
@@ -291,7 +300,11 @@ impl LevelIter {
     }
 
     fn skip_backward(&mut self) {
-        while self.current.as_ref().is_some_and(|c| !c.valid() && c.status().is_ok()) {
+        while self
+            .current
+            .as_ref()
+            .is_some_and(|c| !c.valid() && c.status().is_ok())
+        {
             if self.index == 0 {
                 self.current = None;
                 return;

@@ -148,9 +148,13 @@ struct StdRandomAccessFile {
 impl RandomAccessFile for StdRandomAccessFile {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         use std::os::unix::fs::FileExt;
-        self.file
-            .read_exact_at(buf, offset)
-            .map_err(|e| io_err(&format!("read {} bytes at {offset} from", buf.len()), &self.path, e))
+        self.file.read_exact_at(buf, offset).map_err(|e| {
+            io_err(
+                &format!("read {} bytes at {offset} from", buf.len()),
+                &self.path,
+                e,
+            )
+        })
     }
 
     fn len(&self) -> u64 {
@@ -186,10 +190,7 @@ impl Vfs for StdVfs {
 
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         let file = File::open(path).map_err(|e| io_err("open", path, e))?;
-        let len = file
-            .metadata()
-            .map_err(|e| io_err("stat", path, e))?
-            .len();
+        let len = file.metadata().map_err(|e| io_err("stat", path, e))?.len();
         Ok(Arc::new(StdRandomAccessFile {
             file,
             len,
@@ -270,7 +271,8 @@ mod tests {
         let p = dir.path().join("f");
         let mut w = StdVfs.create(&p).expect("create");
         w.append(b"hello ").expect("append");
-        w.append(&vec![7u8; WRITE_BUFFER_BYTES + 3]).expect("append big");
+        w.append(&vec![7u8; WRITE_BUFFER_BYTES + 3])
+            .expect("append big");
         w.sync().expect("sync");
         assert_eq!(w.len(), 6 + WRITE_BUFFER_BYTES as u64 + 3);
         let all = StdVfs.read_all(&p).expect("read");

@@ -29,10 +29,14 @@ fn concurrent_writers_each_see_their_own_writes_and_all_survive_reopen() {
             thread::spawn(move || {
                 for i in 0..per {
                     let k = format!("t{t}-{i:06}");
-                    db.put(k.as_bytes(), format!("{i}").as_bytes()).expect("put");
+                    db.put(k.as_bytes(), format!("{i}").as_bytes())
+                        .expect("put");
                     if i % 97 == 0 {
                         // Read-your-writes: acknowledged means visible.
-                        assert_eq!(db.get(k.as_bytes()).expect("get"), Some(format!("{i}").into_bytes()));
+                        assert_eq!(
+                            db.get(k.as_bytes()).expect("get"),
+                            Some(format!("{i}").into_bytes())
+                        );
                     }
                 }
             })
@@ -46,7 +50,10 @@ fn concurrent_writers_each_see_their_own_writes_and_all_survive_reopen() {
     assert!(st.write_groups <= st.writes);
     db.close().expect("close");
     let db = Db::open(dir.path(), options()).expect("reopen");
-    let all = db.default_keyspace().scan(None, None, usize::MAX).expect("scan");
+    let all = db
+        .default_keyspace()
+        .scan(None, None, usize::MAX)
+        .expect("scan");
     assert_eq!(all.len(), (threads * per) as usize);
 }
 
@@ -85,7 +92,10 @@ fn iterators_keep_one_snapshot_while_compaction_rewrites_files() {
         let snap = db.snapshot();
         let ks = db.default_keyspace();
         let mut it = ks
-            .iter(ReadOptions { snapshot: Some(snap.seqno()), ..Default::default() })
+            .iter(ReadOptions {
+                snapshot: Some(snap.seqno()),
+                ..Default::default()
+            })
             .expect("iter");
         it.seek_to_first();
         let mut gens = std::collections::BTreeMap::new();

@@ -41,8 +41,11 @@ fn fill(dir: &Path, n: u32) {
     o.default_keyspace.write_buffer_size = 16 << 20;
     let db = Db::open(dir, o).expect("open");
     for i in 0..n {
-        db.put(format!("key{i:06}").as_bytes(), format!("value{i:0>30}").as_bytes())
-            .expect("put");
+        db.put(
+            format!("key{i:06}").as_bytes(),
+            format!("value{i:0>30}").as_bytes(),
+        )
+        .expect("put");
     }
     db.flush().expect("flush");
     db.close().expect("close");
@@ -111,15 +114,26 @@ fn flipped_bit_in_the_log_tail_recovers_a_prefix_and_reports_dropped_bytes() {
     let len = fs::metadata(log).expect("stat").len() as usize;
     flip(log, len / 2);
     let db = Db::open(dir.path(), options()).expect("point-in-time recovery opens");
-    let (path, _off, bytes, reason) = db.recovery_report().wal_tail_dropped.clone().expect("reported");
+    let (path, _off, bytes, reason) = db
+        .recovery_report()
+        .wal_tail_dropped
+        .clone()
+        .expect("reported");
     assert_eq!(&path, log);
     assert!(bytes > 0, "{reason}");
     let present: Vec<bool> = (0..100u32)
-        .map(|i| db.get(format!("key{i:06}").as_bytes()).expect("get").is_some())
+        .map(|i| {
+            db.get(format!("key{i:06}").as_bytes())
+                .expect("get")
+                .is_some()
+        })
         .collect();
     let first_missing = present.iter().position(|p| !p).expect("something dropped");
     assert!(first_missing > 0);
-    assert!(present[first_missing..].iter().all(|p| !p), "recovered a prefix");
+    assert!(
+        present[first_missing..].iter().all(|p| !p),
+        "recovered a prefix"
+    );
 }
 
 #[test]
@@ -140,7 +154,10 @@ fn current_naming_garbage_is_corruption() {
     let dir = tempfile::tempdir().expect("tempdir");
     fill(dir.path(), 10);
     fs::write(dir.path().join("CURRENT"), b"../../etc/passwd\n").expect("write");
-    assert!(matches!(Db::open(dir.path(), options()), Err(Error::Corruption { .. })));
+    assert!(matches!(
+        Db::open(dir.path(), options()),
+        Err(Error::Corruption { .. })
+    ));
 }
 
 #[test]
@@ -148,7 +165,10 @@ fn manifest_of_a_newer_format_is_refused_with_its_version() {
     let dir = tempfile::tempdir().expect("tempdir");
     fill(dir.path(), 10);
     let m = files_with(dir.path(), "MANIFEST-");
-    let edit = VersionEdit { format_version: Some(99), ..Default::default() };
+    let edit = VersionEdit {
+        format_version: Some(99),
+        ..Default::default()
+    };
     let mut w = LogWriter::new(StdVfs.create(&m[0]).expect("create"));
     w.add_record(&edit.encode()).expect("add");
     w.sync().expect("sync");
@@ -187,7 +207,8 @@ fn salvage_mode_sets_a_corrupt_table_aside_and_reports_the_lost_range() {
         o.default_keyspace.write_buffer_size = 16 << 20;
         let db = Db::open(dir.path(), o).expect("open");
         for i in 0..100u32 {
-            db.put(format!("zzz{i:03}").as_bytes(), b"kept").expect("put");
+            db.put(format!("zzz{i:03}").as_bytes(), b"kept")
+                .expect("put");
         }
         db.flush().expect("flush");
         db.close().expect("close");

@@ -33,20 +33,30 @@ fn data_survives_reopen_from_log_and_from_tables() {
     {
         let db = Db::open(dir.path(), small_options()).expect("open");
         for i in 0..5000u32 {
-            db.put(format!("key{i:06}").as_bytes(), format!("value{i}").as_bytes())
-                .expect("put");
+            db.put(
+                format!("key{i:06}").as_bytes(),
+                format!("value{i}").as_bytes(),
+            )
+            .expect("put");
         }
         db.close().expect("close");
     }
     let db = Db::open(dir.path(), small_options()).expect("reopen");
-    assert!(db.recovery_report().entries_replayed > 0 || db.stats().keyspaces[0].levels.iter().any(|l| l.0 > 0));
+    assert!(
+        db.recovery_report().entries_replayed > 0
+            || db.stats().keyspaces[0].levels.iter().any(|l| l.0 > 0)
+    );
     for i in (0..5000u32).step_by(97) {
         assert_eq!(
             db.get(format!("key{i:06}").as_bytes()).expect("get"),
             Some(format!("value{i}").into_bytes())
         );
     }
-    let n = db.default_keyspace().scan(None, None, usize::MAX).expect("scan").len();
+    let n = db
+        .default_keyspace()
+        .scan(None, None, usize::MAX)
+        .expect("scan")
+        .len();
     assert_eq!(n, 5000);
 }
 
@@ -66,8 +76,14 @@ fn open_without_create_on_empty_dir_fails() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut o = small_options();
     o.create_if_missing = false;
-    assert!(matches!(Db::open(dir.path().join("nope"), o.clone()), Err(Error::NotFound { .. })));
-    assert!(matches!(Db::open(dir.path(), o), Err(Error::NotFound { .. })));
+    assert!(matches!(
+        Db::open(dir.path().join("nope"), o.clone()),
+        Err(Error::NotFound { .. })
+    ));
+    assert!(matches!(
+        Db::open(dir.path(), o),
+        Err(Error::NotFound { .. })
+    ));
 }
 
 #[test]
@@ -75,14 +91,21 @@ fn oversized_key_and_value_are_refused_and_nothing_is_written() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir.path(), small_options()).expect("open");
     let big_key = vec![b'k'; 64 * 1024 + 1];
-    assert!(matches!(db.put(&big_key, b"v"), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        db.put(&big_key, b"v"),
+        Err(Error::InvalidArgument(_))
+    ));
     let mut b = WriteBatch::new();
     b.put(b"ok", b"1");
     b.put(&big_key, b"2");
-    assert!(matches!(db.write(WriteOptions::default(), b), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        db.write(WriteOptions::default(), b),
+        Err(Error::InvalidArgument(_))
+    ));
     assert_eq!(db.get(b"ok").expect("get"), None);
     let max_key = vec![b'k'; 64 * 1024];
-    db.put(&max_key, b"v").expect("a key of exactly 64 KiB is fine");
+    db.put(&max_key, b"v")
+        .expect("a key of exactly 64 KiB is fine");
 }
 
 #[test]
@@ -105,7 +128,10 @@ fn merge_operands_combine_across_flushes() {
 fn merge_without_operator_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir.path(), Options::default()).expect("open");
-    assert!(matches!(db.merge(b"k", b"x"), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        db.merge(b"k", b"x"),
+        Err(Error::InvalidArgument(_))
+    ));
 }
 
 #[test]
@@ -137,7 +163,9 @@ fn keyspaces_are_independent_and_batches_span_them() {
     let dir = tempfile::tempdir().expect("tempdir");
     {
         let db = Db::open(dir.path(), small_options()).expect("open");
-        let idx = db.keyspace("index", KeyspaceOptions::default()).expect("keyspace");
+        let idx = db
+            .keyspace("index", KeyspaceOptions::default())
+            .expect("keyspace");
         let mut b = WriteBatch::new();
         b.put(b"row1", b"data");
         b.put_in(idx.id(), b"data#row1", b"");
@@ -147,8 +175,13 @@ fn keyspaces_are_independent_and_batches_span_them() {
         db.close().expect("close");
     }
     let db = Db::open(dir.path(), small_options()).expect("reopen");
-    assert_eq!(db.keyspace_names(), vec!["default".to_string(), "index".to_string()]);
-    let idx = db.keyspace("index", KeyspaceOptions::default()).expect("keyspace");
+    assert_eq!(
+        db.keyspace_names(),
+        vec!["default".to_string(), "index".to_string()]
+    );
+    let idx = db
+        .keyspace("index", KeyspaceOptions::default())
+        .expect("keyspace");
     assert_eq!(idx.get(b"data#row1").expect("get"), Some(vec![]));
     assert_eq!(db.get(b"row1").expect("get"), Some(b"data".to_vec()));
 }
@@ -202,18 +235,30 @@ fn compaction_keeps_levels_sorted_and_drops_overwrites() {
     let db = Db::open(dir.path(), small_options()).expect("open");
     for round in 0..4u32 {
         for i in 0..3000u32 {
-            db.put(format!("key{i:05}").as_bytes(), format!("r{round}-{i:0>50}").as_bytes())
-                .expect("put");
+            db.put(
+                format!("key{i:05}").as_bytes(),
+                format!("r{round}-{i:0>50}").as_bytes(),
+            )
+            .expect("put");
         }
     }
     db.compact().expect("compact");
     let st = db.stats();
     let levels = &st.keyspaces[0].levels;
-    assert_eq!(levels[0].0, 0, "level 0 empty after full compaction: {levels:?}");
+    assert_eq!(
+        levels[0].0, 0,
+        "level 0 empty after full compaction: {levels:?}"
+    );
     let on_disk: u64 = levels.iter().map(|l| l.1).sum();
     // 3000 live keys of ~70 bytes; four rounds would be four times that.
-    assert!(on_disk < 3000 * 70 * 2, "overwritten versions dropped: {on_disk} bytes");
-    assert_eq!(db.get(b"key00042").expect("get"), Some(format!("r3-{:0>50}", 42).into_bytes()));
+    assert!(
+        on_disk < 3000 * 70 * 2,
+        "overwritten versions dropped: {on_disk} bytes"
+    );
+    assert_eq!(
+        db.get(b"key00042").expect("get"),
+        Some(format!("r3-{:0>50}", 42).into_bytes())
+    );
 }
 
 #[test]
@@ -222,10 +267,13 @@ fn idle_keyspace_does_not_pin_logs_beyond_the_budget() {
     let mut o = small_options();
     o.max_total_wal_bytes = 256 * 1024;
     let db = Db::open(dir.path(), o).expect("open");
-    let idle = db.keyspace("idle", KeyspaceOptions::default()).expect("keyspace");
+    let idle = db
+        .keyspace("idle", KeyspaceOptions::default())
+        .expect("keyspace");
     idle.put(b"lonely", b"write").expect("put");
     for i in 0..20_000u32 {
-        db.put(format!("key{i:06}").as_bytes(), &[7u8; 50]).expect("put");
+        db.put(format!("key{i:06}").as_bytes(), &[7u8; 50])
+            .expect("put");
     }
     let log_bytes: u64 = std::fs::read_dir(dir.path())
         .expect("list")
@@ -234,7 +282,10 @@ fn idle_keyspace_does_not_pin_logs_beyond_the_budget() {
         .map(|e| e.metadata().map(|m| m.len()).unwrap_or(0))
         .sum();
     // Budget plus one memtable's worth of slack for the log being written.
-    assert!(log_bytes < 256 * 1024 + 2 * 64 * 1024, "{log_bytes} bytes of logs");
+    assert!(
+        log_bytes < 256 * 1024 + 2 * 64 * 1024,
+        "{log_bytes} bytes of logs"
+    );
     assert_eq!(idle.get(b"lonely").expect("get"), Some(b"write".to_vec()));
 }
 

@@ -29,7 +29,10 @@ fn value(i: u32) -> Vec<u8> {
 }
 
 fn sync_opts() -> WriteOptions {
-    WriteOptions { sync: true, ..Default::default() }
+    WriteOptions {
+        sync: true,
+        ..Default::default()
+    }
 }
 
 #[test]
@@ -37,11 +40,22 @@ fn failed_wal_append_fails_that_write_and_every_later_one_until_reopen() {
     let vfs = MemVfs::new();
     let db = Db::open(DIR, options(&vfs)).expect("open");
     db.put(b"before", b"1").expect("put");
-    vfs.set_fault(FaultRule::new(FaultKind::IoError).op(VfsOp::Append).path_contains(".log").count(1));
+    vfs.set_fault(
+        FaultRule::new(FaultKind::IoError)
+            .op(VfsOp::Append)
+            .path_contains(".log")
+            .count(1),
+    );
     assert!(matches!(db.put(b"during", b"2"), Err(Error::Io { .. })));
     // The fault is gone, but the database stays read-only.
-    assert!(matches!(db.put(b"after", b"3"), Err(Error::ReadOnly { .. })));
-    assert_eq!(db.get(b"before").expect("reads still work"), Some(b"1".to_vec()));
+    assert!(matches!(
+        db.put(b"after", b"3"),
+        Err(Error::ReadOnly { .. })
+    ));
+    assert_eq!(
+        db.get(b"before").expect("reads still work"),
+        Some(b"1".to_vec())
+    );
     drop(db);
     let db = Db::open(DIR, options(&vfs)).expect("reopen");
     assert_eq!(db.get(b"before").expect("get"), Some(b"1".to_vec()));
@@ -53,9 +67,19 @@ fn failed_wal_append_fails_that_write_and_every_later_one_until_reopen() {
 fn failed_wal_fsync_fails_the_sync_write_and_later_writes() {
     let vfs = MemVfs::new();
     let db = Db::open(DIR, options(&vfs)).expect("open");
-    db.default_keyspace().put_opt(sync_opts(), b"a", b"1").expect("put");
-    vfs.set_fault(FaultRule::new(FaultKind::IoError).op(VfsOp::Sync).path_contains(".log"));
-    assert!(db.default_keyspace().put_opt(sync_opts(), b"b", b"2").is_err());
+    db.default_keyspace()
+        .put_opt(sync_opts(), b"a", b"1")
+        .expect("put");
+    vfs.set_fault(
+        FaultRule::new(FaultKind::IoError)
+            .op(VfsOp::Sync)
+            .path_contains(".log"),
+    );
+    assert!(
+        db.default_keyspace()
+            .put_opt(sync_opts(), b"b", b"2")
+            .is_err()
+    );
     vfs.clear_faults();
     assert!(matches!(db.put(b"c", b"3"), Err(Error::ReadOnly { .. })));
     assert!(db.stats().background_error.is_some());
@@ -87,7 +111,9 @@ fn unsynced_writes_may_be_lost_in_a_power_cut_but_the_database_opens_consistent(
     for i in 0..2000 {
         db.put(&key(i), &value(i)).expect("put");
     }
-    db.default_keyspace().put_opt(sync_opts(), b"synced", b"yes").expect("sync put");
+    db.default_keyspace()
+        .put_opt(sync_opts(), b"synced", b"yes")
+        .expect("sync put");
     for i in 2000..2500 {
         db.put(&key(i), &value(i)).expect("put");
     }
@@ -107,7 +133,10 @@ fn unsynced_writes_may_be_lost_in_a_power_cut_but_the_database_opens_consistent(
         if got.is_none() {
             missing = true;
         } else {
-            assert!(!missing, "key {i} survived although an earlier write was lost");
+            assert!(
+                !missing,
+                "key {i} survived although an earlier write was lost"
+            );
         }
     }
 }
@@ -119,7 +148,11 @@ fn failed_flush_keeps_the_previous_version_and_loses_nothing() {
     for i in 0..200 {
         db.put(&key(i), &value(i)).expect("put");
     }
-    vfs.set_fault(FaultRule::new(FaultKind::NoSpace).op(VfsOp::Append).path_contains(".sst"));
+    vfs.set_fault(
+        FaultRule::new(FaultKind::NoSpace)
+            .op(VfsOp::Append)
+            .path_contains(".sst"),
+    );
     assert!(db.flush().is_err());
     assert_eq!(db.get(&key(7)).expect("reads still work"), Some(value(7)));
     vfs.clear_faults();
@@ -154,7 +187,12 @@ fn full_disk_during_compaction_keeps_data_and_space_is_reclaimed_after_recovery(
     }
     let before = table_files(&vfs);
     // Fail after the compaction has written some output.
-    vfs.set_fault(FaultRule::new(FaultKind::NoSpace).op(VfsOp::Append).path_contains(".sst").after(3));
+    vfs.set_fault(
+        FaultRule::new(FaultKind::NoSpace)
+            .op(VfsOp::Append)
+            .path_contains(".sst")
+            .after(3),
+    );
     assert!(db.compact().is_err());
     vfs.clear_faults();
     drop(db);
@@ -175,7 +213,11 @@ fn failed_manifest_write_makes_the_database_read_only_and_reopen_recovers() {
     for i in 0..300 {
         db.put(&key(i), &value(i)).expect("put");
     }
-    vfs.set_fault(FaultRule::new(FaultKind::IoError).op(VfsOp::Sync).path_contains("MANIFEST"));
+    vfs.set_fault(
+        FaultRule::new(FaultKind::IoError)
+            .op(VfsOp::Sync)
+            .path_contains("MANIFEST"),
+    );
     assert!(db.flush().is_err());
     vfs.clear_faults();
     assert!(matches!(db.put(b"x", b"y"), Err(Error::ReadOnly { .. })));
@@ -214,7 +256,11 @@ fn manifest_rolls_over_and_reopens() {
 fn failed_log_creation_at_memtable_switch_is_reported() {
     let vfs = MemVfs::new();
     let db = Db::open(DIR, options(&vfs)).expect("open");
-    vfs.set_fault(FaultRule::new(FaultKind::IoError).op(VfsOp::Create).path_contains(".log"));
+    vfs.set_fault(
+        FaultRule::new(FaultKind::IoError)
+            .op(VfsOp::Create)
+            .path_contains(".log"),
+    );
     let mut failed = false;
     for i in 0..5000 {
         if db.put(&key(i), &value(i)).is_err() {

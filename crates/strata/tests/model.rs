@@ -103,7 +103,9 @@ impl Harness {
         if s == 0 {
             self.db().default_keyspace()
         } else {
-            self.db().keyspace("second", keyspace_options()).expect("keyspace")
+            self.db()
+                .keyspace("second", keyspace_options())
+                .expect("keyspace")
         }
     }
 
@@ -153,7 +155,12 @@ impl Harness {
             }
             Op::Get(s, k) => {
                 let got = self.ks(*s).get(&key(*k)).map_err(fail)?;
-                prop_assert_eq!(got.as_ref(), self.models[*s as usize].get(&key(*k)), "get {:?}", op);
+                prop_assert_eq!(
+                    got.as_ref(),
+                    self.models[*s as usize].get(&key(*k)),
+                    "get {:?}",
+                    op
+                );
             }
             Op::TakeSnapshot => {
                 if self.snapshots.len() < 4 {
@@ -169,10 +176,18 @@ impl Harness {
             Op::GetAtSnapshot(i, s, k) => {
                 if let Some((snap, models)) = self.snapshots.get(*i) {
                     let got = self.ks(*s).get_at(&key(*k), snap).map_err(fail)?;
-                    prop_assert_eq!(got.as_ref(), models[*s as usize].get(&key(*k)), "snapshot get {:?}", op);
+                    prop_assert_eq!(
+                        got.as_ref(),
+                        models[*s as usize].get(&key(*k)),
+                        "snapshot get {:?}",
+                        op
+                    );
                     let mut it = self
                         .ks(*s)
-                        .iter(ReadOptions { snapshot: Some(snap.seqno()), ..Default::default() })
+                        .iter(ReadOptions {
+                            snapshot: Some(snap.seqno()),
+                            ..Default::default()
+                        })
                         .map_err(fail)?;
                     it.seek_to_first();
                     let mut all = Vec::new();
@@ -190,11 +205,18 @@ impl Harness {
                 let hi_k = hi.map(key);
                 let mut it = self
                     .ks(*s)
-                    .iter(ReadOptions { snapshot: None, lower_bound: lo_k.clone(), upper_bound: hi_k.clone() })
+                    .iter(ReadOptions {
+                        snapshot: None,
+                        lower_bound: lo_k.clone(),
+                        upper_bound: hi_k.clone(),
+                    })
                     .map_err(fail)?;
                 let want: Vec<(Vec<u8>, Vec<u8>)> = self.models[*s as usize]
                     .iter()
-                    .filter(|(k, _)| lo_k.as_ref().is_none_or(|l| *k >= l) && hi_k.as_ref().is_none_or(|h| *k < h))
+                    .filter(|(k, _)| {
+                        lo_k.as_ref().is_none_or(|l| *k >= l)
+                            && hi_k.as_ref().is_none_or(|h| *k < h)
+                    })
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect();
                 let mut got = Vec::new();
@@ -216,8 +238,10 @@ impl Harness {
                 prop_assert_eq!(got, want, "scan {:?}", op);
             }
             Op::Walk(s, k, moves) => {
-                let model: Vec<(Vec<u8>, Vec<u8>)> =
-                    self.models[*s as usize].iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                let model: Vec<(Vec<u8>, Vec<u8>)> = self.models[*s as usize]
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
                 let mut it = self.ks(*s).iter(ReadOptions::default()).map_err(fail)?;
                 it.seek(&key(*k));
                 let mut pos = model.partition_point(|(mk, _)| mk.as_slice() < key(*k).as_slice());
@@ -280,18 +304,23 @@ fn fail(e: strata::Error) -> TestCaseError {
 fn run_model(ops: &[Op], short_range: bool) -> Result<(), TestCaseError> {
     SHORT_RANGE.with(|c| c.set(short_range));
     let dir = tempfile::tempdir().expect("tempdir");
-        let db = Db::open(dir.path(), options()).expect("open");
-        let mut h = Harness { dir, db: Some(db), models: [Model::new(), Model::new()], snapshots: Vec::new() };
-        for op in ops {
-            h.run(op)?;
-        }
-        // Final full check, after a reopen.
-        h.run(&Op::Reopen)?;
-        for s in 0..2u8 {
-            h.run(&Op::Scan(s, None, None, false))?;
-            h.run(&Op::Scan(s, None, None, true))?;
-        }
-        Ok(())
+    let db = Db::open(dir.path(), options()).expect("open");
+    let mut h = Harness {
+        dir,
+        db: Some(db),
+        models: [Model::new(), Model::new()],
+        snapshots: Vec::new(),
+    };
+    for op in ops {
+        h.run(op)?;
+    }
+    // Final full check, after a reopen.
+    h.run(&Op::Reopen)?;
+    for s in 0..2u8 {
+        h.run(&Op::Scan(s, None, None, false))?;
+        h.run(&Op::Scan(s, None, None, true))?;
+    }
+    Ok(())
 }
 
 proptest! {

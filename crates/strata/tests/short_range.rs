@@ -27,7 +27,10 @@ fn key(i: u32) -> Vec<u8> {
 fn short_scan(db: &Db, start: &[u8], n: usize, snapshot: Option<u64>) -> Vec<(Vec<u8>, Vec<u8>)> {
     let mut it = db
         .default_keyspace()
-        .iter(ReadOptions { snapshot, ..Default::default() })
+        .iter(ReadOptions {
+            snapshot,
+            ..Default::default()
+        })
         .expect("iter");
     it.seek(start);
     let mut out = Vec::new();
@@ -74,10 +77,13 @@ fn repeated_short_scans_seek_fewer_children_with_reduction() {
         db.put(&key(i), format!("v0-{i}").as_bytes()).expect("put");
     }
     db.compact().expect("compact");
-    wait_for("base data settles", &|l| l[0].0 == 0 && l[1].1 <= 256 * 1024);
+    wait_for("base data settles", &|l| {
+        l[0].0 == 0 && l[1].1 <= 256 * 1024
+    });
     for round in 0..4u32 {
         for i in 15_000..16_000u32 {
-            db.put(&key(i), format!("v{round}-{i}").as_bytes()).expect("put");
+            db.put(&key(i), format!("v{round}-{i}").as_bytes())
+                .expect("put");
         }
         db.flush().expect("flush");
     }
@@ -93,11 +99,17 @@ fn repeated_short_scans_seek_fewer_children_with_reduction() {
     let after = db.stats();
     let seeks = after.iterator_child_seeks - before.iterator_child_seeks;
     let children = after.iterator_children - before.iterator_children;
-    assert!(seeks < children, "reduction skipped no seek: {seeks} seeks for {children} children");
+    assert!(
+        seeks < children,
+        "reduction skipped no seek: {seeks} seeks for {children} children"
+    );
     let ks = &after.keyspaces[0];
     assert!(ks.level_filter_hits >= 100, "{ks:?}");
     for (i, r) in results.iter().enumerate() {
-        let start = first.iter().position(|(k, _)| k == &key(1000 + i as u32 * 13)).expect("present");
+        let start = first
+            .iter()
+            .position(|(k, _)| k == &key(1000 + i as u32 * 13))
+            .expect("present");
         assert_eq!(r.as_slice(), &first[start..start + 10]);
     }
 }
@@ -132,7 +144,10 @@ fn reduced_scans_match_full_scans_while_writes_and_compactions_run() {
         // Reference: a full scan from the first key, which is not reduced.
         let mut it = db
             .default_keyspace()
-            .iter(ReadOptions { snapshot: Some(snap.seqno()), ..Default::default() })
+            .iter(ReadOptions {
+                snapshot: Some(snap.seqno()),
+                ..Default::default()
+            })
             .expect("iter");
         it.seek_to_first();
         let mut all = Vec::new();
@@ -147,7 +162,12 @@ fn reduced_scans_match_full_scans_while_writes_and_compactions_run() {
             let got = short_scan(&db, &start, 1 + (j as usize % 50), Some(snap.seqno()));
             let from = all.partition_point(|(k, _)| k.as_slice() < start.as_slice());
             let want = &all[from..(from + got.len()).min(all.len())];
-            assert_eq!(got.as_slice(), want, "round {rounds} start {:?}", String::from_utf8_lossy(&start));
+            assert_eq!(
+                got.as_slice(),
+                want,
+                "round {rounds} start {:?}",
+                String::from_utf8_lossy(&start)
+            );
             assert!(got.len() == 1 + (j as usize % 50) || from + got.len() == all.len());
         }
         rounds += 1;
@@ -155,7 +175,11 @@ fn reduced_scans_match_full_scans_while_writes_and_compactions_run() {
     stop.store(true, Ordering::Relaxed);
     writer.join().expect("writer");
     let st = db.stats();
-    assert!(st.compactions > 0 && st.keyspaces[0].level_filter_hits > 0, "{}", st.render());
+    assert!(
+        st.compactions > 0 && st.keyspaces[0].level_filter_hits > 0,
+        "{}",
+        st.render()
+    );
 }
 
 #[test]
@@ -173,10 +197,16 @@ fn retained_memtables_serve_level0_reads_and_respect_the_budget() {
     db.flush().expect("flush");
     let ks = &db.stats().keyspaces[0];
     assert!(ks.levels[0].0 >= 5, "several level-0 files: {ks:?}");
-    assert!(ks.retained_memtables > 0 && ks.retained_memtables < ks.levels[0].0, "{ks:?}");
+    assert!(
+        ks.retained_memtables > 0 && ks.retained_memtables < ks.levels[0].0,
+        "{ks:?}"
+    );
     assert!(ks.retained_memtable_bytes <= 300 * 1024, "{ks:?}");
     for i in (0..30_000u32).step_by(101) {
-        assert_eq!(db.get(&key(i)).expect("get"), Some(format!("v-{i}").into_bytes()));
+        assert_eq!(
+            db.get(&key(i)).expect("get"),
+            Some(format!("v-{i}").into_bytes())
+        );
     }
     assert_eq!(short_scan(&db, &key(29_990), 100, None).len(), 10);
     // Compaction removes the level-0 files, and their memtables with them.
@@ -186,5 +216,8 @@ fn retained_memtables_serve_level0_reads_and_respect_the_budget() {
     // After a restart nothing is retained and everything reads from files.
     let db = Db::open(dir.path(), o).expect("reopen");
     assert_eq!(db.stats().keyspaces[0].retained_memtables, 0);
-    assert_eq!(db.get(&key(12_345)).expect("get"), Some(b"v-12345".to_vec()));
+    assert_eq!(
+        db.get(&key(12_345)).expect("get"),
+        Some(b"v-12345".to_vec())
+    );
 }
