@@ -77,6 +77,12 @@ pub struct GlobalArgs {
     /// Fail instead of creating a database when PATH holds none.
     #[arg(long, global = true)]
     pub no_create: bool,
+    /// Salvage mode: at open, verify every table file and move the corrupt
+    /// ones to PATH/lost/ instead of failing; each one is reported on
+    /// standard error with the key range whose data may be lost or stale.
+    /// The rest of the database stays readable and writable.
+    #[arg(long, global = true)]
+    pub salvage: bool,
 }
 
 /// A key or value given on the command line, already decoded.
@@ -172,6 +178,7 @@ impl GlobalArgs {
     pub fn options(&self) -> Result<Options, String> {
         let mut o = Options {
             create_if_missing: !self.no_create,
+            skip_corrupt_tables: self.salvage,
             ..Options::default()
         };
         if let Some(b) = self.block_cache_size {
@@ -251,12 +258,37 @@ impl From<io::Error> for Failure {
 /// flag responsible.
 fn open_db(path: &Path, opts: Options, why_no_create: &str) -> Result<Db, Failure> {
     match Db::open(path, opts) {
-        Ok(db) => Ok(db),
+        Ok(db) => {
+            report_lost_tables(&db);
+            Ok(db)
+        }
         Err(Error::NotFound { path }) => Err(Failure::Other(format!(
             "no database at {} ({why_no_create})",
             path.display()
         ))),
         Err(e) => Err(Failure::Db(e)),
+    }
+}
+
+/// Tells, on standard error, which tables salvage mode left out and which
+/// keys they held (nothing without `--salvage`).
+fn report_lost_tables(db: &Db) {
+    for t in &db.recovery_report().lost_tables {
+        let moved = t.moved_to.as_ref().map_or_else(
+            || "left in place".to_string(),
+            |p| format!("moved to {}", p.display()),
+        );
+        eprintln!(
+            "salvage: table {} (keyspace {}, level {}, {} entries) is corrupt: {}; {moved}; \
+             keys in [{}, {}] may be missing or show older values",
+            t.file.display(),
+            t.keyspace,
+            t.level,
+            t.entries,
+            t.error,
+            encode_bytes(&t.smallest_key),
+            encode_bytes(&t.largest_key),
+        );
     }
 }
 
@@ -600,7 +632,9 @@ impl Session {
                 if let Some(db) = self.db.take() {
                     db.close()?;
                 }
-                self.db = Some(Db::open(&self.path, self.opts.clone())?);
+                let db = Db::open(&self.path, self.opts.clone())?;
+                report_lost_tables(&db);
+                self.db = Some(db);
                 writeln!(out, "OK")?;
             }
             Command::Stats => {

@@ -600,6 +600,63 @@ fn check_passes_then_finds_a_flipped_byte() {
 }
 
 #[test]
+fn salvage_moves_a_corrupt_table_aside_and_reports_its_keys() {
+    let t = tempdir();
+    let db = db_dir(&t);
+    // Two tables with disjoint key ranges: "a..." then "b...".
+    for prefix in ["a", "b"] {
+        let mut input = String::new();
+        for i in 0..2000 {
+            input.push_str(&format!("{prefix}{i:06}\tvalue-{i}-{}\n", "x".repeat(40)));
+        }
+        assert_ok(&strata_in(&db, &["load"], &input), "load");
+        assert_ok(&strata(&db, &["flush"]), "flush");
+    }
+    let files = sst_files(&db);
+    assert_eq!(files.len(), 2, "{files:?}");
+    // The table holding the "a" keys was written first (lower number).
+    let victim = &files[0];
+    let len = std::fs::metadata(victim).expect("metadata").len() as usize;
+    flip_byte(victim, len / 3);
+    let name = victim
+        .file_name()
+        .expect("name")
+        .to_string_lossy()
+        .into_owned();
+
+    // Without --salvage the damage is an error at read time.
+    let r = strata(&db, &["check"]);
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+
+    let r = strata(&db, &["--salvage", "get", "b000007"]);
+    assert_ok(&r, "get with --salvage");
+    assert!(r.stdout.starts_with("value-7-"), "{}", r.stdout);
+    let line = r
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("salvage:"))
+        .unwrap_or_else(|| panic!("no salvage line in {:?}", r.stderr))
+        .to_string();
+    assert!(line.contains(&name), "{line}");
+    assert!(line.contains("[a000000, a001999]"), "{line}");
+    assert!(db.join("lost").join(&name).exists());
+    assert!(!victim.exists());
+
+    // What is left is healthy, readable and writable; the lost keys are gone.
+    let r = strata(&db, &["check"]);
+    assert_ok(&r, "check after salvage");
+    assert!(r.stdout.contains("all 1 table files OK"), "{}", r.stdout);
+    let r = strata(&db, &["get", "a000007"]);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert_ok(&strata(&db, &["put", "a000007", "again"]), "put");
+    assert_eq!(strata(&db, &["get", "a000007"]).stdout.trim(), "again");
+    // A second salvage open finds nothing more to report.
+    let r = strata(&db, &["--salvage", "check"]);
+    assert_ok(&r, "second salvage");
+    assert!(!r.stderr.contains("salvage:"), "{}", r.stderr);
+}
+
+#[test]
 fn check_reports_a_database_that_does_not_open() {
     let t = tempdir();
     let db = db_dir(&t);
