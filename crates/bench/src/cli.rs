@@ -13,7 +13,7 @@ use crate::record::{latest_medians, read_all};
 use crate::runner::{RunPlan, run};
 use crate::settings::{BenchSettings, CompressionKind, Distribution, parse_count, parse_size};
 use crate::workload::{Workload, parse_workloads};
-use crate::{Error, Result, memsuite, plot, report, sysinfo};
+use crate::{Error, Result, memsuite, plot, report, shortsuite, sysinfo};
 
 /// db_bench- and YCSB-style benchmarks of Strata, optionally against
 /// RocksDB (feature `rocksdb`) and fjall (feature `fjall`).
@@ -55,7 +55,10 @@ fn after_help() -> String {
          memtable  the memory-buffer study's in-memory experiment over every memtable kind (and RocksDB's four\n            \
          with --engines strata,rocksdb): 744K inserts of 8B/120B into a 192 MiB buffer, 50K empty and 50K\n            \
          non-empty point queries, 1,000 range queries of selectivity 0.1%, sequential and interleaved; then\n            \
-         the adaptive kind on three workload mixes (--num scales everything; --max-phase-secs, --max-stream-secs, --parts)",
+         the adaptive kind on three workload mixes (--num scales everything; --max-phase-secs, --max-stream-secs, --parts)\n  \
+         shortrange  5M keys loaded by fillrandom, then scans of --scan-lengths 1,10,50,100 entries with uniform\n            \
+         and zipfian start keys and 50/50 scan/overwrite mixes; Strata as --variants none,retention,reduction,both,\n            \
+         peers as default; each workload at most --max-phase-secs (10) s",
         ws.join("\n"),
         engines.join("\n")
     )
@@ -65,7 +68,7 @@ fn after_help() -> String {
 #[derive(Subcommand, Debug)]
 #[allow(clippy::large_enum_variant)]
 pub enum Command {
-    /// Runs a named suite (quick, kv, memtable); flags given override the
+    /// Runs a named suite (quick, kv, memtable, shortrange); flags given override the
     /// suite's.
     Suite(SuiteArgs),
     /// Draws charts from a JSON results file.
@@ -75,7 +78,7 @@ pub enum Command {
 /// `suite` flags.
 #[derive(Args, Debug)]
 pub struct SuiteArgs {
-    /// The suite: quick, kv or memtable.
+    /// The suite: quick, kv, memtable or shortrange.
     #[arg(long)]
     pub suite: String,
     /// memtable suite: the longest one phase may run (seconds); a phase that
@@ -95,6 +98,13 @@ pub struct SuiteArgs {
     /// ops/s is reported).
     #[arg(long, default_value_t = 3)]
     pub mix_rounds: u32,
+    /// shortrange suite: Strata's variants, comma-separated: none,
+    /// retention, reduction, both.
+    #[arg(long, default_value = "none,retention,reduction,both")]
+    pub variants: String,
+    /// shortrange suite: the scan lengths (entries per scan).
+    #[arg(long, default_value = "1,10,50,100")]
+    pub scan_lengths: String,
     /// Writes a markdown section (machine, command, tables, ratios, charts)
     /// for docs/BENCHMARKS.md to this file.
     #[arg(long)]
@@ -257,6 +267,10 @@ pub const SUITES: &[Suite] = &[
         apply: memsuite::apply_defaults,
     },
     Suite {
+        name: "shortrange",
+        apply: shortsuite::apply_defaults,
+    },
+    Suite {
         name: "kv",
         apply: |a, given| {
             if !given("num") {
@@ -370,6 +384,8 @@ pub fn plan_from_args(a: &BenchArgs, suite: Option<&str>) -> Result<RunPlan> {
         prefix_len: a.prefix_len,
         hash_buckets: a.hash_buckets,
         linklist_threshold: a.linklist_threshold,
+        retain_memtables: false,
+        iterator_reduction: false,
     };
     settings.validate()?;
     if a.repeat == 0 {
@@ -429,6 +445,12 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
                     (suite.apply)(&mut s.args, &given);
                     if suite.name == "memtable" {
                         run_memtable_suite(&s)
+                    } else if suite.name == "shortrange" {
+                        let phase_given = sub.is_some_and(|m| given_in(m)("max_phase_secs"));
+                        if !phase_given {
+                            s.max_phase_secs = shortsuite::DEFAULT_PHASE_SECS;
+                        }
+                        run_shortrange_suite(&s)
                     } else {
                         run_suite(suite.name, &s.args, s.report.as_deref())
                     }
@@ -629,6 +651,92 @@ fn run_memtable_suite(s: &SuiteArgs) -> Result<()> {
         let md = memsuite::markdown(
             &records,
             &memsuite::ReportInfo {
+                command: &cmd,
+                machine: &machine,
+                timestamp: &ts,
+                load_start: &load_start,
+                load_end: &load_end,
+                charts: charts.iter().map(|c| relative(c, base)).collect(),
+                suite: &suite,
+            },
+        );
+        if !base.as_os_str().is_empty() {
+            std::fs::create_dir_all(base)?;
+        }
+        std::fs::write(r, md)?;
+        println!("report: {}", r.display());
+    }
+    Ok(())
+}
+
+fn run_shortrange_suite(s: &SuiteArgs) -> Result<()> {
+    let a = &s.args;
+    let progress = !a.no_progress && std::io::stdout().is_terminal();
+    let suite = shortsuite::plan(a, &s.variants, &s.scan_lengths, s.max_phase_secs, progress)?;
+    print_header(&crate::runner::RunPlan {
+        engines: suite.engines.clone(),
+        memtables: Vec::new(),
+        workloads: vec![crate::workload::Workload::FillRandom],
+        settings: suite.settings.clone(),
+        db_root: suite.db_root.clone(),
+        use_existing: false,
+        repeat: suite.repeat,
+        json: suite.json.clone(),
+        progress,
+        suite: Some("shortrange".into()),
+    });
+    println!(
+        "shortrange suite: strata variants {} | workloads {} | at most {} s or {} ops each | {} round(s)",
+        suite.variants.join(","),
+        suite
+            .workloads
+            .iter()
+            .map(|w| w.name())
+            .collect::<Vec<_>>()
+            .join(","),
+        suite.budget.as_secs_f64(),
+        suite.ops,
+        suite.repeat
+    );
+    let started = sysinfo::unix_seconds();
+    let load_start = memsuite::load_average();
+    let records = shortsuite::run(&suite)?;
+    let load_end = memsuite::load_average();
+    println!("\n{}", shortsuite::tables(&records));
+    println!("{}", shortsuite::ratios(&records));
+    println!("{}", shortsuite::iterator_table(&records));
+    println!("{}", shortsuite::verdicts(&records));
+    if let Some(j) = &suite.json {
+        println!("results: {}", j.display());
+    }
+    let chart_dir = match (&a.plot, s.report.as_deref()) {
+        (Some(d), _) => Some(d.clone()),
+        (None, Some(r)) => Some(
+            r.parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."))
+                .join("shortrange-charts"),
+        ),
+        (None, None) => None,
+    };
+    let mut charts = Vec::new();
+    if let Some(dir) = &chart_dir {
+        charts = shortsuite::charts(&records, dir)?;
+        for f in &charts {
+            println!("chart: {}", f.display());
+        }
+    }
+    if let Some(r) = &s.report {
+        let base = r
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let machine = sysinfo::machine();
+        let cmd = sysinfo::command_line();
+        let ts = sysinfo::iso8601(started);
+        let md = shortsuite::markdown(
+            &records,
+            &shortsuite::ReportInfo {
                 command: &cmd,
                 machine: &machine,
                 timestamp: &ts,

@@ -89,6 +89,13 @@ pub trait Engine: Send + Sync {
     /// Writes memtables out to table files and waits for it.
     fn flush(&self) -> Result<()>;
 
+    /// Waits until pending flushes and compactions are done, leaving the
+    /// mutable memtable alone; returns `false` if the engine cannot tell
+    /// (then it returns at once).
+    fn wait_for_background(&self) -> Result<bool> {
+        Ok(false)
+    }
+
     /// Counters the engine can report.
     fn stats(&self) -> EngineStats;
 

@@ -11,6 +11,8 @@
 //! - [`runner`]: runs workloads over engines, variants and rounds.
 //! - [`memsuite`]: the `memtable` suite (the memory-buffer study's
 //!   in-memory experiment and the adaptive mixes).
+//! - [`shortsuite`]: the `shortrange` suite (short scans with and without
+//!   memtable retention and iterator reduction).
 //! - [`record`]: the JSON record of one result.
 //! - [`report`]: terminal tables and the markdown report.
 //! - [`plot`]: SVG charts.
@@ -30,6 +32,7 @@ pub mod record;
 pub mod report;
 pub mod runner;
 pub mod settings;
+pub mod shortsuite;
 pub mod sysinfo;
 pub mod workload;
 

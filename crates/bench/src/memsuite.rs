@@ -361,6 +361,8 @@ pub fn plan(
         prefix_len: a.prefix_len,
         hash_buckets: a.hash_buckets,
         linklist_threshold: a.linklist_threshold,
+        retain_memtables: false,
+        iterator_reduction: false,
     };
     settings.validate()?;
     let mix_buffer = if a.num >= STUDY_INSERTS {

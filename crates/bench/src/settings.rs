@@ -146,6 +146,16 @@ pub struct BenchSettings {
     /// (`None`: the engine's default, 256 in both).
     #[serde(default)]
     pub linklist_threshold: Option<usize>,
+    /// Strata: keep flushed memtables to serve their level-0 files
+    /// (`KeyspaceOptions::retain_flushed_memtables`; the `shortrange`
+    /// suite's `retention` and `both` variants).
+    #[serde(default)]
+    pub retain_memtables: bool,
+    /// Strata: skip levels a scan cannot draw from
+    /// (`KeyspaceOptions::iterator_reduction`; the `reduction` and `both`
+    /// variants).
+    #[serde(default)]
+    pub iterator_reduction: bool,
 }
 
 impl Default for BenchSettings {
@@ -174,6 +184,8 @@ impl Default for BenchSettings {
             prefix_len: None,
             hash_buckets: None,
             linklist_threshold: None,
+            retain_memtables: false,
+            iterator_reduction: false,
         }
     }
 }

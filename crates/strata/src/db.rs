@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{SeqNo, ValueKind, append_internal_key, make_seek_key, user_key};
-use crate::level_filter::LevelFilter;
+use crate::level_filter::{LevelFilter, LevelMask};
 use crate::log::{LogReader, LogWriter, TailPolicy};
 use crate::lookup::Lookup;
 use crate::manifest::{MANIFEST_FORMAT_VERSION, NewFile, VersionEdit};
@@ -569,6 +569,35 @@ impl Db {
     pub fn flush(&self) -> Result<()> {
         let ids: Vec<u32> = self.inner.state.lock().keyspaces.keys().copied().collect();
         self.inner.flush_keyspaces(ids)
+    }
+
+    /// Waits until background work is done: no immutable memtable waits
+    /// for its flush, no flush or compaction runs, and no level needs a
+    /// compaction (like RocksDB's `WaitForCompact` without flushing). The
+    /// mutable memtables are left as they are. Fails with the background
+    /// error if one stops the work.
+    pub fn wait_for_background_work(&self) -> Result<()> {
+        self.inner.check_open()?;
+        let inner = &self.inner;
+        let mut st = inner.state.lock();
+        loop {
+            DbInner::bg_error(&st)?;
+            if st.closed {
+                return Err(Error::Closed);
+            }
+            let busy = st.running_flushes > 0
+                || st.running_compactions > 0
+                || st.keyspaces.values().any(|k| {
+                    !k.imms.is_empty()
+                        || compaction::pick_compaction(&k.version, &k.opts, &k.compact_cursor)
+                            .is_some()
+                });
+            if !busy {
+                return Ok(());
+            }
+            inner.bg_cv.notify_all();
+            inner.bg_cv.wait_for(&mut st, Duration::from_millis(50));
+        }
     }
 
     /// Compacts every keyspace's whole key range.
@@ -1694,13 +1723,22 @@ impl DbInner {
         }
         Statistics::add(&self.stats.iterators_created, 1);
         Statistics::add(&self.stats.iterator_children, children.len() as u64);
+        // The levels (>= 1) this scan could leave out; with none, reduction
+        // has nothing to do.
+        let level_mask: LevelMask = levels
+            .iter()
+            .flatten()
+            .fold(0, |m, l| m | 1 << (*l).min(63));
         let mut merging = MergingIterator::with_levels(children, levels);
-        let reduction = sv.opts.iterator_reduction;
+        let reduction = sv.opts.iterator_reduction && level_mask != 0;
         let version_no = sv.version_no;
         if reduction {
             let shared = Arc::clone(ks);
+            // The filter is a cache: when another scan holds it, this one
+            // reads every level (always correct) rather than waiting; on two
+            // cores a parked thread costs more than the seeks it would save.
             merging.set_reducer(Box::new(move |start| {
-                shared.filter.lock().lookup(start, version_no)
+                shared.filter.try_lock()?.lookup(start, version_no)
             }));
         }
         let shared = Arc::clone(ks);
@@ -1708,12 +1746,16 @@ impl DbInner {
         let on_drop = Box::new(
             move |obs: Option<crate::iter::ScanObservation>, seeks: u64| {
                 Statistics::add(&stats.iterator_child_seeks, seeks);
-                if let (true, Some(o)) = (reduction, obs) {
+                // A record claiming every level this scan had saves no
+                // later seek; skip the lock and the allocation.
+                if let (true, Some(o)) = (reduction, obs)
+                    && o.levels & level_mask != level_mask
+                {
                     let current = shared.sv.read().version_no;
-                    shared
-                        .filter
-                        .lock()
-                        .insert(o.lo, o.hi, o.levels, version_no, current);
+                    // Dropping an observation loses a hint, never a result.
+                    if let Some(mut f) = shared.filter.try_lock() {
+                        f.insert(o.lo, o.hi, o.levels, version_no, current);
+                    }
                 }
             },
         );
@@ -1977,14 +2019,11 @@ impl DbInner {
                 ..Default::default()
             }
         };
-        if let Err(e) = self.log_edit(&mut manifest, &edit) {
-            for (_, f) in &added {
-                if !t.trivial_move {
-                    f.mark_obsolete();
-                }
-            }
-            return Err(e);
-        }
+        // On failure the outputs stay: the edit may have reached the manifest
+        // (an fsync that fails after the append), and then the next open
+        // needs them; if it did not, that open removes them as unreferenced
+        // (test fault_sites::compaction_sites, manifest fsync).
+        self.log_edit(&mut manifest, &edit)?;
         let mut st = self.state.lock();
         let k = st.keyspaces.get_mut(&id).ok_or(Error::Closed)?;
         if t.trivial_move {
@@ -2044,13 +2083,20 @@ impl DbInner {
             bottommost: t.bottommost,
             merge: opts.merge_operator.as_deref(),
         };
+        // An output whose writing fails is removed at once, like the others
+        // below (test fault_sites::compaction_sites).
+        let finish = |b: TableBuilder, number: u64| {
+            finish_table(b, number).inspect_err(|_| {
+                let _ = self.vfs.remove(&filename::table_path(&self.path, number));
+            })
+        };
         let mut emit = |k: &[u8], v: &[u8]| -> Result<()> {
             let uk = user_key(k);
             let split = builder.as_ref().is_some_and(|(b, _)| {
                 b.estimated_file_size() >= target && uk != last_ukey.as_slice()
             });
             if split && let Some((b, number)) = builder.take() {
-                outputs.push(finish_table(b, number)?);
+                outputs.push(finish(b, number)?);
             }
             if builder.is_none() {
                 let number = self.state.lock().new_file_number();
@@ -2067,7 +2113,7 @@ impl DbInner {
         };
         let r: Result<DropStats> = compaction::compact_entries(input, &policy, &mut emit, stop);
         let r = r.and_then(|_| match builder.take() {
-            Some((b, number)) => finish_table(b, number).map(|rec| outputs.push(rec)),
+            Some((b, number)) => finish(b, number).map(|rec| outputs.push(rec)),
             None => Ok(()),
         });
         if let Err(e) = r {
@@ -2268,7 +2314,7 @@ fn publish(ks: &mut KeyspaceState) {
 /// keyspace's budget; forgets files that no longer exist.
 /// REQUIRES: the state lock is held.
 fn enforce_retention_budget(ks: &mut KeyspaceState) {
-    let budget = ks.opts.retained_memtable_bytes as usize;
+    let budget = usize::try_from(ks.opts.retention_budget()).unwrap_or(usize::MAX);
     ks.retained
         .retain(|w| w.upgrade().is_some_and(|f| f.retained().is_some()));
     let mut total: usize = ks

@@ -181,8 +181,11 @@ pub struct KeyspaceOptions {
     /// Keep a flushed memtable to serve the reads of its level-0 file while
     /// that file lives (memtable retention, seed 004; default off).
     pub retain_flushed_memtables: bool,
-    /// Byte budget of retained memtables; past it the oldest are released
-    /// (default 64 MiB).
+    /// Byte budget of retained memtables (as the memtables count their
+    /// memory); past it the oldest are released. 0 (the default) means
+    /// room for the memtables of a full level 0:
+    /// `(level0_compaction_trigger + 1) * write_buffer_size`, 320 MiB with
+    /// the other defaults (see [`KeyspaceOptions::retention_budget`]).
     pub retained_memtable_bytes: u64,
     /// Skip seeking levels that the level filter table says hold nothing in
     /// a scan's range (iterator reduction, seed 004; default off).
@@ -213,10 +216,23 @@ impl Default for KeyspaceOptions {
             disable_wal: false,
             layout: Arc::new(UniformLayout),
             retain_flushed_memtables: false,
-            retained_memtable_bytes: 64 << 20,
+            retained_memtable_bytes: 0,
             iterator_reduction: false,
             level_filter_bytes: 1 << 20,
         }
+    }
+}
+
+impl KeyspaceOptions {
+    /// The byte budget of retained memtables: `retained_memtable_bytes`, or
+    /// when that is 0, enough for the memtables of the level-0 files that
+    /// accumulate before level 0 is compacted (a memtable is counted a
+    /// little above the write buffer size, hence the one extra).
+    pub fn retention_budget(&self) -> u64 {
+        if self.retained_memtable_bytes > 0 {
+            return self.retained_memtable_bytes;
+        }
+        (self.level0_compaction_trigger as u64 + 1).saturating_mul(self.write_buffer_size as u64)
     }
 }
 

@@ -82,15 +82,34 @@ pub enum FaultKind {
     ShortWrite,
 }
 
+/// A predicate on a call (its op and paths), for [`FaultRule::when`]. It runs
+/// in the calling thread, so it can inspect the call stack (for example with
+/// `std::backtrace::Backtrace`) to pick out one engine call site. It runs
+/// while the rules are locked, so it must not call the file system.
+#[derive(Clone)]
+pub struct CallFilter(Arc<CallPredicate>);
+
+type CallPredicate = dyn Fn(VfsOp, &[&Path]) -> bool + Send + Sync;
+
+impl fmt::Debug for CallFilter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("CallFilter(..)")
+    }
+}
+
 /// When to inject a fault. A call matches when its op and path pass the
-/// filters; the first `after` matching calls succeed, and later ones fail
-/// (at most `count` times, each with `probability` if set).
+/// filters (and the `when` predicate, if set); the first `after` matching
+/// calls succeed, and later ones fail (at most `count` times, each with
+/// `probability` if set).
 #[derive(Clone, Debug)]
 pub struct FaultRule {
     /// Only this kind of call (`None`: any).
     pub op: Option<VfsOp>,
     /// Only calls whose path contains this string (`None`: any).
     pub path_contains: Option<String>,
+    /// Only calls for which this predicate holds (`None`: any); evaluated
+    /// after the op and path filters, and only for calls that pass them.
+    pub when: Option<CallFilter>,
     /// This many matching calls succeed before faults start.
     pub after: u64,
     /// How many faults to inject (`None`: forever).
@@ -109,6 +128,7 @@ impl FaultRule {
         FaultRule {
             op: None,
             path_contains: None,
+            when: None,
             after: 0,
             count: None,
             probability: None,
@@ -125,6 +145,13 @@ impl FaultRule {
     /// Only calls on paths containing `s`.
     pub fn path_contains(mut self, s: impl Into<String>) -> Self {
         self.path_contains = Some(s.into());
+        self
+    }
+
+    /// Only calls for which `f(op, paths)` returns true (checked after the op
+    /// and path filters, so it sees only calls that pass them).
+    pub fn when(mut self, f: impl Fn(VfsOp, &[&Path]) -> bool + Send + Sync + 'static) -> Self {
+        self.when = Some(CallFilter(Arc::new(f)));
         self
     }
 
@@ -169,12 +196,13 @@ impl RuleState {
         if self.rule.op.is_some_and(|o| o != op) {
             return false;
         }
-        match &self.rule.path_contains {
+        let path_ok = match &self.rule.path_contains {
             None => true,
             Some(s) => paths
                 .iter()
                 .any(|p| p.to_string_lossy().contains(s.as_str())),
-        }
+        };
+        path_ok && self.rule.when.as_ref().is_none_or(|w| (w.0)(op, paths))
     }
 
     /// Uniform in [0, 1) from a SplitMix64 sequence.
@@ -193,6 +221,8 @@ impl RuleState {
 struct FaultInjector {
     rules: Mutex<Vec<RuleState>>,
     counts: [AtomicU64; OP_COUNT],
+    /// Faults injected so far, per op.
+    injected: [AtomicU64; OP_COUNT],
 }
 
 impl fmt::Debug for FaultInjector {
@@ -220,6 +250,10 @@ impl FaultInjector {
         self.counts[op as usize].load(Ordering::Relaxed)
     }
 
+    fn injected(&self, op: VfsOp) -> u64 {
+        self.injected[op as usize].load(Ordering::Relaxed)
+    }
+
     /// Counts the call and decides whether it fails. Every rule matching the
     /// call counts it; the first eligible one fires.
     fn check(&self, op: VfsOp, paths: &[&Path]) -> Option<FaultKind> {
@@ -244,6 +278,9 @@ impl FaultInjector {
             }
             r.fired += 1;
             hit = Some(r.rule.kind.clone());
+        }
+        if hit.is_some() {
+            self.injected[op as usize].fetch_add(1, Ordering::Relaxed);
         }
         hit
     }
@@ -316,6 +353,11 @@ impl<V: Vfs> FaultVfs<V> {
     /// How many calls of kind `op` were made so far (including failed ones).
     pub fn op_count(&self, op: VfsOp) -> u64 {
         self.faults.count(op)
+    }
+
+    /// How many calls of kind `op` failed by an injected fault so far.
+    pub fn injected_count(&self, op: VfsOp) -> u64 {
+        self.faults.injected(op)
     }
 }
 
@@ -861,6 +903,11 @@ impl MemVfs {
         self.vfs.op_count(op)
     }
 
+    /// How many calls of kind `op` failed by an injected fault so far.
+    pub fn injected_count(&self, op: VfsOp) -> u64 {
+        self.vfs.injected_count(op)
+    }
+
     /// The underlying file system, bypassing fault injection and counting.
     pub fn mem_fs(&self) -> &MemFs {
         self.vfs.inner()
@@ -1144,6 +1191,26 @@ mod tests {
                 .is_err()
         );
         assert!(vfs.exists(&dir.join("a.tmp")));
+    }
+
+    #[test]
+    fn when_predicate_narrows_a_rule_and_injections_are_counted() {
+        let (vfs, dir) = setup();
+        vfs.set_fault(
+            FaultRule::new(FaultKind::IoError)
+                .op(VfsOp::Create)
+                .when(|op, paths| op == VfsOp::Create && paths.iter().any(|p| p.ends_with("b")))
+                .after(1)
+                .count(1),
+        );
+        assert!(vfs.create(&dir.join("a")).is_ok(), "predicate false");
+        assert!(vfs.create(&dir.join("b")).is_ok(), "first match passes");
+        assert!(vfs.create(&dir.join("a")).is_ok(), "predicate false");
+        assert!(vfs.create(&dir.join("b")).is_err(), "second match fails");
+        assert!(vfs.create(&dir.join("b")).is_ok(), "count used up");
+        assert_eq!(vfs.op_count(VfsOp::Create), 5);
+        assert_eq!(vfs.injected_count(VfsOp::Create), 1);
+        assert_eq!(vfs.injected_count(VfsOp::Append), 0);
     }
 
     #[test]

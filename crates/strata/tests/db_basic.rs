@@ -302,3 +302,40 @@ fn stale_keyspace_handle_fails_closed_and_does_not_block_reopen() {
     assert_eq!(db.get(b"k").expect("get"), Some(b"v".to_vec()));
     drop(snap);
 }
+
+#[test]
+fn waiting_for_background_work_leaves_a_settled_tree() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut o = small_options();
+    let k = &mut o.default_keyspace;
+    k.write_buffer_size = 32 * 1024;
+    k.target_file_size = 32 * 1024;
+    k.level1_max_bytes = 128 * 1024;
+    k.level0_compaction_trigger = 2;
+    let (trigger, l1_max, ratio) = (
+        k.level0_compaction_trigger,
+        k.level1_max_bytes,
+        k.size_ratio,
+    );
+    let db = Db::open(dir.path(), o).expect("open");
+    for i in 0..30_000u32 {
+        db.put(format!("key{i:08}").as_bytes(), &[b'x'; 40])
+            .expect("put");
+    }
+    db.wait_for_background_work().expect("wait");
+    let st = db.stats();
+    let ks = &st.keyspaces[0];
+    assert_eq!(ks.immutable_memtables, 0, "{ks:?}");
+    assert!(ks.levels[0].0 < trigger, "level 0 over its trigger: {ks:?}");
+    let mut max = l1_max;
+    for (level, (_, bytes)) in ks.levels.iter().enumerate().skip(1) {
+        if level + 1 < ks.levels.len() {
+            assert!(*bytes <= max, "level {level} over its budget: {ks:?}");
+        }
+        max *= ratio;
+    }
+    assert!(st.compactions > 0, "the load compacted: {ks:?}");
+    // The newest keys are still in the memtable: waiting does not flush.
+    assert!(ks.memtable_bytes > 0, "{ks:?}");
+    db.close().expect("close");
+}

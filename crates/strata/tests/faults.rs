@@ -9,12 +9,14 @@ use strata::vfs_mem::{FaultKind, FaultRule, MemVfs, VfsOp};
 use strata::{Db, Error, Options, WriteOptions};
 
 fn options(vfs: &MemVfs) -> Options {
-    let mut o = Options::default();
-    o.vfs = Arc::new(vfs.clone());
+    let mut o = Options {
+        vfs: Arc::new(vfs.clone()),
+        block_cache_bytes: 256 * 1024,
+        ..Options::default()
+    };
     o.default_keyspace.write_buffer_size = 32 * 1024;
     o.default_keyspace.target_file_size = 32 * 1024;
     o.default_keyspace.level1_max_bytes = 128 * 1024;
-    o.block_cache_bytes = 256 * 1024;
     o
 }
 

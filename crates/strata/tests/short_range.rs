@@ -42,18 +42,6 @@ fn short_scan(db: &Db, start: &[u8], n: usize, snapshot: Option<u64>) -> Vec<(Ve
     out
 }
 
-/// Loads keys spread over several levels: old data compacted down, newer
-/// data in level 0 and the memtable.
-fn load(db: &Db) {
-    for i in 0..20_000u32 {
-        db.put(&key(i), format!("v0-{i}").as_bytes()).expect("put");
-    }
-    db.compact().expect("compact");
-    for i in (0..20_000u32).step_by(7) {
-        db.put(&key(i), format!("v1-{i}").as_bytes()).expect("put");
-    }
-}
-
 #[test]
 fn repeated_short_scans_seek_fewer_children_with_reduction() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -118,7 +106,21 @@ fn repeated_short_scans_seek_fewer_children_with_reduction() {
 fn reduced_scans_match_full_scans_while_writes_and_compactions_run() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir.path(), options(true, true)).expect("open");
-    load(&db);
+    // Old data over the whole key space in the deeper levels; updates to the
+    // top quarter only, so that level 1 (and what compaction moves) covers
+    // that quarter and scans below it have a level to leave out. Scans that
+    // run into the top quarter must wake it.
+    for i in 0..20_000u32 {
+        db.put(&key(i), format!("v0-{i}").as_bytes()).expect("put");
+    }
+    db.compact().expect("compact");
+    for round in 0..4u32 {
+        for i in 15_000..16_000u32 {
+            db.put(&key(i), format!("v1.{round}-{i}").as_bytes())
+                .expect("put");
+        }
+        db.flush().expect("flush");
+    }
     let stop = Arc::new(AtomicBool::new(false));
     let writer = {
         let (db, stop) = (db.clone(), Arc::clone(&stop));
@@ -126,7 +128,7 @@ fn reduced_scans_match_full_scans_while_writes_and_compactions_run() {
             let mut g = 2u32;
             while !stop.load(Ordering::Relaxed) {
                 let mut b = WriteBatch::new();
-                for i in (g % 13..20_000).step_by(97) {
+                for i in (14_900 + g % 13..20_000).step_by(31) {
                     if i % 3 == 0 {
                         b.delete(&key(i));
                     } else {
@@ -157,6 +159,10 @@ fn reduced_scans_match_full_scans_while_writes_and_compactions_run() {
         }
         it.status().expect("status");
         drop(it);
+        // A wide scan records the levels of the bottom of the key space;
+        // the short scans below that start inside it use the record.
+        let wide = short_scan(&db, &key(0), 4000, Some(snap.seqno()));
+        assert_eq!(wide.as_slice(), &all[..4000]);
         for j in 0..40u32 {
             let start = key((rounds * 617 + j * 491) % 20_000);
             let got = short_scan(&db, &start, 1 + (j as usize % 50), Some(snap.seqno()));
@@ -220,4 +226,34 @@ fn retained_memtables_serve_level0_reads_and_respect_the_budget() {
         db.get(&key(12_345)).expect("get"),
         Some(b"v-12345".to_vec())
     );
+}
+
+#[test]
+fn the_default_retention_budget_holds_a_full_level0() {
+    // With the automatic budget (0), every level-0 file below the
+    // compaction trigger keeps its memtable: a memtable is counted a little
+    // above the write buffer, and the budget leaves room for that.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut o = options(true, false);
+    o.default_keyspace.level0_compaction_trigger = 4;
+    assert_eq!(o.default_keyspace.retained_memtable_bytes, 0);
+    assert_eq!(o.default_keyspace.retention_budget(), 5 * 64 * 1024);
+    let db = Db::open(dir.path(), o).expect("open");
+    let ks = db.default_keyspace();
+    for round in 0..3u32 {
+        // About 40 KiB: under the 64 KiB write buffer, one file per round.
+        for i in 0..800u32 {
+            ks.put(&key(round * 800 + i), &[b'v'; 20]).expect("put");
+        }
+        db.flush().expect("flush");
+    }
+    let st = &db.stats().keyspaces[0];
+    // Every level-0 file (compaction may have moved some down) keeps its
+    // memtable.
+    assert!(st.levels[0].0 >= 2, "{st:?}");
+    assert_eq!(st.retained_memtables, st.levels[0].0, "{st:?}");
+    assert!(st.retained_memtable_bytes <= 5 * 64 * 1024, "{st:?}");
+    let mut o = Options::default();
+    o.default_keyspace.retained_memtable_bytes = 1234;
+    assert_eq!(o.default_keyspace.retention_budget(), 1234);
 }

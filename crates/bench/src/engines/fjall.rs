@@ -190,6 +190,21 @@ impl Engine for FjallEngine {
         Ok(self.ks.rotate_memtable_and_wait()?)
     }
 
+    fn wait_for_background(&self) -> Result<bool> {
+        // fjall has no wait call: poll until no flush is outstanding and no
+        // compaction runs, three polls in a row 100 ms apart.
+        let mut quiet = 0;
+        while quiet < 3 {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            if self.db.outstanding_flushes() == 0 && self.db.active_compactions() == 0 {
+                quiet += 1;
+            } else {
+                quiet = 0;
+            }
+        }
+        Ok(true)
+    }
+
     fn stats(&self) -> EngineStats {
         let mut extra = serde_json::Map::new();
         extra.insert("table_count".into(), json!(self.ks.table_count()));

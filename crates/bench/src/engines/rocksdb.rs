@@ -260,6 +260,13 @@ impl Engine for RocksEngine {
         Ok(self.db.flush()?)
     }
 
+    fn wait_for_background(&self) -> Result<bool> {
+        // WaitForCompact without flushing: pending flushes and compactions.
+        let o = rocksdb::WaitForCompactOptions::default();
+        self.db.wait_for_compact(&o)?;
+        Ok(true)
+    }
+
     fn stats(&self) -> EngineStats {
         let t = |x: Ticker| self.opts.get_ticker_count(x);
         let flush = t(Ticker::FlushWriteBytes);

@@ -63,6 +63,8 @@ pub fn strata_options(s: &BenchSettings) -> Result<Options> {
         compression,
         size_ratio: s.size_ratio,
         disable_wal: s.disable_wal,
+        retain_flushed_memtables: s.retain_memtables,
+        iterator_reduction: s.iterator_reduction,
         ..KeyspaceOptions::default()
     };
     Ok(Options {
@@ -139,6 +141,11 @@ impl Engine for StrataEngine {
         Ok(self.db.flush()?)
     }
 
+    fn wait_for_background(&self) -> Result<bool> {
+        self.db.wait_for_background_work()?;
+        Ok(true)
+    }
+
     fn stats(&self) -> EngineStats {
         let st = self.db.stats();
         let mut extra = serde_json::Map::new();
@@ -171,6 +178,22 @@ impl Engine for StrataEngine {
             "bloom_false_positive".into(),
             json!(st.bloom_false_positive),
         );
+        extra.insert("iterators_created".into(), json!(st.iterators_created));
+        extra.insert("iterator_children".into(), json!(st.iterator_children));
+        extra.insert(
+            "iterator_child_seeks".into(),
+            json!(st.iterator_child_seeks),
+        );
+        if let Some(k) = st.keyspaces.first() {
+            extra.insert("retained_memtables".into(), json!(k.retained_memtables));
+            extra.insert(
+                "retained_memtable_bytes".into(),
+                json!(k.retained_memtable_bytes),
+            );
+            extra.insert("level_filter_records".into(), json!(k.level_filter_records));
+            extra.insert("level_filter_lookups".into(), json!(k.level_filter_lookups));
+            extra.insert("level_filter_hits".into(), json!(k.level_filter_hits));
+        }
         if let Some(e) = &st.background_error {
             extra.insert("background_error".into(), json!(e));
         }

@@ -235,7 +235,7 @@ impl Block {
         while p < limit {
             let (shared, unshared, vlen, key_start) = decode_entry_header(&self.data, p, limit)
                 .ok_or_else(|| format!("malformed entry at block offset {p}"))?;
-            while next_restart < self.num_restarts && self.restart_point(next_restart) < p {
+            if next_restart < self.num_restarts && self.restart_point(next_restart) < p {
                 return Err(format!(
                     "restart point {next_restart} (offset {}) is inside an entry",
                     self.restart_point(next_restart)
