@@ -810,9 +810,9 @@ pub fn markdown(records: &[Record], info: &ReportInfo<'_>) -> String {
         let mut v: Vec<String> = Vec::new();
         for r in records {
             for n in &r.notes {
-                let n = format!("{}: {n}", r.engine);
-                if !v.contains(&n) {
-                    v.push(n);
+                // Adapters' notes already name their engine.
+                if !v.contains(n) {
+                    v.push(n.clone());
                 }
             }
         }

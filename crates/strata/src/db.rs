@@ -145,6 +145,15 @@ struct WriteQueue {
 struct WalState {
     writer: Option<LogWriter>,
     number: u64,
+    /// Logs closed at a memtable switch, oldest first, whose bytes reached
+    /// the OS but maybe not the disk, while some memtable still needs them.
+    /// The next `sync: true` write fsyncs them before its own log: a synced
+    /// write must not survive a power cut that loses an earlier
+    /// acknowledged write (RocksDB does the same). Syncing them at the
+    /// switch instead stalls every writer behind the fsync of a whole
+    /// write buffer's worth of log, at every switch, even when no write
+    /// ever asks for durability.
+    closed_unsynced: Vec<(u64, LogWriter)>,
 }
 
 /// What recovery found.
@@ -1072,6 +1081,7 @@ impl DbInner {
             writers: Mutex::new(WriteQueue::default()),
             writers_cv: Condvar::new(),
             wal: Mutex::new(WalState {
+                closed_unsynced: Vec::new(),
                 writer: Some(LogWriter::new(wal_file)),
                 number: wal_number,
             }),
@@ -1392,6 +1402,16 @@ impl DbInner {
         result
     }
 
+    /// Fsyncs the logs closed since the last synced write (see
+    /// [`WalState::closed_unsynced`]), oldest first.
+    fn sync_closed_logs(closed: &mut Vec<(u64, LogWriter)>) -> Result<()> {
+        for (_, log) in closed.iter_mut() {
+            log.sync()?;
+        }
+        closed.clear();
+        Ok(())
+    }
+
     /// Writes one group: makes room, logs, inserts, publishes.
     /// REQUIRES: this thread is the write leader.
     fn write_group(&self, mut batch: WriteBatch, sync: bool, no_wal: bool) -> Result<()> {
@@ -1407,12 +1427,18 @@ impl DbInner {
         batch.set_seqno(base);
         if !(no_wal || skip_wal) {
             let mut wal = self.wal.lock();
-            let Some(w) = wal.writer.as_mut() else {
+            let WalState {
+                writer,
+                closed_unsynced,
+                ..
+            } = &mut *wal;
+            let Some(w) = writer.as_mut() else {
                 return Err(Error::Closed);
             };
             let r = w.add_record(batch.encoded()).and_then(|()| {
                 if sync {
                     Statistics::add(&self.stats.wal_syncs, 1);
+                    Self::sync_closed_logs(closed_unsynced)?;
                     w.sync()
                 } else {
                     w.flush()
@@ -1575,19 +1601,20 @@ impl DbInner {
         }
         let old_log = {
             let mut wal = self.wal.lock();
-            // Sync, not just flush: a later `sync: true` write fsyncs only
-            // the new log, and must not leave earlier acknowledged writes in
-            // this one behind on a power cut (found by strata-stress; test
+            // The old log's bytes go to the OS now; the next synced write
+            // fsyncs it before its own (found by strata-stress; test
             // engine_bugs::synced_write_after_a_log_switch_keeps_earlier_acknowledged_writes).
-            if let Some(old) = wal.writer.as_mut()
-                && let Err(e) = old.sync()
-            {
-                drop(wal);
-                self.set_bg_error(e.duplicate());
-                return Err(e);
+            let old_number = std::mem::replace(&mut wal.number, new_log);
+            if let Some(mut old) = wal.writer.replace(LogWriter::new(file)) {
+                if let Err(e) = old.flush() {
+                    wal.writer = None;
+                    drop(wal);
+                    self.set_bg_error(e.duplicate());
+                    return Err(e);
+                }
+                wal.closed_unsynced.push((old_number, old));
             }
-            wal.writer = Some(LogWriter::new(file));
-            std::mem::replace(&mut wal.number, new_log)
+            old_number
         };
         let mut st = self.state.lock();
         let old_log_bytes = self.current_wal_bytes.swap(0, Ordering::AcqRel);
@@ -1907,6 +1934,13 @@ impl DbInner {
             old.into_iter().map(|(l, _)| l).collect::<Vec<u64>>()
         };
         drop(manifest);
+        if !obsolete_logs.is_empty() {
+            // No synced write needs these any more.
+            self.wal
+                .lock()
+                .closed_unsynced
+                .retain(|(n, _)| !obsolete_logs.contains(n));
+        }
         for l in obsolete_logs {
             // A log left behind is removed at the next open.
             let _ = self.vfs.remove(&filename::log_path(&self.path, l));

@@ -100,6 +100,9 @@ fn stack_matches(frames: &[String], spec: &[&str]) -> bool {
 enum Scenario {
     /// A `put` (`sync` or not) on an open database.
     Put { sync: bool },
+    /// A `sync: true` put after another keyspace's flush switched the log
+    /// while the default keyspace's memtable still needs the old one.
+    SyncAfterSwitch,
     /// `Db::flush` of a memtable (memtable switch, then the flush job).
     FlushJob,
     /// `Db::flush` with `max_manifest_bytes` so small that its manifest
@@ -130,7 +133,7 @@ impl Scenario {
     /// The test (in this file) that runs the scenario's cases.
     fn test_name(self) -> &'static str {
         match self {
-            Scenario::Put { .. } => "write_path_sites",
+            Scenario::Put { .. } | Scenario::SyncAfterSwitch => "write_path_sites",
             Scenario::FlushJob => "flush_sites",
             Scenario::Roll | Scenario::NewKeyspace => "manifest_sites",
             Scenario::Compact => "compaction_sites",
@@ -563,6 +566,15 @@ fn sites() -> Vec<Site> {
             FAILS,
         )
         .also("faults::failed_wal_fsync_fails_the_sync_write_and_later_writes"),
+        site(
+            "db.rs:DbInner::write_group → sync_closed_logs → log.rs:LogWriter::sync",
+            "fsync a log closed at a switch (first synced write after it)",
+            Sync,
+            ".log",
+            &["LogWriter::sync", "DbInner::sync_closed_logs"],
+            SyncAfterSwitch,
+            FAILS,
+        ),
     ]);
 
     // --- memtable switch and flush ------------------------------------------
@@ -587,11 +599,11 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db.rs:DbInner::switch_memtables → log.rs:LogWriter::sync",
-            "fsync the old write-ahead log",
-            Sync,
+            "db.rs:DbInner::switch_memtables → log.rs:LogWriter::flush",
+            "flush the old write-ahead log to the OS",
+            Flush,
             ".log",
-            &["LogWriter::sync", "DbInner::switch_memtables"],
+            &["LogWriter::flush", "DbInner::switch_memtables"],
             FlushJob,
             FAILS,
         ),
@@ -1326,6 +1338,7 @@ fn run_case(site: Site, kind: FaultKind) {
     let case = Case::new(site, kind);
     match site.scenario {
         Scenario::Put { sync } => put_case(&case, sync),
+        Scenario::SyncAfterSwitch => put_case(&case, true),
         Scenario::FlushJob | Scenario::Roll => flush_case(&case),
         Scenario::NewKeyspace => keyspace_case(&case),
         Scenario::Compact => compact_case(&case),
@@ -1341,6 +1354,19 @@ fn put_case(case: &Case, sync: bool) {
     let db = case.open();
     let mut model = Model::new();
     case.put_range(&db, &mut model, 0..50, 0);
+    if case.site.scenario == Scenario::SyncAfterSwitch {
+        // Flushing only the other keyspace switches the log; the default
+        // keyspace's unflushed entries keep the old one alive.
+        let other = db
+            .keyspace("other", KeyspaceOptions::default())
+            .unwrap_or_else(|e| panic!("{}: keyspace: {e}", case.label));
+        other
+            .put(b"o", b"1")
+            .unwrap_or_else(|e| panic!("{}: put: {e}", case.label));
+        other
+            .flush()
+            .unwrap_or_else(|e| panic!("{}: flush other: {e}", case.label));
+    }
     case.arm();
     let victim = b"victim".to_vec();
     let r = db.default_keyspace().put_opt(
@@ -1792,8 +1818,14 @@ fn every_engine_call_of_a_full_workload_is_a_listed_site() {
         ks.put(&key(i), &value(i, 0)).expect("put");
     }
     ks.put_opt(sync, b"synced", b"yes").expect("sync put");
-    db.keyspace("extra", KeyspaceOptions::default())
+    let extra = db
+        .keyspace("extra", KeyspaceOptions::default())
         .expect("keyspace");
+    // A switch by another keyspace's flush, then a synced write: the log
+    // closed at the switch is fsynced first.
+    extra.put(b"e", b"1").expect("put");
+    extra.flush().expect("flush extra");
+    ks.put_opt(sync, b"synced2", b"yes").expect("sync put");
     db.flush().expect("flush");
     for round in 1..3 {
         for i in 0..100 {
@@ -1802,7 +1834,7 @@ fn every_engine_call_of_a_full_workload_is_a_listed_site() {
         db.flush().expect("flush");
     }
     assert_eq!(db.get(&key(5)).expect("get"), Some(value(5, 2)));
-    assert_eq!(ks.scan(None, None, usize::MAX).expect("scan").len(), 101);
+    assert_eq!(ks.scan(None, None, usize::MAX).expect("scan").len(), 102);
     assert!(db.verify().is_empty());
     db.compact().expect("compact");
     for i in 100..200 {
@@ -1971,6 +2003,9 @@ fn outcome(s: &Site) -> String {
         }
         (_, Expect::Ignored { leftover: false }) => {
             "ignored: close succeeds; reopen loses nothing".into()
+        }
+        (SyncAfterSwitch, _) => {
+            "the synced write fails (I/O error), then `ReadOnly` until reopen; every write acknowledged before it is recovered".into()
         }
         (Put { .. }, _) => {
             let torn = if s.op == Append {
