@@ -144,19 +144,34 @@ impl MergingIterator {
             return None;
         }
         let lo = self.observed_lo.clone()?;
-        let at = self
-            .current
-            .map(|i| user_key(self.children[i].key()).to_vec());
-        let hi = match (at, upper) {
-            (Some(a), Some(u)) => Some(if a.as_slice() < u { a } else { u.to_vec() }),
-            (Some(a), None) => Some(a),
-            (None, u) => u.map(<[u8]>::to_vec),
+        let mut levels = self.emitted;
+        let at = self.current.map(|i| user_key(self.children[i].key()));
+        let hi = match at {
+            // The range covers the current key too: every positioned child
+            // sits at its first entry at or after it, so the levels holding
+            // `k` are the emitted ones plus those positioned at another
+            // version of `k`; a dormant child holds nothing before the end
+            // of the range that made it dormant, which lies past `k`.
+            Some(k) if upper.is_none_or(|u| k < u) => {
+                for (i, c) in self.children.iter().enumerate() {
+                    if let Some(l) = self.levels[i]
+                        && !self.dormant[i]
+                        && c.valid()
+                        && user_key(c.key()) == k
+                    {
+                        levels |= 1 << l.min(63);
+                    }
+                }
+                // The smallest key after `k` (no greater than `upper`).
+                let mut succ = Vec::with_capacity(k.len() + 1);
+                succ.extend_from_slice(k);
+                succ.push(0);
+                Some(succ)
+            }
+            Some(_) => upper.map(<[u8]>::to_vec),
+            None => upper.map(<[u8]>::to_vec),
         };
-        Some(ScanObservation {
-            lo,
-            hi,
-            levels: self.emitted,
-        })
+        Some(ScanObservation { lo, hi, levels })
     }
 
     fn stop_observing(&mut self) {
@@ -464,6 +479,49 @@ mod tests {
             .collect();
         v.sort_by(|a, b| compare_internal(&a.0, &b.0));
         Box::new(VecIterator::new(Arc::new(v)))
+    }
+
+    fn seek_key(user: &[u8]) -> Vec<u8> {
+        let mut t = Vec::new();
+        append_internal_key(&mut t, user, MAX_SEQNO, KIND_SEEK);
+        t
+    }
+
+    #[test]
+    fn an_observation_covers_the_current_key_and_its_older_versions() {
+        // Memtable, level 1 (an older version of "c"), level 2.
+        let mem = source(&[(b"x", 9)]);
+        let l1 = source(&[(b"c", 5), (b"m", 6)]);
+        let l2 = source(&[(b"a", 1), (b"c", 2), (b"d", 3)]);
+        let mut m = MergingIterator::with_levels(vec![mem, l1, l2], vec![None, Some(1), Some(2)]);
+        m.seek(&seek_key(b"b"));
+        assert_eq!(user_key(m.key()), b"c");
+        let o = m.observation(None).expect("a pure forward scan");
+        assert_eq!(o.lo, b"b");
+        assert_eq!(o.hi.as_deref(), Some(&b"c\0"[..]), "[b, c] inclusive");
+        assert_eq!(o.levels, 0b110, "level 2 holds the older version of c");
+        // One step on: the current key is "c" again (level 2's version), then
+        // "d"; "d" is only in level 2.
+        m.next();
+        m.next();
+        assert_eq!(user_key(m.key()), b"d");
+        let o = m.observation(None).expect("still forward");
+        assert_eq!(o.hi.as_deref(), Some(&b"d\0"[..]));
+        assert_eq!(o.levels, 0b110);
+        // An upper bound at or before the current key caps the range and
+        // leaves the current key's levels out.
+        let o = m.observation(Some(b"d")).expect("forward");
+        assert_eq!(o.hi.as_deref(), Some(&b"d"[..]));
+        let mut only2 = MergingIterator::with_levels(
+            vec![source(&[(b"m", 6)]), source(&[(b"a", 1), (b"d", 3)])],
+            vec![Some(1), Some(2)],
+        );
+        only2.seek(&seek_key(b"b"));
+        let o = only2.observation(None).expect("forward");
+        assert_eq!(o.levels, 0b100, "level 1 holds nothing in [b, d]");
+        // Any other movement ends the observation.
+        only2.prev();
+        assert!(only2.observation(None).is_none());
     }
 
     #[test]
