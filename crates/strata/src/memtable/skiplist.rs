@@ -308,11 +308,7 @@ mod tests {
             .collect();
         for (ka, a) in &entries {
             for (kb, b) in &entries {
-                assert_eq!(
-                    a.cmp(b),
-                    compare_internal(ka, kb),
-                    "{ka:?} vs {kb:?}"
-                );
+                assert_eq!(a.cmp(b), compare_internal(ka, kb), "{ka:?} vs {kb:?}");
             }
         }
     }
@@ -320,24 +316,37 @@ mod tests {
     #[test]
     fn seeks_find_entries_with_equal_prefixes() {
         let rep = Arc::new(SkipListRep::new());
-        for (i, u) in [&b"aaaaaaaa1"[..], b"aaaaaaaa2", b"aaaaaaaa", b"aaaaaaa", b"b"]
-            .iter()
-            .enumerate()
+        for (i, u) in [
+            &b"aaaaaaaa1"[..],
+            b"aaaaaaaa2",
+            b"aaaaaaaa",
+            b"aaaaaaa",
+            b"b",
+        ]
+        .iter()
+        .enumerate()
         {
             rep.insert(&make_internal_key(u, i as u64 + 1, ValueKind::Put), b"v");
         }
         let mut it = Arc::clone(&rep).iter();
-        it.seek(&make_internal_key(b"aaaaaaaa", crate::key::MAX_SEQNO, ValueKind::Put));
+        it.seek(&make_internal_key(
+            b"aaaaaaaa",
+            crate::key::MAX_SEQNO,
+            ValueKind::Put,
+        ));
         assert_eq!(user_key(it.key()), b"aaaaaaaa");
         it.next();
         assert_eq!(user_key(it.key()), b"aaaaaaaa1");
         it.seek_for_prev(&make_internal_key(b"aaaaaaaa0", 0, ValueKind::Put));
         assert_eq!(user_key(it.key()), b"aaaaaaaa");
         let mut seen = Vec::new();
-        rep.get(&make_internal_key(b"aaaaaaa", crate::key::MAX_SEQNO, ValueKind::Put), &mut |k, _| {
-            seen.push(user_key(k).to_vec());
-            seen.len() < 2
-        });
+        rep.get(
+            &make_internal_key(b"aaaaaaa", crate::key::MAX_SEQNO, ValueKind::Put),
+            &mut |k, _| {
+                seen.push(user_key(k).to_vec());
+                seen.len() < 2
+            },
+        );
         assert_eq!(seen, [b"aaaaaaa".to_vec(), b"aaaaaaaa".to_vec()]);
     }
 }
