@@ -39,7 +39,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
     prop_oneof![
         20 => (ks.clone(), k.clone(), val.clone()).prop_map(|(s, k, v)| Op::Put(s, k, v)),
         6 => (ks.clone(), k.clone()).prop_map(|(s, k)| Op::Delete(s, k)),
-        6 => (ks.clone(), k.clone(), proptest::collection::vec(b'a'..b'z', 1..4)).prop_map(|(s, k, v)| Op::Merge(s, k, v)),
+        6 => (ks.clone(), k.clone(), proptest::collection::vec(b'a'..=b'y', 1..4)).prop_map(|(s, k, v)| Op::Merge(s, k, v)),
         4 => proptest::collection::vec((ks.clone(), k.clone(), proptest::option::of(val.clone())), 1..8).prop_map(Op::Batch),
         10 => (ks.clone(), k.clone()).prop_map(|(s, k)| Op::Get(s, k)),
         2 => Just(Op::TakeSnapshot),
@@ -63,10 +63,12 @@ thread_local! {
 
 fn options() -> Options {
     let merge = Arc::new(AppendOperator { delimiter: b',' });
-    let mut o = Options::default();
-    o.default_keyspace = keyspace_options();
+    let mut o = Options {
+        default_keyspace: keyspace_options(),
+        block_cache_bytes: 64 * 1024,
+        ..Options::default()
+    };
     o.default_keyspace.merge_operator = Some(merge);
-    o.block_cache_bytes = 64 * 1024;
     o
 }
 

@@ -50,7 +50,8 @@ fn repeated_short_scans_seek_fewer_children_with_reduction() {
     // recent updates only to the top quarter are then flushed four times,
     // which compacts them from level 0 into level 1. Scans below the top
     // quarter draw nothing from level 1.
-    let wait_for = |what: &str, done: &dyn Fn(&[(usize, u64)]) -> bool| {
+    type Levels = [(usize, u64)];
+    let wait_for = |what: &str, done: &dyn Fn(&Levels) -> bool| {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         loop {
             let levels = db.stats().keyspaces[0].levels.clone();
