@@ -126,10 +126,51 @@ pub fn task_for_inputs(
     })
 }
 
+/// A file as the picker sees it: smallest and largest user key, bytes.
+pub type FileSpan<'a> = (&'a [u8], &'a [u8], u64);
+
+/// The order in which to try the files of a level `>= 1`: by the bytes of
+/// the next level they overlap per byte of their own, smallest first (what
+/// RocksDB's default `kMinOverlappingRatio` does); ties in round-robin
+/// order from the first file past `cursor` (the largest key compacted last
+/// time at this level). Pushing down the file with the least overlap
+/// rewrites the fewest bytes of the next level per byte moved. `next` must
+/// be sorted and non-overlapping (a level `>= 1`).
+pub fn file_order(files: &[FileSpan<'_>], next: &[FileSpan<'_>], cursor: &[u8]) -> Vec<usize> {
+    let overlap = |lo: &[u8], hi: &[u8]| -> u64 {
+        let first = next.partition_point(|(_, h, _)| *h < lo);
+        next[first..]
+            .iter()
+            .take_while(|(l, _, _)| *l <= hi)
+            .map(|(_, _, size)| size)
+            .sum()
+    };
+    let n = files.len();
+    let start = files.partition_point(|(_, h, _)| !cursor.is_empty() && *h <= cursor);
+    let mut keyed: Vec<(u64, u64, usize, usize)> = files
+        .iter()
+        .enumerate()
+        .map(|(i, (lo, hi, size))| {
+            (
+                overlap(lo, hi),
+                (*size).max(1),
+                (i + n - start) % n.max(1),
+                i,
+            )
+        })
+        .collect();
+    // a/b < c/d  <=>  a*d < c*b (in u128, no rounding).
+    keyed.sort_by(|x, y| {
+        (u128::from(x.0) * u128::from(y.1))
+            .cmp(&(u128::from(y.0) * u128::from(x.1)))
+            .then(x.2.cmp(&y.2))
+    });
+    keyed.into_iter().map(|k| k.3).collect()
+}
+
 /// Picks the most urgent compaction of a version, if any level is over its
-/// budget. `cursor[level]` is the largest user key compacted last time at
-/// that level; files are taken round-robin after it so that every key range
-/// gets its turn.
+/// budget: all of level 0, or one file of a deeper level chosen by
+/// [`file_order`] (`cursor[level]` breaks ties round-robin).
 pub fn pick_compaction(
     version: &Version,
     opts: &KeyspaceOptions,
@@ -150,9 +191,17 @@ pub fn pick_compaction(
             continue;
         }
         let files = &version.levels[level];
+        fn span(f: &Arc<FileMeta>) -> FileSpan<'_> {
+            (f.smallest_user_key(), f.largest_user_key(), f.size)
+        }
+        let spans: Vec<FileSpan<'_>> = files.iter().map(span).collect();
+        let next: Vec<FileSpan<'_>> = version
+            .levels
+            .get(level + 1)
+            .map(|l| l.iter().map(span).collect())
+            .unwrap_or_default();
         let after = cursor.get(level).map(Vec::as_slice).unwrap_or(&[]);
-        let start = files.partition_point(|f| !after.is_empty() && f.largest_user_key() <= after);
-        for i in (start..files.len()).chain(0..start) {
+        for i in file_order(&spans, &next, after) {
             if let Some(t) = task_for_inputs(
                 version,
                 level,
@@ -390,6 +439,27 @@ mod tests {
     }
 
     use ValueKind::{Delete, Merge, Put};
+
+    #[test]
+    fn files_with_the_least_overlap_below_go_first() {
+        let files: Vec<FileSpan<'_>> = vec![(b"a", b"c", 10), (b"d", b"f", 10), (b"g", b"i", 20)];
+        let next: Vec<FileSpan<'_>> = vec![(b"a", b"b", 100), (b"e", b"e", 5), (b"h", b"z", 50)];
+        // Overlap per byte: a-c 100/10, d-f 5/10, g-i 50/20.
+        assert_eq!(file_order(&files, &next, b""), vec![1, 2, 0]);
+        // A file that overlaps nothing below (a trivial move) comes first.
+        let next: Vec<FileSpan<'_>> = vec![(b"a", b"b", 100), (b"h", b"z", 50)];
+        assert_eq!(file_order(&files, &next, b"")[0], 1);
+    }
+
+    #[test]
+    fn ties_go_round_robin_after_the_cursor() {
+        let files: Vec<FileSpan<'_>> = vec![(b"a", b"c", 10), (b"d", b"f", 10), (b"g", b"i", 10)];
+        assert_eq!(file_order(&files, &[], b""), vec![0, 1, 2]);
+        assert_eq!(file_order(&files, &[], b"c"), vec![1, 2, 0]);
+        assert_eq!(file_order(&files, &[], b"f"), vec![2, 0, 1]);
+        assert_eq!(file_order(&files, &[], b"z"), vec![0, 1, 2]);
+        assert!(file_order(&[], &[], b"z").is_empty());
+    }
 
     #[test]
     fn overwritten_versions_drop_without_snapshots() {
