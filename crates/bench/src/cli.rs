@@ -527,51 +527,25 @@ fn run_suite(name: &str, a: &BenchArgs, report_path: Option<&Path>) -> Result<()
     if let Some(j) = &plan.json {
         println!("results: {}", j.display());
     }
-    let chart_dir = match (&a.plot, report_path) {
-        (Some(d), _) => Some(d.clone()),
-        (None, Some(r)) => Some(
-            r.parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."))
-                .join(format!("{name}-charts")),
-        ),
-        (None, None) => None,
-    };
-    let mut charts = Vec::new();
-    if let Some(dir) = &chart_dir {
-        charts = plot::plot_all(&medians, dir)?;
-        for f in &charts {
-            println!("chart: {}", f.display());
-        }
-    }
-    if let Some(r) = report_path {
-        let base = r
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let rel: Vec<String> = charts.iter().map(|c| relative(c, base)).collect();
-        let machine = sysinfo::machine();
-        let cmd = sysinfo::command_line();
-        let ts = sysinfo::iso8601(started);
-        let md = report::markdown_report(
+    let context = |charts: Vec<String>| {
+        report::markdown_report(
             &medians,
             &report::ReportContext {
                 suite: name,
-                command: &cmd,
-                machine: &machine,
-                charts: rel,
-                timestamp: &ts,
+                command: &sysinfo::command_line(),
+                machine: &sysinfo::machine(),
+                charts,
+                timestamp: &sysinfo::iso8601(started),
             },
-        );
-        if let Some(dir) = r.parent()
-            && !dir.as_os_str().is_empty()
-        {
-            std::fs::create_dir_all(dir)?;
-        }
-        std::fs::write(r, md)?;
-        println!("report: {}", r.display());
-    }
-    Ok(())
+        )
+    };
+    charts_and_report(
+        name,
+        a.plot.as_deref(),
+        report_path,
+        |dir| plot::plot_all(&medians, dir),
+        context,
+    )
 }
 
 fn run_memtable_suite(s: &SuiteArgs) -> Result<()> {
@@ -623,50 +597,27 @@ fn run_memtable_suite(s: &SuiteArgs) -> Result<()> {
     if let Some(j) = &suite.json {
         println!("results: {}", j.display());
     }
-    let chart_dir = match (&a.plot, s.report.as_deref()) {
-        (Some(d), _) => Some(d.clone()),
-        (None, Some(r)) => Some(
-            r.parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."))
-                .join("memtable-charts"),
-        ),
-        (None, None) => None,
-    };
-    let mut charts = Vec::new();
-    if let Some(dir) = &chart_dir {
-        charts = memsuite::charts(&records, dir)?;
-        for f in &charts {
-            println!("chart: {}", f.display());
-        }
-    }
-    if let Some(r) = &s.report {
-        let base = r
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let machine = sysinfo::machine();
-        let cmd = sysinfo::command_line();
-        let ts = sysinfo::iso8601(started);
-        let md = memsuite::markdown(
+    let markdown = |charts: Vec<String>| {
+        memsuite::markdown(
             &records,
             &memsuite::ReportInfo {
-                command: &cmd,
-                machine: &machine,
-                timestamp: &ts,
+                command: &sysinfo::command_line(),
+                machine: &sysinfo::machine(),
+                timestamp: &sysinfo::iso8601(started),
                 load_start: &load_start,
                 load_end: &load_end,
-                charts: charts.iter().map(|c| relative(c, base)).collect(),
+                charts,
                 suite: &suite,
             },
-        );
-        if !base.as_os_str().is_empty() {
-            std::fs::create_dir_all(base)?;
-        }
-        std::fs::write(r, md)?;
-        println!("report: {}", r.display());
-    }
-    Ok(())
+        )
+    };
+    charts_and_report(
+        "memtable",
+        a.plot.as_deref(),
+        s.report.as_deref(),
+        |dir| memsuite::charts(&records, dir),
+        markdown,
+    )
 }
 
 fn run_shortrange_suite(s: &SuiteArgs) -> Result<()> {
@@ -709,46 +660,60 @@ fn run_shortrange_suite(s: &SuiteArgs) -> Result<()> {
     if let Some(j) = &suite.json {
         println!("results: {}", j.display());
     }
-    let chart_dir = match (&a.plot, s.report.as_deref()) {
-        (Some(d), _) => Some(d.clone()),
-        (None, Some(r)) => Some(
-            r.parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."))
-                .join("shortrange-charts"),
-        ),
+    let markdown = |charts: Vec<String>| {
+        shortsuite::markdown(
+            &records,
+            &shortsuite::ReportInfo {
+                command: &sysinfo::command_line(),
+                machine: &sysinfo::machine(),
+                timestamp: &sysinfo::iso8601(started),
+                load_start: &load_start,
+                load_end: &load_end,
+                charts,
+                suite: &suite,
+            },
+        )
+    };
+    charts_and_report(
+        "shortrange",
+        a.plot.as_deref(),
+        s.report.as_deref(),
+        |dir| shortsuite::charts(&records, dir),
+        markdown,
+    )
+}
+
+/// Draws a suite's charts into `plot`, or else into `NAME-charts` next to
+/// the report, and writes the report: `markdown` gets the charts' paths
+/// relative to the report's directory. Without either, does nothing.
+fn charts_and_report(
+    name: &str,
+    plot: Option<&Path>,
+    report_path: Option<&Path>,
+    draw: impl FnOnce(&Path) -> Result<Vec<PathBuf>>,
+    markdown: impl FnOnce(Vec<String>) -> String,
+) -> Result<()> {
+    let base = report_path.map(|r| {
+        r.parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf()
+    });
+    let chart_dir = match (plot, &base) {
+        (Some(d), _) => Some(d.to_path_buf()),
+        (None, Some(b)) => Some(b.join(format!("{name}-charts"))),
         (None, None) => None,
     };
     let mut charts = Vec::new();
     if let Some(dir) = &chart_dir {
-        charts = shortsuite::charts(&records, dir)?;
+        charts = draw(dir)?;
         for f in &charts {
             println!("chart: {}", f.display());
         }
     }
-    if let Some(r) = &s.report {
-        let base = r
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let machine = sysinfo::machine();
-        let cmd = sysinfo::command_line();
-        let ts = sysinfo::iso8601(started);
-        let md = shortsuite::markdown(
-            &records,
-            &shortsuite::ReportInfo {
-                command: &cmd,
-                machine: &machine,
-                timestamp: &ts,
-                load_start: &load_start,
-                load_end: &load_end,
-                charts: charts.iter().map(|c| relative(c, base)).collect(),
-                suite: &suite,
-            },
-        );
-        if !base.as_os_str().is_empty() {
-            std::fs::create_dir_all(base)?;
-        }
+    if let (Some(r), Some(base)) = (report_path, &base) {
+        let md = markdown(charts.iter().map(|c| relative(c, base)).collect());
+        std::fs::create_dir_all(base)?;
         std::fs::write(r, md)?;
         println!("report: {}", r.display());
     }
