@@ -638,12 +638,7 @@ impl<'a> Run<'a> {
         let dir = suite
             .db_root
             .join(format!("memtable-{}-{label}", target.dir_name()));
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir)
-                .map_err(|e| Error(format!("cannot wipe {}: {e}", dir.display())))?;
-        }
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| Error(format!("cannot create {}: {e}", dir.display())))?;
+        crate::runner::fresh_dir(&dir, false)?;
         sysinfo::reset_peak_rss();
         let engine = open_engine(target.engine, &settings, &dir)
             .map_err(|e| Error(format!("{}/{}: {e}", target.engine, target.variant())))?;

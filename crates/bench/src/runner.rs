@@ -1,7 +1,7 @@
 //! Runs workloads over engines, variants and rounds, and turns outcomes
 //! into records.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -275,29 +275,15 @@ pub fn run(plan: &RunPlan) -> Result<Vec<Record>> {
             all.extend(recs);
         }
     }
-    let mut medians = Vec::new();
-    for target in &targets {
-        for w in unique(&plan.workloads) {
-            let group: Vec<Record> = all
-                .iter()
-                .filter(|r| {
-                    r.engine == target.engine.name()
-                        && r.variant == target.variant()
-                        && r.workload == w.name()
-                })
-                .cloned()
-                .collect();
-            if let Some(m) = median_of(&group) {
-                medians.push(m);
-            }
-        }
-    }
-    if plan.repeat > 1
-        && let Some(path) = &plan.json
-    {
-        append(path, &medians)?;
-    }
-    Ok(medians)
+    let groups: Vec<(&str, String, String)> = targets
+        .iter()
+        .flat_map(|t| {
+            unique(&plan.workloads)
+                .into_iter()
+                .map(move |w| (t.engine.name(), t.variant(), w.name().to_string()))
+        })
+        .collect();
+    medians(&all, &groups, plan.repeat, plan.json.as_deref())
 }
 
 /// Workloads in first-seen order without repeats (a repeated workload's
@@ -312,22 +298,55 @@ fn unique(ws: &[Workload]) -> Vec<Workload> {
     out
 }
 
+/// Makes `dir` an empty directory (wiping it first unless `keep`).
+pub fn fresh_dir(dir: &Path, keep: bool) -> Result<()> {
+    if !keep && dir.exists() {
+        std::fs::remove_dir_all(dir)
+            .map_err(|e| Error(format!("cannot wipe {}: {e}", dir.display())))?;
+    }
+    std::fs::create_dir_all(dir).map_err(|e| Error(format!("cannot create {}: {e}", dir.display())))
+}
+
+/// Resets the peak-RSS counter before an engine opens; the note to store
+/// with its records when that is not possible.
+pub fn reset_peak_rss_note() -> Option<String> {
+    (!sysinfo::reset_peak_rss())
+        .then(|| "peak RSS could not be reset per engine: it covers the whole process".into())
+}
+
+/// The median record of each (engine, variant, workload) in `groups`, in
+/// that order; with several rounds they are appended to `json` as well.
+pub fn medians(
+    all: &[Record],
+    groups: &[(&str, String, String)],
+    rounds: u32,
+    json: Option<&Path>,
+) -> Result<Vec<Record>> {
+    let mut out = Vec::new();
+    for (engine, variant, workload) in groups {
+        let group: Vec<Record> = all
+            .iter()
+            .filter(|r| r.engine == *engine && &r.variant == variant && &r.workload == workload)
+            .cloned()
+            .collect();
+        if let Some(m) = median_of(&group) {
+            out.push(m);
+        }
+    }
+    if rounds > 1
+        && let Some(path) = json
+    {
+        append(path, &out)?;
+    }
+    Ok(out)
+}
+
 fn run_target(plan: &RunPlan, target: &Target, round: u32, run_id: &str) -> Result<Vec<Record>> {
     let mut settings = plan.settings.clone();
     settings.memtable = target.memtable.clone();
     let dir = plan.db_root.join(target.dir_name());
-    if !plan.use_existing && dir.exists() {
-        std::fs::remove_dir_all(&dir)
-            .map_err(|e| Error(format!("cannot wipe {}: {e}", dir.display())))?;
-    }
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| Error(format!("cannot create {}: {e}", dir.display())))?;
-    let mut notes = Vec::new();
-    if !sysinfo::reset_peak_rss() {
-        notes.push(
-            "peak RSS could not be reset per engine: it covers the whole process".to_string(),
-        );
-    }
+    fresh_dir(&dir, plan.use_existing)?;
+    let mut notes: Vec<String> = reset_peak_rss_note().into_iter().collect();
     let io_open = sysinfo::io_write_bytes();
     let engine: Arc<dyn Engine> = open_engine(target.engine, &settings, &dir)?;
     notes.extend(engine.notes());

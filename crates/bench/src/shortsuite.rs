@@ -32,9 +32,11 @@ use crate::cli::{BenchArgs, Given};
 use crate::engine::{Engine, EngineKind, EngineStats, open_engine};
 use crate::generators::{KeyChooser, ScrambledZipfian};
 use crate::keys::{ValueGen, encode_key};
-use crate::record::{Record, append, median_of};
+use crate::record::{Record, append};
 use crate::report::{human_bytes, thousands};
-use crate::runner::{Target, make_named_record, make_record, summary_line};
+use crate::runner::{
+    Target, fresh_dir, make_named_record, make_record, medians, reset_peak_rss_note, summary_line,
+};
 use crate::settings::BenchSettings;
 use crate::sysinfo;
 use crate::workload::{Outcome, RunState, Tally, Workload, run_threads, run_workload, share};
@@ -251,29 +253,17 @@ pub fn run(suite: &ShortSuite) -> Result<Vec<Record>> {
             all.extend(run_one(suite, r, round, &run_id)?);
         }
     }
-    let mut medians = Vec::new();
     let mut names = vec![Workload::FillRandom.name().to_string()];
     names.extend(suite.workloads.iter().map(ShortWorkload::name));
-    for r in &all_runs {
-        for w in &names {
-            let group: Vec<Record> = all
+    let groups: Vec<(&str, String, String)> = all_runs
+        .iter()
+        .flat_map(|r| {
+            names
                 .iter()
-                .filter(|x| {
-                    x.engine == r.engine.name() && x.variant == r.variant && &x.workload == w
-                })
-                .cloned()
-                .collect();
-            if let Some(m) = median_of(&group) {
-                medians.push(m);
-            }
-        }
-    }
-    if suite.repeat > 1
-        && let Some(path) = &suite.json
-    {
-        append(path, &medians)?;
-    }
-    Ok(medians)
+                .map(move |w| (r.engine.name(), r.variant.clone(), w.clone()))
+        })
+        .collect();
+    medians(&all, &groups, suite.repeat, suite.json.as_deref())
 }
 
 fn bar(suite: &ShortSuite, len: u64, prefix: String) -> Option<ProgressBar> {
@@ -304,16 +294,8 @@ fn run_one(suite: &ShortSuite, r: &Run, round: u32, run_id: &str) -> Result<Vec<
     let dir = suite
         .db_root
         .join(format!("shortrange-{}-{}", r.engine, r.variant));
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir)
-            .map_err(|e| Error(format!("cannot wipe {}: {e}", dir.display())))?;
-    }
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| Error(format!("cannot create {}: {e}", dir.display())))?;
-    let mut notes = Vec::new();
-    if !sysinfo::reset_peak_rss() {
-        notes.push("peak RSS could not be reset per engine: it covers the whole process".into());
-    }
+    fresh_dir(&dir, false)?;
+    let mut notes: Vec<String> = reset_peak_rss_note().into_iter().collect();
     let engine: Arc<dyn Engine> = open_engine(r.engine, &settings, &dir)?;
     notes.extend(engine.notes());
     let target = Target {
