@@ -36,6 +36,12 @@ pub struct DbIter {
     valid: bool,
     key: Vec<u8>,
     value: Vec<u8>,
+    /// The value is the inner iterator's current one (a forward step landed
+    /// on a put), not a copy in `value`: stepping copies no values.
+    value_pinned: bool,
+    /// The user key a forward step skips the older versions of; its buffer
+    /// is swapped with `key`'s, so stepping does not allocate.
+    skip_key: Vec<u8>,
     error: Option<Error>,
     /// Reused buffers for merge operands, so stepping does not allocate.
     operands: Vec<Vec<u8>>,
@@ -78,6 +84,8 @@ impl DbIter {
             valid: false,
             key: Vec::new(),
             value: Vec::new(),
+            value_pinned: false,
+            skip_key: Vec::new(),
             error: None,
             operands: Vec::new(),
             base: None,
@@ -98,7 +106,11 @@ impl DbIter {
 
     /// The current value. REQUIRES: `valid()`.
     pub fn value(&self) -> &[u8] {
-        &self.value
+        if self.value_pinned {
+            self.inner.value()
+        } else {
+            &self.value
+        }
     }
 
     /// The first error met; check it when `valid()` turns false.
@@ -131,7 +143,7 @@ impl DbIter {
             None => {
                 self.direction = Direction::Forward;
                 self.inner.seek_to_first();
-                self.find_next_user_entry(None);
+                self.find_next_user_entry(false);
             }
         }
     }
@@ -160,7 +172,7 @@ impl DbIter {
         // starts before every version of its first key observes a range
         // the level filter can trust.
         self.inner.seek(&make_seek_key(&target, MAX_SEQNO));
-        self.find_next_user_entry(None);
+        self.find_next_user_entry(false);
     }
 
     /// Positions on the last key `<= target`.
@@ -187,10 +199,11 @@ impl DbIter {
             self.inner.seek(&make_seek_key(&self.key, MAX_SEQNO));
             self.direction = Direction::Forward;
         }
-        let cur = std::mem::take(&mut self.key);
-        self.find_next_user_entry(Some(&cur));
+        std::mem::swap(&mut self.key, &mut self.skip_key);
+        self.key.clear();
+        self.find_next_user_entry(true);
         if !self.valid && self.key.is_empty() {
-            self.key = cur;
+            self.key.extend_from_slice(&self.skip_key);
         }
     }
 
@@ -210,11 +223,11 @@ impl DbIter {
         self.find_prev_user_entry();
     }
 
-    /// Forward: skips entries of `skip` (the key just left), invisible
-    /// versions and deleted keys, and stops on the next visible key.
-    fn find_next_user_entry(&mut self, skip: Option<&[u8]>) {
+    /// Forward: skips invisible versions and deleted keys and lands on the next visible user key. With `skipping`, older
+    /// versions of `skip_key` are passed over first.
+    fn find_next_user_entry(&mut self, mut skipping: bool) {
         self.valid = false;
-        let mut skipping: Option<Vec<u8>> = skip.map(<[u8]>::to_vec);
+        self.value_pinned = false;
         while self.inner.valid() {
             let Some(p) = parse_internal_key(self.inner.key()) else {
                 let n = self.inner.key().len();
@@ -225,7 +238,7 @@ impl DbIter {
                 ));
                 return;
             };
-            if p.seqno > self.snapshot || skipping.as_deref().is_some_and(|s| s == p.user_key) {
+            if p.seqno > self.snapshot || (skipping && self.skip_key == p.user_key) {
                 self.inner.next();
                 continue;
             }
@@ -234,14 +247,15 @@ impl DbIter {
             }
             match p.kind {
                 ValueKind::Delete => {
-                    skipping = Some(p.user_key.to_vec());
+                    self.skip_key.clear();
+                    self.skip_key.extend_from_slice(p.user_key);
+                    skipping = true;
                     self.inner.next();
                 }
                 ValueKind::Put => {
                     self.key.clear();
                     self.key.extend_from_slice(p.user_key);
-                    self.value.clear();
-                    self.value.extend_from_slice(self.inner.value());
+                    self.value_pinned = true;
                     self.valid = true;
                     return;
                 }
@@ -251,7 +265,9 @@ impl DbIter {
                     if self.collect_merge_forward() {
                         return;
                     }
-                    skipping = Some(self.key.clone());
+                    self.skip_key.clear();
+                    self.skip_key.extend_from_slice(&self.key);
+                    skipping = true;
                 }
             }
         }
@@ -326,6 +342,7 @@ impl DbIter {
     /// resolves them, and repeats until a key has a value.
     fn find_prev_user_entry(&mut self) {
         self.valid = false;
+        self.value_pinned = false;
         loop {
             if !self.inner.valid() {
                 if let Err(e) = self.inner.status() {
@@ -422,7 +439,7 @@ impl Iterator for DbIter {
         if !self.valid {
             return self.status().err().map(Err);
         }
-        let item = (self.key.clone(), self.value.clone());
+        let item = (self.key.clone(), self.value().to_vec());
         DbIter::next(self);
         Some(Ok(item))
     }

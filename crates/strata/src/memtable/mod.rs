@@ -11,7 +11,7 @@
 //!
 //! | name | structure | insert | point read (mutable) | iterator (mutable) |
 //! |---|---|---|---|---|
-//! | `skiplist` (default) | lock-free skiplist | `O(log n)` | `O(log n)` | live, `O(1)` to create |
+//! | `skiplist` (default) | concurrent skiplist in an arena | `O(log n)` | `O(log n)` | live, `O(1)` to create |
 //! | `vector` | append-only `Vec`, doubling | `O(1)` | sorted copy, cached until the next insert: `O(n log n)` after an insert | the same sorted copy |
 //! | `vector-static` | `Vec` reserved from the buffer size / entry hint | `O(1)` | as `vector` | as `vector` |
 //! | `vector-sorted` | sorted `Vec` | `O(n)` (binary search + shift) | `O(log n)` in place | live cursor, `O(log n)` a step |
@@ -26,7 +26,8 @@
 //! kinds build one sorted copy for the flush.
 //!
 //! **Concurrency.** One writer inserts at a time (the write-group leader)
-//! while readers and iterators run. The skiplist is lock-free; vectors use a
+//! while readers and iterators run. The skiplist also takes concurrent
+//! inserts (compare-and-swap linking) and never blocks readers; vectors use a
 //! reader-writer lock; the hash kinds serialise inserts with a mutex and let
 //! readers walk buckets without locks.
 //!
@@ -41,8 +42,9 @@
 //! metadata is computed per insert from `size_of` the nodes, slots and
 //! buckets, actual `Vec` capacities (doubling slack, static reservations),
 //! bucket arrays, and a glibc-like allocator model (8-byte header, 16-byte
-//! rounding, 32-byte minimum). The only estimate is the crossbeam skiplist's
-//! random tower height (its expectation). Sorted copies built for reads are
+//! rounding, 32-byte minimum). The skiplist counts the bytes its arena has
+//! handed out (nodes, towers, alignment, abandoned block tails) rather than
+//! a model. Sorted copies built for reads are
 //! read-side scratch and are not counted.
 //!
 //! **Prefix extractors** (hash kinds; see [`prefix`]) return a prefix
@@ -55,6 +57,7 @@
 //! bucket and is counted in [`RepCounters::out_of_domain`].
 
 pub mod adaptive;
+mod arena;
 mod entry;
 pub mod hash;
 pub mod prefix;
@@ -216,7 +219,7 @@ impl MemTableKind {
         use hash::{BucketPolicy, HashRep};
         use vector::{SortedVectorRep, VectorMode, VectorRep};
         match self {
-            MemTableKind::SkipList | MemTableKind::Adaptive => Arc::new(SkipListRep::new()),
+            MemTableKind::SkipList | MemTableKind::Adaptive => Arc::new(SkipListRep::new(write_buffer_size)),
             MemTableKind::Vector => Arc::new(VectorRep::new(VectorMode::Dynamic, 0)),
             MemTableKind::VectorStatic => Arc::new(VectorRep::new(
                 VectorMode::Static,
