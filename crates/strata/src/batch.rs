@@ -46,6 +46,16 @@ impl WriteBatch {
         }
     }
 
+    /// An empty batch with room for one record of a `key_len`-byte key and
+    /// a `value_len`-byte value without reallocating (the single-operation
+    /// writes: one allocation per write instead of three).
+    pub fn for_one(key_len: usize, value_len: usize) -> Self {
+        // kind + keyspace varint + two length varints (at most 5 bytes each).
+        let mut rep = Vec::with_capacity(HEADER_LEN + 1 + 5 + 5 + key_len + 5 + value_len);
+        rep.resize(HEADER_LEN, 0);
+        WriteBatch { rep, count: 0 }
+    }
+
     fn push(&mut self, kind: ValueKind, keyspace: u32, key: &[u8], value: Option<&[u8]>) {
         self.rep.push(kind as u8);
         put_varint32(&mut self.rep, keyspace);

@@ -690,7 +690,7 @@ impl Keyspace {
 
     /// Sets `key` to `value` with write options.
     pub fn put_opt(&self, opts: WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let mut b = WriteBatch::for_one(key.len(), value.len());
         b.put_in(self.shared.id, key, value);
         self.inner.write(opts, b)
     }
@@ -702,7 +702,7 @@ impl Keyspace {
 
     /// Deletes `key` with write options.
     pub fn delete_opt(&self, opts: WriteOptions, key: &[u8]) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let mut b = WriteBatch::for_one(key.len(), 0);
         b.delete_in(self.shared.id, key);
         self.inner.write(opts, b)
     }
@@ -714,7 +714,7 @@ impl Keyspace {
 
     /// Adds a merge operand for `key` with write options.
     pub fn merge_opt(&self, opts: WriteOptions, key: &[u8], operand: &[u8]) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let mut b = WriteBatch::for_one(key.len(), operand.len());
         b.merge_in(self.shared.id, key, operand);
         self.inner.write(opts, b)
     }

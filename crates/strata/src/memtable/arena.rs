@@ -81,7 +81,12 @@ impl Arena {
     /// Bytes reserved from the system.
     #[cfg(test)]
     pub(crate) fn reserved(&self) -> usize {
-        self.inner.lock().blocks.iter().map(|b| b.layout.size()).sum()
+        self.inner
+            .lock()
+            .blocks
+            .iter()
+            .map(|b| b.layout.size())
+            .sum()
     }
 
     /// A piece of `n` bytes (`n` rounded up to the alignment), aligned to
@@ -94,22 +99,31 @@ impl Arena {
                 // A large piece gets a block of its own so that the current
                 // block's tail is not wasted on it.
                 let p = Self::new_block(&mut inner.blocks, n);
-                self.used.fetch_add(n, Ordering::Relaxed);
+                self.add_used(n);
                 return p;
             }
             let abandoned = inner.left;
             let p = Self::new_block(&mut inner.blocks, self.block_size);
             inner.cur = p.as_ptr();
             inner.left = self.block_size;
-            self.used.fetch_add(abandoned, Ordering::Relaxed);
+            self.add_used(abandoned);
         }
         let p = inner.cur;
         // SAFETY: `n <= left`, so `cur + n` stays inside the current block.
         inner.cur = unsafe { p.add(n) };
         inner.left -= n;
-        self.used.fetch_add(n, Ordering::Relaxed);
+        self.add_used(n);
         // SAFETY: `cur` points into an allocated block, so it is not null.
         unsafe { NonNull::new_unchecked(p) }
+    }
+
+    /// Adds to `used`. Only called under the mutex, so a plain load and
+    /// store suffice (a locked read-modify-write costs as much as the rest of
+    /// an allocation).
+    #[inline]
+    fn add_used(&self, n: usize) {
+        self.used
+            .store(self.used.load(Ordering::Relaxed) + n, Ordering::Relaxed);
     }
 
     fn new_block(blocks: &mut Vec<Block>, size: usize) -> NonNull<u8> {

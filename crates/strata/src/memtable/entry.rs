@@ -1,10 +1,13 @@
-//! Pieces shared by the representations: the reference-counted entry that
-//! vector and hash representations store (so that a sorted snapshot copies
-//! pointers, not bytes), the allocator model used for memory accounting, and
-//! the iterator over a sorted snapshot.
+//! Pieces shared by the representations: the arena entry that vector and
+//! hash representations store (so that a sorted snapshot copies pointers,
+//! not bytes), the allocator model used for memory accounting, and the
+//! iterator over a sorted snapshot.
 
 use std::cmp::Ordering;
+use std::ptr::{self, NonNull};
 use std::sync::Arc;
+
+use super::arena::Arena;
 
 use crate::error::Result;
 use crate::iter::InternalIterator;
@@ -25,56 +28,126 @@ pub(crate) const fn alloc_size(n: usize) -> usize {
     if s < 32 { 32 } else { s }
 }
 
-/// Bytes of an `Arc<[u8]>` allocation's header (strong and weak counts).
-const ARC_HEADER: usize = 2 * std::mem::size_of::<usize>();
-/// Bytes of the key-length prefix of an encoded entry.
-const LEN_PREFIX: usize = 4;
+/// One entry in an [`Arena`]:
+///
+/// ```text
+///   key_len: u32 LE | value_len: u32 LE | internal key | value
+/// ```
+///
+/// A handle is a pointer: copying it copies 8 bytes, so sorted snapshots and
+/// bucket nodes share the bytes. The bytes are written once, before the
+/// handle is published, and live as long as their arena; whoever holds a
+/// handle keeps that arena alive (a representation owns its arena, and
+/// iterators hold an `Arc` of it).
+#[derive(Clone, Copy)]
+pub(crate) struct SharedEntry(NonNull<u8>);
 
-/// One entry, `key_len: u32 LE | internal key | value`, in one shared
-/// allocation. Cloning copies a pointer.
-#[derive(Clone)]
-pub(crate) struct SharedEntry(Arc<[u8]>);
+// SAFETY: the bytes behind a handle never change after it is created and are
+// freed only with their arena, which every holder keeps alive.
+unsafe impl Send for SharedEntry {}
+unsafe impl Sync for SharedEntry {}
 
 impl SharedEntry {
-    pub(crate) fn new(ikey: &[u8], value: &[u8]) -> Self {
-        // Keys are at most 64 KiB plus the trailer (checked at the write path).
-        let len = (ikey.len() as u32).to_le_bytes();
-        SharedEntry(
-            len.iter()
-                .chain(ikey.iter())
-                .chain(value.iter())
-                .copied()
-                .collect(),
-        )
+    /// Bytes before the key.
+    pub(crate) const HEADER: usize = 8;
+
+    /// Bytes an entry of these lengths takes.
+    #[inline]
+    pub(crate) const fn size(ikey_len: usize, value_len: usize) -> usize {
+        Self::HEADER + ikey_len + value_len
+    }
+
+    /// Copies an entry into the arena.
+    pub(crate) fn new_in(arena: &Arena, ikey: &[u8], value: &[u8]) -> Self {
+        let p = arena.alloc(Self::size(ikey.len(), value.len()));
+        // SAFETY: the piece is exactly `size` bytes and not shared yet.
+        unsafe { Self::write(p.as_ptr(), ikey, value) }
+    }
+
+    /// Writes an entry at `p`.
+    ///
+    /// # Safety
+    ///
+    /// `p` must be valid for writes of [`SharedEntry::size`] bytes, unshared
+    /// until the handle is published, and outlive every copy of the handle.
+    pub(crate) unsafe fn write(p: *mut u8, ikey: &[u8], value: &[u8]) -> Self {
+        // Keys are at most 64 KiB plus the trailer and values 1 GiB
+        // (MAX_KEY_BYTES, MAX_VALUE_BYTES, checked at the write path).
+        // SAFETY: the caller's contract covers every byte written.
+        unsafe {
+            ptr::copy_nonoverlapping((ikey.len() as u32).to_le_bytes().as_ptr(), p, 4);
+            ptr::copy_nonoverlapping((value.len() as u32).to_le_bytes().as_ptr(), p.add(4), 4);
+            ptr::copy_nonoverlapping(ikey.as_ptr(), p.add(Self::HEADER), ikey.len());
+            ptr::copy_nonoverlapping(
+                value.as_ptr(),
+                p.add(Self::HEADER + ikey.len()),
+                value.len(),
+            );
+            SharedEntry(NonNull::new_unchecked(p))
+        }
+    }
+
+    /// The handle of the entry written at `p`.
+    ///
+    /// # Safety
+    ///
+    /// An entry must have been written at `p` with [`SharedEntry::write`].
+    #[inline]
+    pub(crate) unsafe fn from_raw(p: NonNull<u8>) -> Self {
+        SharedEntry(p)
     }
 
     #[inline]
-    fn key_len(&self) -> usize {
-        let mut b = [0u8; 4];
-        b.copy_from_slice(&self.0[..LEN_PREFIX]);
-        u32::from_le_bytes(b) as usize
+    fn lens(self) -> (usize, usize) {
+        // SAFETY: the 8-byte header was written before the handle existed.
+        let h = unsafe { ptr::read(self.0.as_ptr() as *const [u8; Self::HEADER]) };
+        let k = u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize;
+        let v = u32::from_le_bytes([h[4], h[5], h[6], h[7]]) as usize;
+        (k, v)
+    }
+
+    /// The key and value, with a lifetime the caller picks.
+    ///
+    /// # Safety
+    ///
+    /// The entry's arena must outlive `'a`.
+    #[inline]
+    pub(crate) unsafe fn parts<'a>(self) -> (&'a [u8], &'a [u8]) {
+        let (k, v) = self.lens();
+        let p = self.0.as_ptr();
+        // SAFETY: `k + v` bytes follow the header, written before the handle
+        // existed and never changed; the caller keeps the arena alive.
+        unsafe {
+            (
+                std::slice::from_raw_parts(p.add(Self::HEADER), k),
+                std::slice::from_raw_parts(p.add(Self::HEADER + k), v),
+            )
+        }
     }
 
     /// The internal key.
     #[inline]
     pub(crate) fn key(&self) -> &[u8] {
-        &self.0[LEN_PREFIX..LEN_PREFIX + self.key_len()]
+        // SAFETY: whoever holds `self` keeps its arena alive (type contract).
+        unsafe { self.parts().0 }
     }
 
     /// The value.
     #[inline]
     pub(crate) fn value(&self) -> &[u8] {
-        &self.0[LEN_PREFIX + self.key_len()..]
+        // SAFETY: as for `key`.
+        unsafe { self.parts().1 }
     }
+}
 
-    /// Metadata bytes of the entry's own allocation for a key and value of
-    /// `payload` bytes together: the Arc header, the length prefix, the
-    /// allocator header and rounding. The pointer that holds the entry is
-    /// counted by its container.
-    #[inline]
-    pub(crate) fn overhead(payload: usize) -> usize {
-        alloc_size(ARC_HEADER + LEN_PREFIX + payload) - payload
-    }
+/// Arena bytes beyond the entries' own `entry_bytes` (key and value bytes):
+/// entry headers, nodes, alignment and abandoned block tails.
+#[inline]
+pub(crate) fn arena_overhead(arena: &Arena, entry_bytes: usize) -> usize {
+    // Callers read `entry_bytes` first: it is added to only after the arena
+    // handed out the entry's piece, so the arena read here covers every
+    // entry counted in it.
+    arena.used().saturating_sub(entry_bytes)
 }
 
 /// Orders entries by [`compare_internal`] on their keys.
@@ -87,12 +160,18 @@ pub(crate) fn cmp_entries(a: &SharedEntry, b: &SharedEntry) -> Ordering {
 pub(crate) struct SnapshotIter {
     entries: Arc<Vec<SharedEntry>>,
     pos: Option<usize>,
+    // Keeps the entries' bytes alive.
+    _arena: Arc<Arena>,
 }
 
 impl SnapshotIter {
-    /// `entries` must be sorted by [`cmp_entries`].
-    pub(crate) fn new(entries: Arc<Vec<SharedEntry>>) -> Self {
-        SnapshotIter { entries, pos: None }
+    /// `entries` must be sorted by [`cmp_entries`] and live in `arena`.
+    pub(crate) fn new(entries: Arc<Vec<SharedEntry>>, arena: Arc<Arena>) -> Self {
+        SnapshotIter {
+            entries,
+            pos: None,
+            _arena: arena,
+        }
     }
 }
 
@@ -167,11 +246,15 @@ mod tests {
 
     #[test]
     fn shared_entry_round_trips() {
-        let e = SharedEntry::new(b"key\0\0\0\0\0\0\0\0", b"value");
+        let arena = Arena::new(4096);
+        let e = SharedEntry::new_in(&arena, b"key\0\0\0\0\0\0\0\0", b"value");
+        let empty = SharedEntry::new_in(&arena, b"", b"");
         assert_eq!(e.key(), b"key\0\0\0\0\0\0\0\0");
         assert_eq!(e.value(), b"value");
-        let e = SharedEntry::new(b"", b"");
-        assert!(e.key().is_empty() && e.value().is_empty());
-        assert!(SharedEntry::overhead(0) >= ARC_HEADER + LEN_PREFIX);
+        assert!(empty.key().is_empty() && empty.value().is_empty());
+        assert_eq!(
+            arena.used(),
+            SharedEntry::size(11, 5).next_multiple_of(8) + 8
+        );
     }
 }

@@ -8,8 +8,9 @@
 //! * `hash-linklist`: a sorted singly linked list, converted to such a
 //!   skiplist when an insert would take it past the threshold (default 256
 //!   entries, RocksDB's `threshold_use_skiplist`). The list's nodes stay
-//!   allocated until the memtable is dropped (readers may still be walking
-//!   them) and stay counted.
+//!   in the arena until the memtable is dropped (readers may still be
+//!   walking them) and stay counted; the new skiplist's nodes point to the
+//!   same entries.
 //!
 //! Keys outside the extractor's domain (see [`super::prefix`]) live in one
 //! overflow skiplist; they can only arrive by log replay under a different
@@ -26,24 +27,30 @@
 //!   for list buckets. Unlike the total-order kinds, the walk ends where the
 //!   prefix ends instead of continuing into the next prefix.
 //! * total-order iteration: a sorted snapshot: every bucket's entries are
-//!   copied (pointer clones, `O(N + n)`) and merge-sorted (`O(n log n)`, the
+//!   copied (8-byte handles, `O(N + n)`) and merge-sorted (`O(n log n)`, the
 //!   stable sort exploits the per-bucket sorted runs), as RocksDB does for
 //!   total-order seeks over its hash memtables. The snapshot is cached until
 //!   the next insert, so the flush of a frozen memtable builds it once. It
-//!   takes 16 bytes per entry while alive and is not counted in
+//!   takes 8 bytes per entry while alive and is not counted in
 //!   [`MemUsage`] (read-side scratch).
 //!
+//! Nodes and entries live in the representation's arena, a new entry's
+//! bytes right after its node (one place in memory per step of a bucket
+//! walk).
+//!
 //! Memory: entry bytes exact; metadata = the bucket array (8 bytes a
-//! bucket), each created bucket's allocation, each node (`size_of` the node,
-//! allocator-rounded), each entry's allocation overhead, the nodes added by
-//! list-to-skiplist conversions, and the representation struct.
+//! bucket), each created bucket's allocation, the arena's bytes beyond the
+//! entries' (nodes, entry headers, alignment, the nodes added by
+//! list-to-skiplist conversions, abandoned block tails), and the
+//! representation struct.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering as AtomicOrdering};
 
 use parking_lot::Mutex;
 
-use super::entry::{SharedEntry, SnapshotIter, alloc_size, cmp_entries};
+use super::arena::{Arena, block_size_for};
+use super::entry::{SharedEntry, SnapshotIter, alloc_size, arena_overhead, cmp_entries};
 use super::prefix::{PrefixExtractor, extract};
 use super::sw_skiplist::SwSkipList;
 use super::{MemTableRep, MemUsage, RepCounters};
@@ -136,10 +143,12 @@ pub(crate) struct HashRep {
     extractor: Option<Arc<dyn PrefixExtractor>>,
     slots: Box<[AtomicPtr<Bucket>]>,
     overflow: AtomicPtr<Bucket>,
+    arena: Arc<Arena>,
     writer: Mutex<Writer>,
     cache: Mutex<Option<(usize, Arc<Vec<SharedEntry>>)>>,
     len: AtomicUsize,
     entry_bytes: AtomicUsize,
+    /// Metadata outside the arena: the struct, bucket array and buckets.
     metadata_bytes: AtomicUsize,
     out_of_domain: AtomicUsize,
     conversions: AtomicUsize,
@@ -147,29 +156,31 @@ pub(crate) struct HashRep {
 }
 
 const BUCKET_ALLOC: usize = alloc_size(std::mem::size_of::<Bucket>());
-const LIST_NODE_ALLOC: usize = alloc_size(SwSkipList::<1>::NODE_BYTES);
-const SKIP_NODE_ALLOC: usize = alloc_size(SwSkipList::<BUCKET_HEIGHT>::NODE_BYTES);
 
 impl HashRep {
-    /// `buckets` (at least 1) buckets of `policy`. Without an extractor every
-    /// key is outside the domain (options validation refuses that setup; the
-    /// representation still works, as one skiplist).
+    /// `buckets` (at least 1) buckets of `policy` for a buffer of
+    /// `write_buffer_size` bytes. Without an extractor every key is outside
+    /// the domain (options validation refuses that setup; the representation
+    /// still works, as one skiplist).
     pub(crate) fn new(
         policy: BucketPolicy,
         buckets: usize,
         extractor: Option<Arc<dyn PrefixExtractor>>,
+        write_buffer_size: usize,
     ) -> Self {
         let buckets = buckets.max(1);
         let slots: Box<[AtomicPtr<Bucket>]> = (0..buckets)
             .map(|_| AtomicPtr::new(std::ptr::null_mut()))
             .collect();
         let base = std::mem::size_of::<Self>()
-            + alloc_size(buckets * std::mem::size_of::<AtomicPtr<Bucket>>());
+            + alloc_size(buckets * std::mem::size_of::<AtomicPtr<Bucket>>())
+            + alloc_size(2 * std::mem::size_of::<usize>() + std::mem::size_of::<Arena>());
         HashRep {
             policy,
             extractor,
             slots,
             overflow: AtomicPtr::new(std::ptr::null_mut()),
+            arena: Arc::new(Arena::new(block_size_for(write_buffer_size))),
             writer: Mutex::new(Writer {
                 rng: 0x9E37_79B9_7F4A_7C15,
                 retired: Vec::new(),
@@ -216,7 +227,7 @@ impl HashRep {
         for slot in self.slots.iter().chain(std::iter::once(&self.overflow)) {
             // SAFETY: buckets are freed only in `Drop`.
             if let Some(b) = unsafe { slot.load(AtomicOrdering::Acquire).as_ref() } {
-                b.for_each(|e| v.push(e.clone()));
+                b.for_each(|e| v.push(*e));
             }
         }
         v.sort_by(cmp_entries);
@@ -230,10 +241,9 @@ impl HashRep {
 impl MemTableRep for HashRep {
     fn insert(&self, internal_key: &[u8], value: &[u8]) {
         let payload = internal_key.len() + value.len();
-        let e = SharedEntry::new(internal_key, value);
         let (slot, prefix) = self.slot(user_key(internal_key));
         let mut w = self.writer.lock();
-        let mut meta = SharedEntry::overhead(payload);
+        let mut meta = 0;
         let mut b = slot.load(AtomicOrdering::Acquire);
         if b.is_null() {
             let fresh = match (self.policy, prefix) {
@@ -257,32 +267,29 @@ impl MemTableRep for HashRep {
                 };
                 if l.len() >= threshold {
                     let s = SwSkipList::<BUCKET_HEIGHT>::new();
-                    let mut moved = 0;
                     l.for_each(|old| {
                         let h = w.height();
-                        // SAFETY: `s` is not shared yet; the writer lock is held.
-                        unsafe { s.insert(old.clone(), h) };
-                        moved += 1;
+                        // SAFETY: `s` is not shared yet; the writer lock is
+                        // held; nodes go to this representation's arena.
+                        unsafe { s.insert(&self.arena, *old, h) };
                     });
                     let h = w.height();
                     // SAFETY: as above.
-                    unsafe { s.insert(e, h) };
+                    unsafe { s.insert_new(&self.arena, internal_key, value, h) };
                     let nb = Box::into_raw(Box::new(Bucket::Skip(s)));
                     slot.store(nb, AtomicOrdering::Release);
                     w.retired.push(Retired(b));
-                    meta += BUCKET_ALLOC + (moved + 1) * SKIP_NODE_ALLOC;
+                    meta += BUCKET_ALLOC;
                     self.conversions.fetch_add(1, AtomicOrdering::Relaxed);
                 } else {
                     // SAFETY: inserts are serialised by the writer lock.
-                    unsafe { l.insert(e, 1) };
-                    meta += LIST_NODE_ALLOC;
+                    unsafe { l.insert_new(&self.arena, internal_key, value, 1) };
                 }
             }
             Bucket::Skip(s) => {
                 let h = w.height();
                 // SAFETY: inserts are serialised by the writer lock.
-                unsafe { s.insert(e, h) };
-                meta += SKIP_NODE_ALLOC;
+                unsafe { s.insert_new(&self.arena, internal_key, value, h) };
             }
         }
         self.entry_bytes.fetch_add(payload, AtomicOrdering::Relaxed);
@@ -311,13 +318,18 @@ impl MemTableRep for HashRep {
     }
 
     fn iter(self: Arc<Self>) -> Box<dyn InternalIterator> {
-        Box::new(SnapshotIter::new(self.sorted_view()))
+        Box::new(SnapshotIter::new(
+            self.sorted_view(),
+            Arc::clone(&self.arena),
+        ))
     }
 
     fn memory_usage(&self) -> MemUsage {
+        let entry_bytes = self.entry_bytes.load(AtomicOrdering::Relaxed);
         MemUsage {
-            entry_bytes: self.entry_bytes.load(AtomicOrdering::Relaxed),
-            metadata_bytes: self.metadata_bytes.load(AtomicOrdering::Relaxed),
+            entry_bytes,
+            metadata_bytes: self.metadata_bytes.load(AtomicOrdering::Relaxed)
+                + arena_overhead(&self.arena, entry_bytes),
         }
     }
 
@@ -367,6 +379,7 @@ mod tests {
             BucketPolicy::LinkList { threshold: 4 },
             2,
             Some(Arc::new(FixedPrefix::new(1))),
+            1 << 20,
         ));
         let mut want = Vec::new();
         for i in 0..40u64 {

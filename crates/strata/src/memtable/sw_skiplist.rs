@@ -5,17 +5,21 @@
 //! with `H = 4` a small skiplist of branching factor 4 (hash-skiplist buckets,
 //! RocksDB's defaults for `NewHashSkipListRepFactory`).
 //!
+//! Nodes live in the owning representation's [`Arena`]; a new entry's bytes
+//! follow its node in the same piece, so a step along the list touches one
+//! place in memory, not two.
+//!
 //! Concurrency: inserts must be serialised by the caller (the owning
 //! representation holds a writer mutex); readers run concurrently without
 //! locks. A node is fully initialised before it is published with a release
-//! store, linked bottom-up, and never unlinked or freed until the list is
-//! dropped (which needs `&mut self`, so no reader can be active).
+//! store, linked bottom-up, and never unlinked; its memory goes with the
+//! arena, which the owner keeps alive while any reader can reach the list.
 
 use std::cmp::Ordering;
-use std::marker::PhantomData;
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering as AtomicOrdering};
 
+use super::arena::Arena;
 use super::entry::SharedEntry;
 use crate::key::compare_internal;
 
@@ -37,8 +41,8 @@ impl<const H: usize> Node<H> {
     #[inline]
     pub(crate) fn next(&self) -> Option<&Node<H>> {
         let p = self.next[0].load(AtomicOrdering::Acquire);
-        // SAFETY: published nodes are never freed before the list drops, and
-        // `&self` borrows the list through the node.
+        // SAFETY: published nodes live as long as the arena, which the owner
+        // keeps alive while `&self` (a node of the list) is borrowed.
         unsafe { p.as_ref() }
     }
 }
@@ -47,7 +51,6 @@ impl<const H: usize> Node<H> {
 pub(crate) struct SwSkipList<const H: usize> {
     head: [AtomicPtr<Node<H>>; H],
     len: AtomicUsize,
-    _owns: PhantomData<Box<Node<H>>>,
 }
 
 impl<const H: usize> SwSkipList<H> {
@@ -56,7 +59,6 @@ impl<const H: usize> SwSkipList<H> {
         SwSkipList {
             head: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
             len: AtomicUsize::new(0),
-            _owns: PhantomData,
         }
     }
 
@@ -66,16 +68,49 @@ impl<const H: usize> SwSkipList<H> {
         self.len.load(AtomicOrdering::Acquire)
     }
 
-    /// Bytes of one node (for memory accounting).
-    pub(crate) const NODE_BYTES: usize = std::mem::size_of::<Node<H>>();
-
-    /// Inserts `entry` with a tower of `height` levels (clamped to `1..=H`).
+    /// Copies a new entry into `arena`, right after its node, and inserts
+    /// it with a tower of `height` levels (clamped to `1..=H`).
     ///
     /// # Safety
     ///
-    /// Calls to `insert` on one list must not overlap: the caller serialises
-    /// writers (readers may run concurrently).
-    pub(crate) unsafe fn insert(&self, entry: SharedEntry, height: usize) {
+    /// As for [`SwSkipList::insert`].
+    pub(crate) unsafe fn insert_new(
+        &self,
+        arena: &Arena,
+        ikey: &[u8],
+        value: &[u8],
+        height: usize,
+    ) {
+        let node_bytes = std::mem::size_of::<Node<H>>();
+        let base = arena.alloc(node_bytes + SharedEntry::size(ikey.len(), value.len()));
+        // SAFETY: the piece holds the node (aligned: pieces are 8-aligned and
+        // a node is pointers) followed by the entry's bytes.
+        let entry = unsafe { SharedEntry::write(base.as_ptr().add(node_bytes), ikey, value) };
+        // SAFETY: forwarded from the caller; the node's place is unused.
+        unsafe { self.link(base.as_ptr() as *mut Node<H>, entry, height) };
+    }
+
+    /// Inserts `entry` (already in `arena`) with a tower of `height` levels
+    /// (clamped to `1..=H`).
+    ///
+    /// # Safety
+    ///
+    /// Calls that insert into one list must not overlap: the caller
+    /// serialises writers (readers may run concurrently). `arena` must be
+    /// the one the owner keeps alive for this list's readers.
+    pub(crate) unsafe fn insert(&self, arena: &Arena, entry: SharedEntry, height: usize) {
+        let p = arena.alloc(std::mem::size_of::<Node<H>>());
+        // SAFETY: forwarded from the caller; the piece fits a node.
+        unsafe { self.link(p.as_ptr() as *mut Node<H>, entry, height) };
+    }
+
+    /// Writes a node holding `entry` at `p` and links it.
+    ///
+    /// # Safety
+    ///
+    /// `p` must be an unused, aligned piece of the owner's arena big enough
+    /// for a node; writers serialised as for [`SwSkipList::insert`].
+    unsafe fn link(&self, p: *mut Node<H>, entry: SharedEntry, height: usize) {
         let height = height.clamp(1, H);
         // Find, at each level, the last tower whose node sorts before `entry`.
         let mut preds: [&[AtomicPtr<Node<H>>; H]; H] = [&self.head; H];
@@ -83,7 +118,8 @@ impl<const H: usize> SwSkipList<H> {
         for level in (0..H).rev() {
             loop {
                 let n = x[level].load(AtomicOrdering::Acquire);
-                // SAFETY: published nodes live until the list drops.
+                // SAFETY: published nodes live as long as the arena, which the
+                // owner keeps alive while the list can be read.
                 let Some(node) = (unsafe { n.as_ref() }) else {
                     break;
                 };
@@ -95,17 +131,24 @@ impl<const H: usize> SwSkipList<H> {
             }
             preds[level] = x;
         }
-        let node = Box::new(Node {
-            entry,
-            next: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
-        });
+        // SAFETY: the caller hands over an unused piece that fits the node.
+        unsafe {
+            ptr::write(
+                p,
+                Node {
+                    entry,
+                    next: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
+                },
+            )
+        };
+        // SAFETY: just written; not yet visible to anyone else.
+        let node = unsafe { &*p };
         for (level, (link, pred)) in node.next.iter().zip(preds.iter()).enumerate().take(height) {
             link.store(
                 pred[level].load(AtomicOrdering::Relaxed),
                 AtomicOrdering::Relaxed,
             );
         }
-        let p = Box::into_raw(node);
         // Publish bottom-up: a reader that reaches the node at any level finds
         // its lower links already set. The release stores make the node's
         // contents visible to readers that load the pointer with acquire.
@@ -118,7 +161,8 @@ impl<const H: usize> SwSkipList<H> {
     /// The first node.
     pub(crate) fn first(&self) -> Option<&Node<H>> {
         let p = self.head[0].load(AtomicOrdering::Acquire);
-        // SAFETY: published nodes live until the list drops.
+        // SAFETY: published nodes live as long as the arena, which the
+        // owner keeps alive while the list can be read.
         unsafe { p.as_ref() }
     }
 
@@ -128,7 +172,8 @@ impl<const H: usize> SwSkipList<H> {
         for level in (0..H).rev() {
             loop {
                 let n = x[level].load(AtomicOrdering::Acquire);
-                // SAFETY: published nodes live until the list drops.
+                // SAFETY: published nodes live as long as the arena, which the
+                // owner keeps alive while the list can be read.
                 let Some(node) = (unsafe { n.as_ref() }) else {
                     break;
                 };
@@ -154,19 +199,6 @@ impl<const H: usize> SwSkipList<H> {
     }
 }
 
-impl<const H: usize> Drop for SwSkipList<H> {
-    fn drop(&mut self) {
-        // Every node is linked at level 0, exactly once.
-        let mut p = *self.head[0].get_mut();
-        while !p.is_null() {
-            // SAFETY: `p` came from `Box::into_raw` in `insert` and is
-            // reachable only through this list, which no one else can use now.
-            let mut node = unsafe { Box::from_raw(p) };
-            p = *node.next[0].get_mut();
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,6 +211,7 @@ mod tests {
     }
 
     fn check<const H: usize>() {
+        let arena = Arena::new(4096);
         let l = SwSkipList::<H>::new();
         let mut want = Vec::new();
         let mut h = 1usize;
@@ -186,7 +219,13 @@ mod tests {
             let k = make_internal_key(format!("k{}", i % 4).as_bytes(), i, ValueKind::Put);
             h = h % 4 + 1;
             // SAFETY: single-threaded test.
-            unsafe { l.insert(SharedEntry::new(&k, b"v"), h) };
+            unsafe {
+                if i % 2 == 0 {
+                    l.insert_new(&arena, &k, b"v", h);
+                } else {
+                    l.insert(&arena, SharedEntry::new_in(&arena, &k, b"v"), h);
+                }
+            };
             want.push(k);
         }
         want.sort_by(|a, b| compare_internal(a, b));

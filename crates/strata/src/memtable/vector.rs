@@ -1,7 +1,7 @@
 //! Vector representations (RocksDB's `VectorRep` and the study's variants).
 //!
-//! Entries are reference-counted allocations (`Arc<[u8]>`, one each) in a
-//! `Vec` of 16-byte pointers behind a reader-writer lock; the single writer
+//! Entries are copied into the representation's arena; a `Vec` of 8-byte
+//! handles behind a reader-writer lock orders them. The single writer
 //! appends or inserts under the write lock, readers take the read lock.
 //!
 //! | kind | insert | point read while mutable | iterator while mutable | freeze |
@@ -25,21 +25,33 @@
 //!
 //! Memory: entry bytes exact; metadata = the slot array's allocation at its
 //! current *capacity* (so doubling slack and a static reservation are
-//! counted in full), plus per entry its allocation's Arc header, length
-//! prefix and allocator rounding, plus the
+//! counted in full), plus the arena's bytes beyond the entries' (the 8-byte
+//! length header per entry, alignment, abandoned block tails), plus the
 //! representation struct.
 
 use std::cmp::Ordering;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering as AtomicOrdering};
 
 use parking_lot::{Mutex, RwLock};
 
-use super::entry::{SharedEntry, SnapshotIter, alloc_size, cmp_entries, visit_sorted};
+use super::arena::{Arena, block_size_for};
+use super::entry::{
+    SharedEntry, SnapshotIter, alloc_size, arena_overhead, cmp_entries, visit_sorted,
+};
 use super::{MemTableRep, MemUsage, RepCounters};
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{compare_internal, user_key};
+
+/// Adds `n` to a counter only one writer updates.
+#[inline]
+fn bump(counter: &AtomicUsize, n: usize) {
+    counter.store(
+        counter.load(AtomicOrdering::Relaxed) + n,
+        AtomicOrdering::Relaxed,
+    );
+}
 
 /// Bytes of one slot of the entry array.
 const SLOT_BYTES: usize = std::mem::size_of::<SharedEntry>();
@@ -67,20 +79,22 @@ pub(crate) struct VectorRep {
     /// Slots reserved up front (`vector-static`), else 0.
     reserved: usize,
     state: RwLock<VecState>,
+    arena: Arc<Arena>,
     /// The sorted copy and the entry count it was built at.
     cache: Mutex<Option<(usize, Arc<Vec<SharedEntry>>)>>,
+    /// Set when `cache` may hold a copy, so inserts skip its lock otherwise.
+    cached: AtomicBool,
     len: AtomicUsize,
     entry_bytes: AtomicUsize,
-    /// Per-entry metadata (allocation overheads), without the slot array.
-    entry_meta: AtomicUsize,
     slot_capacity: AtomicUsize,
     regrowths: AtomicUsize,
     rebuilds: AtomicUsize,
 }
 
 impl VectorRep {
-    /// A vector of `mode`; `reserve` slots are allocated up front.
-    pub(crate) fn new(mode: VectorMode, reserve: usize) -> Self {
+    /// A vector of `mode` for a buffer of `write_buffer_size` bytes;
+    /// `reserve` slots are allocated up front.
+    pub(crate) fn new(mode: VectorMode, reserve: usize, write_buffer_size: usize) -> Self {
         let entries: Vec<SharedEntry> = Vec::with_capacity(reserve);
         let cap = entries.capacity();
         VectorRep {
@@ -94,10 +108,11 @@ impl VectorRep {
                 entries: Arc::new(entries),
                 sorted: false,
             }),
+            arena: Arc::new(Arena::new(block_size_for(write_buffer_size))),
             cache: Mutex::new(None),
+            cached: AtomicBool::new(false),
             len: AtomicUsize::new(0),
             entry_bytes: AtomicUsize::new(0),
-            entry_meta: AtomicUsize::new(0),
             slot_capacity: AtomicUsize::new(cap),
             regrowths: AtomicUsize::new(0),
             rebuilds: AtomicUsize::new(0),
@@ -123,6 +138,7 @@ impl VectorRep {
         self.rebuilds.fetch_add(1, AtomicOrdering::Relaxed);
         let snap = Arc::new(copy);
         *self.cache.lock() = Some((n, Arc::clone(&snap)));
+        self.cached.store(true, AtomicOrdering::Release);
         snap
     }
 
@@ -142,7 +158,7 @@ impl VectorRep {
                     Ordering::Less => {}
                     Ordering::Equal => {
                         if compare_internal(k, seek_key) != Ordering::Less {
-                            run.push(e.clone());
+                            run.push(*e);
                         }
                     }
                     Ordering::Greater => {
@@ -152,7 +168,7 @@ impl VectorRep {
                     }
                 }
             }
-            (run, next.cloned())
+            (run, next.copied())
         };
         run.sort_unstable_by(cmp_entries);
         let mut last = None;
@@ -174,7 +190,7 @@ impl VectorRep {
                         best = Some(e);
                     }
                 }
-                best.cloned()
+                best.copied()
             };
             let Some(e) = nxt else { return };
             if !f(e.key(), e.value()) {
@@ -188,7 +204,7 @@ impl VectorRep {
 impl MemTableRep for VectorRep {
     fn insert(&self, internal_key: &[u8], value: &[u8]) {
         let payload = internal_key.len() + value.len();
-        let e = SharedEntry::new(internal_key, value);
+        let e = SharedEntry::new_in(&self.arena, internal_key, value);
         {
             let mut st = self.state.write();
             // A reader may share the storage only once it is sorted (after
@@ -205,13 +221,20 @@ impl MemTableRep for VectorRep {
                     self.regrowths.fetch_add(1, AtomicOrdering::Relaxed);
                 }
             }
-            self.entry_bytes.fetch_add(payload, AtomicOrdering::Relaxed);
-            self.entry_meta
-                .fetch_add(SharedEntry::overhead(payload), AtomicOrdering::Relaxed);
-            self.len.fetch_add(1, AtomicOrdering::Release);
+            // Writers are serialised by the write lock: plain stores.
+            bump(&self.entry_bytes, payload);
+            self.len.store(
+                self.len.load(AtomicOrdering::Relaxed) + 1,
+                AtomicOrdering::Release,
+            );
         }
-        // The cached sorted copy is stale now; free it.
-        *self.cache.lock() = None;
+        // The cached sorted copy is stale now (its count no longer matches,
+        // so no read uses it); free it. A copy stored after this check is
+        // freed by the next insert.
+        if self.cached.load(AtomicOrdering::Acquire) {
+            self.cached.store(false, AtomicOrdering::Relaxed);
+            *self.cache.lock() = None;
+        }
     }
 
     fn get(&self, seek_key: &[u8], f: &mut dyn FnMut(&[u8], &[u8]) -> bool) {
@@ -223,18 +246,23 @@ impl MemTableRep for VectorRep {
     }
 
     fn iter(self: Arc<Self>) -> Box<dyn InternalIterator> {
-        Box::new(SnapshotIter::new(self.sorted_view()))
+        Box::new(SnapshotIter::new(
+            self.sorted_view(),
+            Arc::clone(&self.arena),
+        ))
     }
 
     fn memory_usage(&self) -> MemUsage {
         let cap = self.slot_capacity.load(AtomicOrdering::Relaxed);
+        let entry_bytes = self.entry_bytes.load(AtomicOrdering::Relaxed);
         MemUsage {
-            entry_bytes: self.entry_bytes.load(AtomicOrdering::Relaxed),
+            entry_bytes,
             metadata_bytes: std::mem::size_of::<Self>()
-                // The Arc holding the Vec header.
+                // The Arcs holding the Vec header and the arena.
                 + alloc_size(2 * std::mem::size_of::<usize>() + std::mem::size_of::<Vec<SharedEntry>>())
+                + alloc_size(2 * std::mem::size_of::<usize>() + std::mem::size_of::<Arena>())
                 + alloc_size(cap * SLOT_BYTES)
-                + self.entry_meta.load(AtomicOrdering::Relaxed),
+                + arena_overhead(&self.arena, entry_bytes),
         }
     }
 
@@ -273,20 +301,21 @@ impl MemTableRep for VectorRep {
 /// `vector-sorted`: kept sorted on insert.
 pub(crate) struct SortedVectorRep {
     entries: RwLock<Vec<SharedEntry>>,
+    arena: Arena,
     len: AtomicUsize,
     entry_bytes: AtomicUsize,
-    entry_meta: AtomicUsize,
     slot_capacity: AtomicUsize,
     regrowths: AtomicUsize,
 }
 
 impl SortedVectorRep {
-    pub(crate) fn new() -> Self {
+    /// An empty sorted vector for a buffer of `write_buffer_size` bytes.
+    pub(crate) fn new(write_buffer_size: usize) -> Self {
         SortedVectorRep {
             entries: RwLock::new(Vec::new()),
+            arena: Arena::new(block_size_for(write_buffer_size)),
             len: AtomicUsize::new(0),
             entry_bytes: AtomicUsize::new(0),
-            entry_meta: AtomicUsize::new(0),
             slot_capacity: AtomicUsize::new(0),
             regrowths: AtomicUsize::new(0),
         }
@@ -305,7 +334,7 @@ fn lower(v: &[SharedEntry], key: &[u8], strict: bool) -> usize {
 impl MemTableRep for SortedVectorRep {
     fn insert(&self, internal_key: &[u8], value: &[u8]) {
         let payload = internal_key.len() + value.len();
-        let e = SharedEntry::new(internal_key, value);
+        let e = SharedEntry::new_in(&self.arena, internal_key, value);
         let mut v = self.entries.write();
         let i = lower(&v, internal_key, false);
         let before = v.capacity();
@@ -318,8 +347,6 @@ impl MemTableRep for SortedVectorRep {
             }
         }
         self.entry_bytes.fetch_add(payload, AtomicOrdering::Relaxed);
-        self.entry_meta
-            .fetch_add(SharedEntry::overhead(payload), AtomicOrdering::Relaxed);
         self.len.fetch_add(1, AtomicOrdering::Release);
     }
 
@@ -339,11 +366,12 @@ impl MemTableRep for SortedVectorRep {
 
     fn memory_usage(&self) -> MemUsage {
         let cap = self.slot_capacity.load(AtomicOrdering::Relaxed);
+        let entry_bytes = self.entry_bytes.load(AtomicOrdering::Relaxed);
         MemUsage {
-            entry_bytes: self.entry_bytes.load(AtomicOrdering::Relaxed),
+            entry_bytes,
             metadata_bytes: std::mem::size_of::<Self>()
                 + alloc_size(cap * SLOT_BYTES)
-                + self.entry_meta.load(AtomicOrdering::Relaxed),
+                + arena_overhead(&self.arena, entry_bytes),
         }
     }
 
@@ -373,30 +401,28 @@ impl InternalIterator for SortedCursor {
         self.cur.is_some()
     }
     fn seek_to_first(&mut self) {
-        self.cur = self.rep.entries.read().first().cloned();
+        self.cur = self.rep.entries.read().first().copied();
     }
     fn seek_to_last(&mut self) {
-        self.cur = self.rep.entries.read().last().cloned();
+        self.cur = self.rep.entries.read().last().copied();
     }
     fn seek(&mut self, target: &[u8]) {
         let v = self.rep.entries.read();
-        self.cur = v.get(lower(&v, target, false)).cloned();
+        self.cur = v.get(lower(&v, target, false)).copied();
     }
     fn seek_for_prev(&mut self, target: &[u8]) {
         let v = self.rep.entries.read();
-        self.cur = lower(&v, target, true).checked_sub(1).map(|i| v[i].clone());
+        self.cur = lower(&v, target, true).checked_sub(1).map(|i| v[i]);
     }
     fn next(&mut self) {
         let Some(cur) = self.cur.take() else { return };
         let v = self.rep.entries.read();
-        self.cur = v.get(lower(&v, cur.key(), true)).cloned();
+        self.cur = v.get(lower(&v, cur.key(), true)).copied();
     }
     fn prev(&mut self) {
         let Some(cur) = self.cur.take() else { return };
         let v = self.rep.entries.read();
-        self.cur = lower(&v, cur.key(), false)
-            .checked_sub(1)
-            .map(|i| v[i].clone());
+        self.cur = lower(&v, cur.key(), false).checked_sub(1).map(|i| v[i]);
     }
     fn key(&self) -> &[u8] {
         self.cur.as_ref().map_or(&[][..], |e| e.key())
