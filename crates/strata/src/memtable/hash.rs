@@ -39,10 +39,9 @@
 //! walk).
 //!
 //! Memory: entry bytes exact; metadata = the bucket array (8 bytes a
-//! bucket), each created bucket's allocation, the arena's bytes beyond the
-//! entries' (nodes, entry headers, alignment, the nodes added by
-//! list-to-skiplist conversions, abandoned block tails), and the
-//! representation struct.
+//! bucket), the arena's bytes beyond the entries' (buckets, nodes, entry
+//! headers, alignment, the buckets and nodes added by list-to-skiplist
+//! conversions, abandoned block tails), and the representation struct.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering as AtomicOrdering};
@@ -107,16 +106,8 @@ impl Bucket {
     }
 }
 
-/// A bucket replaced by a conversion, kept alive for readers still in it.
-struct Retired(*mut Bucket);
-
-// SAFETY: the pointer is owned by the representation (it came from
-// `Box::into_raw` and is freed once, in `Drop`); `Bucket` is `Send + Sync`.
-unsafe impl Send for Retired {}
-
 struct Writer {
     rng: u64,
-    retired: Vec<Retired>,
 }
 
 impl Writer {
@@ -148,14 +139,13 @@ pub(crate) struct HashRep {
     cache: Mutex<Option<(usize, Arc<Vec<SharedEntry>>)>>,
     len: AtomicUsize,
     entry_bytes: AtomicUsize,
-    /// Metadata outside the arena: the struct, bucket array and buckets.
+    /// Metadata outside the arena: the struct and the bucket array.
     metadata_bytes: AtomicUsize,
     out_of_domain: AtomicUsize,
     conversions: AtomicUsize,
     rebuilds: AtomicUsize,
 }
 
-const BUCKET_ALLOC: usize = alloc_size(std::mem::size_of::<Bucket>());
 
 impl HashRep {
     /// `buckets` (at least 1) buckets of `policy` for a buffer of
@@ -183,7 +173,6 @@ impl HashRep {
             arena: Arc::new(Arena::new(block_size_for(write_buffer_size))),
             writer: Mutex::new(Writer {
                 rng: 0x9E37_79B9_7F4A_7C15,
-                retired: Vec::new(),
             }),
             cache: Mutex::new(None),
             len: AtomicUsize::new(0),
@@ -193,6 +182,18 @@ impl HashRep {
             conversions: AtomicUsize::new(0),
             rebuilds: AtomicUsize::new(0),
         }
+    }
+
+    /// A bucket in the arena. Called just before the bucket's first node is
+    /// allocated, so the two usually share a cache line: a point read in a
+    /// bucket of one or two entries then costs one miss after the slot.
+    fn new_bucket(&self, bucket: Bucket) -> *mut Bucket {
+        let p = self.arena.alloc(std::mem::size_of::<Bucket>()).as_ptr() as *mut Bucket;
+        // SAFETY: an unused, 8-aligned piece of the right size (a bucket is
+        // pointers and counters). Buckets own nothing outside the arena, so
+        // never running their destructor leaks nothing.
+        unsafe { p.write(bucket) };
+        p
     }
 
     #[inline]
@@ -225,7 +226,7 @@ impl HashRep {
         // after the entry is published.
         let mut v = Vec::with_capacity(n);
         for slot in self.slots.iter().chain(std::iter::once(&self.overflow)) {
-            // SAFETY: buckets are freed only in `Drop`.
+            // SAFETY: buckets live in the arena until the representation drops.
             if let Some(b) = unsafe { slot.load(AtomicOrdering::Acquire).as_ref() } {
                 b.for_each(|e| v.push(*e));
             }
@@ -243,21 +244,19 @@ impl MemTableRep for HashRep {
         let payload = internal_key.len() + value.len();
         let (slot, prefix) = self.slot(user_key(internal_key));
         let mut w = self.writer.lock();
-        let mut meta = 0;
         let mut b = slot.load(AtomicOrdering::Acquire);
         if b.is_null() {
             let fresh = match (self.policy, prefix) {
                 (BucketPolicy::LinkList { .. }, Some(_)) => Bucket::List(SwSkipList::new()),
                 _ => Bucket::Skip(SwSkipList::new()),
             };
-            b = Box::into_raw(Box::new(fresh));
+            b = self.new_bucket(fresh);
             slot.store(b, AtomicOrdering::Release);
-            meta += BUCKET_ALLOC;
         }
         if prefix.is_none() {
             self.out_of_domain.fetch_add(1, AtomicOrdering::Relaxed);
         }
-        // SAFETY: buckets are freed only in `Drop`.
+        // SAFETY: buckets live in the arena until the representation drops.
         let bucket = unsafe { &*b };
         match bucket {
             Bucket::List(l) => {
@@ -276,10 +275,11 @@ impl MemTableRep for HashRep {
                     let h = w.height();
                     // SAFETY: as above.
                     unsafe { s.insert_new(&self.arena, internal_key, value, h) };
-                    let nb = Box::into_raw(Box::new(Bucket::Skip(s)));
+                    // Nodes do not point at the list head, so the list can
+                    // move into its bucket. The list bucket stays in the
+                    // arena for readers still walking it.
+                    let nb = self.new_bucket(Bucket::Skip(s));
                     slot.store(nb, AtomicOrdering::Release);
-                    w.retired.push(Retired(b));
-                    meta += BUCKET_ALLOC;
                     self.conversions.fetch_add(1, AtomicOrdering::Relaxed);
                 } else {
                     // SAFETY: inserts are serialised by the writer lock.
@@ -293,7 +293,6 @@ impl MemTableRep for HashRep {
             }
         }
         self.entry_bytes.fetch_add(payload, AtomicOrdering::Relaxed);
-        self.metadata_bytes.fetch_add(meta, AtomicOrdering::Relaxed);
         self.len.fetch_add(1, AtomicOrdering::Release);
         drop(w);
         // The cached snapshot is stale now; free it.
@@ -303,7 +302,7 @@ impl MemTableRep for HashRep {
     fn get(&self, seek_key: &[u8], f: &mut dyn FnMut(&[u8], &[u8]) -> bool) {
         let uk = user_key(seek_key);
         let (slot, prefix) = self.slot(uk);
-        // SAFETY: buckets are freed only in `Drop`.
+        // SAFETY: buckets live in the arena until the representation drops.
         let Some(bucket) = (unsafe { slot.load(AtomicOrdering::Acquire).as_ref() }) else {
             return;
         };
@@ -343,26 +342,6 @@ impl MemTableRep for HashRep {
             bucket_conversions: self.conversions.load(AtomicOrdering::Relaxed),
             snapshot_rebuilds: self.rebuilds.load(AtomicOrdering::Relaxed),
             ..RepCounters::default()
-        }
-    }
-}
-
-impl Drop for HashRep {
-    fn drop(&mut self) {
-        let free = |p: *mut Bucket| {
-            if !p.is_null() {
-                // SAFETY: every bucket pointer came from `Box::into_raw`, is
-                // held in exactly one place (a slot or the retired list) and
-                // is freed once, here, with no reader left (`&mut self`).
-                drop(unsafe { Box::from_raw(p) });
-            }
-        };
-        for slot in self.slots.iter_mut() {
-            free(*slot.get_mut());
-        }
-        free(*self.overflow.get_mut());
-        for r in self.writer.get_mut().retired.drain(..) {
-            free(r.0);
         }
     }
 }
