@@ -146,7 +146,6 @@ pub(crate) struct HashRep {
     rebuilds: AtomicUsize,
 }
 
-
 impl HashRep {
     /// `buckets` (at least 1) buckets of `policy` for a buffer of
     /// `write_buffer_size` bytes. Without an extractor every key is outside
