@@ -597,26 +597,14 @@ fn run_memtable_suite(s: &SuiteArgs) -> Result<()> {
     if let Some(j) = &suite.json {
         println!("results: {}", j.display());
     }
-    let markdown = |charts: Vec<String>| {
-        memsuite::markdown(
-            &records,
-            &memsuite::ReportInfo {
-                command: &sysinfo::command_line(),
-                machine: &sysinfo::machine(),
-                timestamp: &sysinfo::iso8601(started),
-                load_start: &load_start,
-                load_end: &load_end,
-                charts,
-                suite: &suite,
-            },
-        )
-    };
-    charts_and_report(
+    write_suite_report(
         "memtable",
-        a.plot.as_deref(),
-        s.report.as_deref(),
+        s,
+        &suite,
+        &records,
+        (started, &load_start, &load_end),
         |dir| memsuite::charts(&records, dir),
-        markdown,
+        memsuite::markdown,
     )
 }
 
@@ -660,26 +648,49 @@ fn run_shortrange_suite(s: &SuiteArgs) -> Result<()> {
     if let Some(j) = &suite.json {
         println!("results: {}", j.display());
     }
-    let markdown = |charts: Vec<String>| {
-        shortsuite::markdown(
-            &records,
-            &shortsuite::ReportInfo {
-                command: &sysinfo::command_line(),
-                machine: &sysinfo::machine(),
-                timestamp: &sysinfo::iso8601(started),
-                load_start: &load_start,
-                load_end: &load_end,
-                charts,
-                suite: &suite,
-            },
-        )
-    };
-    charts_and_report(
+    write_suite_report(
         "shortrange",
-        a.plot.as_deref(),
-        s.report.as_deref(),
+        s,
+        &suite,
+        &records,
+        (started, &load_start, &load_end),
         |dir| shortsuite::charts(&records, dir),
-        markdown,
+        shortsuite::markdown,
+    )
+}
+
+/// Draws a suite's charts and writes its markdown section (see
+/// [`charts_and_report`]); `run` is the start time and the load averages at
+/// the start and the end.
+fn write_suite_report<S>(
+    name: &str,
+    s: &SuiteArgs,
+    suite: &S,
+    records: &[crate::record::Record],
+    run: (u64, &str, &str),
+    draw: impl FnOnce(&Path) -> Result<Vec<PathBuf>>,
+    markdown: fn(&[crate::record::Record], &report::ReportInfo<'_, S>) -> String,
+) -> Result<()> {
+    let (started, load_start, load_end) = run;
+    charts_and_report(
+        name,
+        s.args.plot.as_deref(),
+        s.report.as_deref(),
+        draw,
+        |charts| {
+            markdown(
+                records,
+                &report::ReportInfo {
+                    command: &sysinfo::command_line(),
+                    machine: &sysinfo::machine(),
+                    timestamp: &sysinfo::iso8601(started),
+                    load_start,
+                    load_end,
+                    charts,
+                    suite,
+                },
+            )
+        },
     )
 }
 

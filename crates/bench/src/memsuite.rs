@@ -90,9 +90,10 @@ use crate::cli::BenchArgs;
 use crate::engine::{Engine, EngineKind, MemProbe, open_engine, parse_engines};
 use crate::keys::{ValueGen, decode_key, encode_key};
 use crate::record::{Record, append, median_of};
+use crate::report::ReportInfo;
 use crate::runner::{Target, make_named_record, summary_line};
 use crate::settings::{BenchSettings, CompressionKind, Distribution};
-use crate::sysinfo::{self, Machine};
+use crate::sysinfo;
 use crate::workload::{Outcome, RunState, new_hist};
 use crate::{Error, Result, plot, report};
 
@@ -1591,19 +1592,8 @@ pub fn verification(records: &[Record]) -> String {
     s
 }
 
-/// Inputs of the report beyond the records.
-pub struct ReportInfo<'a> {
-    pub command: &'a str,
-    pub machine: &'a Machine,
-    pub timestamp: &'a str,
-    pub load_start: &'a str,
-    pub load_end: &'a str,
-    pub charts: Vec<String>,
-    pub suite: &'a MemSuite,
-}
-
 /// The markdown section of the suite.
-pub fn markdown(records: &[Record], info: &ReportInfo<'_>) -> String {
+pub fn markdown(records: &[Record], info: &ReportInfo<'_, MemSuite>) -> String {
     let mut s = String::new();
     let su = info.suite;
     let m = info.machine;

@@ -6,6 +6,18 @@ use std::path::Path;
 use crate::record::Record;
 use crate::sysinfo::Machine;
 
+/// What a suite's markdown section says besides its records: how it was
+/// run, where, and the charts drawn (paths relative to the report).
+pub struct ReportInfo<'a, S> {
+    pub command: &'a str,
+    pub machine: &'a Machine,
+    pub timestamp: &'a str,
+    pub load_start: &'a str,
+    pub load_end: &'a str,
+    pub charts: Vec<String>,
+    pub suite: &'a S,
+}
+
 /// `1234567.8` as `1,234,568`.
 pub fn thousands(x: f64) -> String {
     let n = x.round() as u64;

@@ -33,6 +33,7 @@ use crate::engine::{Engine, EngineKind, EngineStats, open_engine};
 use crate::generators::{KeyChooser, ScrambledZipfian};
 use crate::keys::{ValueGen, encode_key};
 use crate::record::{Record, append};
+use crate::report::ReportInfo;
 use crate::report::{human_bytes, thousands};
 use crate::runner::{
     Target, fresh_dir, make_named_record, make_record, medians, reset_peak_rss_note, summary_line,
@@ -729,19 +730,8 @@ pub fn verdicts(records: &[Record]) -> String {
     s
 }
 
-/// What the report says about the run.
-pub struct ReportInfo<'a> {
-    pub command: &'a str,
-    pub machine: &'a sysinfo::Machine,
-    pub timestamp: &'a str,
-    pub load_start: &'a str,
-    pub load_end: &'a str,
-    pub charts: Vec<String>,
-    pub suite: &'a ShortSuite,
-}
-
 /// The markdown section for docs/BENCHMARKS.md.
-pub fn markdown(records: &[Record], info: &ReportInfo<'_>) -> String {
+pub fn markdown(records: &[Record], info: &ReportInfo<'_, ShortSuite>) -> String {
     let s = &info.suite.settings;
     let m = info.machine;
     let mut md = String::new();
