@@ -6,6 +6,9 @@
 use std::cmp::Ordering;
 use std::ptr::{self, NonNull};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
+
+use parking_lot::Mutex;
 
 use super::arena::Arena;
 
@@ -154,6 +157,49 @@ pub(crate) fn arena_overhead(arena: &Arena, entry_bytes: usize) -> usize {
 #[inline]
 pub(crate) fn cmp_entries(a: &SharedEntry, b: &SharedEntry) -> Ordering {
     compare_internal(a.key(), b.key())
+}
+
+/// A sorted copy of a representation's entries, tagged with the entry count
+/// it was built at: a read uses it only while the count still matches, so an
+/// insert never has to clear it for correctness, only to free it early.
+/// Shared by the kinds that sort a copy for reads (vector, hash).
+pub(crate) struct SortedCache {
+    slot: Mutex<Option<(usize, Arc<Vec<SharedEntry>>)>>,
+    /// Set when `slot` may hold a copy, so inserts skip the lock otherwise.
+    present: AtomicBool,
+}
+
+impl SortedCache {
+    pub(crate) fn new() -> Self {
+        SortedCache {
+            slot: Mutex::new(None),
+            present: AtomicBool::new(false),
+        }
+    }
+
+    /// The copy built at `count` entries, if that is the one held.
+    pub(crate) fn get(&self, count: usize) -> Option<Arc<Vec<SharedEntry>>> {
+        match &*self.slot.lock() {
+            Some((tag, snap)) if *tag == count => Some(Arc::clone(snap)),
+            _ => None,
+        }
+    }
+
+    /// Holds `snap`, built at `count` entries.
+    pub(crate) fn put(&self, count: usize, snap: &Arc<Vec<SharedEntry>>) {
+        *self.slot.lock() = Some((count, Arc::clone(snap)));
+        self.present.store(true, AtomicOrdering::Release);
+    }
+
+    /// Frees the copy, if any. Without one this is a single load, so the
+    /// insert path pays no lock. A copy put after the check stays until the
+    /// next call; its count no longer matches, so no read uses it.
+    pub(crate) fn clear(&self) {
+        if self.present.load(AtomicOrdering::Acquire) {
+            self.present.store(false, AtomicOrdering::Relaxed);
+            *self.slot.lock() = None;
+        }
+    }
 }
 
 /// An iterator over a sorted snapshot of entries.

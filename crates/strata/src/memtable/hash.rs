@@ -49,7 +49,9 @@ use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering as AtomicOrdering};
 use parking_lot::Mutex;
 
 use super::arena::{Arena, block_size_for};
-use super::entry::{SharedEntry, SnapshotIter, alloc_size, arena_overhead, cmp_entries};
+use super::entry::{
+    SharedEntry, SnapshotIter, SortedCache, alloc_size, arena_overhead, cmp_entries,
+};
 use super::prefix::{PrefixExtractor, extract};
 use super::sw_skiplist::SwSkipList;
 use super::{MemTableRep, MemUsage, RepCounters};
@@ -136,11 +138,11 @@ pub(crate) struct HashRep {
     overflow: AtomicPtr<Bucket>,
     arena: Arc<Arena>,
     writer: Mutex<Writer>,
-    cache: Mutex<Option<(usize, Arc<Vec<SharedEntry>>)>>,
+    cache: SortedCache,
     len: AtomicUsize,
     entry_bytes: AtomicUsize,
     /// Metadata outside the arena: the struct and the bucket array.
-    metadata_bytes: AtomicUsize,
+    base_bytes: usize,
     out_of_domain: AtomicUsize,
     conversions: AtomicUsize,
     rebuilds: AtomicUsize,
@@ -173,10 +175,10 @@ impl HashRep {
             writer: Mutex::new(Writer {
                 rng: 0x9E37_79B9_7F4A_7C15,
             }),
-            cache: Mutex::new(None),
+            cache: SortedCache::new(),
             len: AtomicUsize::new(0),
             entry_bytes: AtomicUsize::new(0),
-            metadata_bytes: AtomicUsize::new(base),
+            base_bytes: base,
             out_of_domain: AtomicUsize::new(0),
             conversions: AtomicUsize::new(0),
             rebuilds: AtomicUsize::new(0),
@@ -216,10 +218,8 @@ impl HashRep {
     /// The entries in order, from the cache or rebuilt.
     fn sorted_view(&self) -> Arc<Vec<SharedEntry>> {
         let n = self.len.load(AtomicOrdering::Acquire);
-        if let Some((tag, snap)) = &*self.cache.lock()
-            && *tag == n
-        {
-            return Arc::clone(snap);
+        if let Some(snap) = self.cache.get(n) {
+            return snap;
         }
         // Every insert counted in `n` is visible: `len` is bumped (release)
         // after the entry is published.
@@ -233,7 +233,7 @@ impl HashRep {
         v.sort_by(cmp_entries);
         self.rebuilds.fetch_add(1, AtomicOrdering::Relaxed);
         let snap = Arc::new(v);
-        *self.cache.lock() = Some((n, Arc::clone(&snap)));
+        self.cache.put(n, &snap);
         snap
     }
 }
@@ -295,7 +295,7 @@ impl MemTableRep for HashRep {
         self.len.fetch_add(1, AtomicOrdering::Release);
         drop(w);
         // The cached snapshot is stale now; free it.
-        *self.cache.lock() = None;
+        self.cache.clear();
     }
 
     fn get(&self, seek_key: &[u8], f: &mut dyn FnMut(&[u8], &[u8]) -> bool) {
@@ -326,8 +326,7 @@ impl MemTableRep for HashRep {
         let entry_bytes = self.entry_bytes.load(AtomicOrdering::Relaxed);
         MemUsage {
             entry_bytes,
-            metadata_bytes: self.metadata_bytes.load(AtomicOrdering::Relaxed)
-                + arena_overhead(&self.arena, entry_bytes),
+            metadata_bytes: self.base_bytes + arena_overhead(&self.arena, entry_bytes),
         }
     }
 

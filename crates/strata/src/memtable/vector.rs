@@ -31,13 +31,13 @@
 
 use std::cmp::Ordering;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::RwLock;
 
 use super::arena::{Arena, block_size_for};
 use super::entry::{
-    SharedEntry, SnapshotIter, alloc_size, arena_overhead, cmp_entries, visit_sorted,
+    SharedEntry, SnapshotIter, SortedCache, alloc_size, arena_overhead, cmp_entries, visit_sorted,
 };
 use super::{MemTableRep, MemUsage, RepCounters};
 use crate::error::Result;
@@ -80,10 +80,8 @@ pub(crate) struct VectorRep {
     reserved: usize,
     state: RwLock<VecState>,
     arena: Arc<Arena>,
-    /// The sorted copy and the entry count it was built at.
-    cache: Mutex<Option<(usize, Arc<Vec<SharedEntry>>)>>,
-    /// Set when `cache` may hold a copy, so inserts skip its lock otherwise.
-    cached: AtomicBool,
+    /// The sorted copy for reads while unsorted.
+    cache: SortedCache,
     len: AtomicUsize,
     entry_bytes: AtomicUsize,
     slot_capacity: AtomicUsize,
@@ -109,8 +107,7 @@ impl VectorRep {
                 sorted: false,
             }),
             arena: Arc::new(Arena::new(block_size_for(write_buffer_size))),
-            cache: Mutex::new(None),
-            cached: AtomicBool::new(false),
+            cache: SortedCache::new(),
             len: AtomicUsize::new(0),
             entry_bytes: AtomicUsize::new(0),
             slot_capacity: AtomicUsize::new(cap),
@@ -127,18 +124,15 @@ impl VectorRep {
             return Arc::clone(&st.entries);
         }
         let n = st.entries.len();
-        if let Some((tag, snap)) = &*self.cache.lock()
-            && *tag == n
-        {
-            return Arc::clone(snap);
+        if let Some(snap) = self.cache.get(n) {
+            return snap;
         }
         let mut copy: Vec<SharedEntry> = (*st.entries).clone();
         drop(st);
         copy.sort_unstable_by(cmp_entries);
         self.rebuilds.fetch_add(1, AtomicOrdering::Relaxed);
         let snap = Arc::new(copy);
-        *self.cache.lock() = Some((n, Arc::clone(&snap)));
-        self.cached.store(true, AtomicOrdering::Release);
+        self.cache.put(n, &snap);
         snap
     }
 
@@ -228,13 +222,8 @@ impl MemTableRep for VectorRep {
                 AtomicOrdering::Release,
             );
         }
-        // The cached sorted copy is stale now (its count no longer matches,
-        // so no read uses it); free it. A copy stored after this check is
-        // freed by the next insert.
-        if self.cached.load(AtomicOrdering::Acquire) {
-            self.cached.store(false, AtomicOrdering::Relaxed);
-            *self.cache.lock() = None;
-        }
+        // The cached sorted copy is stale now; free it.
+        self.cache.clear();
     }
 
     fn get(&self, seek_key: &[u8], f: &mut dyn FnMut(&[u8], &[u8]) -> bool) {
@@ -282,7 +271,7 @@ impl MemTableRep for VectorRep {
                 st.sorted = true;
             }
         }
-        *self.cache.lock() = None;
+        self.cache.clear();
     }
 
     fn at_capacity(&self) -> bool {
