@@ -25,7 +25,7 @@ use crate::db_iter::DbIter;
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::iter::{InternalIterator, MergingIterator};
-use crate::key::{SeqNo, ValueKind, append_internal_key, make_seek_key, user_key};
+use crate::key::{SeekKey, SeqNo, ValueKind, append_internal_key, user_key};
 use crate::level_filter::{LevelFilter, LevelMask};
 use crate::log::{LogReader, LogWriter, TailPolicy};
 use crate::lookup::Lookup;
@@ -551,6 +551,12 @@ impl Db {
         self.default_keyspace().get(key)
     }
 
+    /// Reads `key` from the default keyspace into `value`; see
+    /// [`Keyspace::get_into`].
+    pub fn get_into(&self, key: &[u8], value: &mut Vec<u8>) -> Result<bool> {
+        self.default_keyspace().get_into(key, value)
+    }
+
     /// Deletes `key` from the default keyspace.
     pub fn delete(&self, key: &[u8]) -> Result<()> {
         self.default_keyspace().delete(key)
@@ -721,12 +727,26 @@ impl Keyspace {
 
     /// Reads the latest value of `key`.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.inner.get(&self.shared, key, None)
+        let mut value = Vec::new();
+        let found = self.inner.get(&self.shared, key, None, &mut value)?;
+        Ok(found.then_some(value))
     }
 
     /// Reads `key` as of `snapshot`.
     pub fn get_at(&self, key: &[u8], snapshot: &Snapshot) -> Result<Option<Vec<u8>>> {
-        self.inner.get(&self.shared, key, Some(snapshot.seqno))
+        let mut value = Vec::new();
+        let found = self
+            .inner
+            .get(&self.shared, key, Some(snapshot.seqno), &mut value)?;
+        Ok(found.then_some(value))
+    }
+
+    /// Reads the latest value of `key` into `value`, replacing its contents
+    /// and reusing its allocation; whether the key has a value (`value` is
+    /// left empty when not, and on an error). A loop of point reads that
+    /// passes one buffer allocates only when a value outgrows it.
+    pub fn get_into(&self, key: &[u8], value: &mut Vec<u8>) -> Result<bool> {
+        self.inner.get(&self.shared, key, None, value)
     }
 
     /// An iterator with bounds and snapshot from `opts`; position it with a
@@ -1683,25 +1703,28 @@ impl DbInner {
 
     // ----- reads --------------------------------------------------------
 
+    /// Reads `key` into `out` (cleared first); whether it has a value.
     fn get(
         &self,
         ks: &KeyspaceShared,
         key: &[u8],
         snapshot: Option<SeqNo>,
-    ) -> Result<Option<Vec<u8>>> {
+        out: &mut Vec<u8>,
+    ) -> Result<bool> {
         self.check_open()?;
         let sv = Arc::clone(&ks.sv.read());
         let snap = snapshot.unwrap_or_else(|| self.last_seqno.load(Ordering::Acquire));
-        let seek = make_seek_key(key, snap);
-        let mut lookup = Lookup::new(key, snap);
+        let seek = SeekKey::new(key, snap);
+        let seek = seek.as_slice();
+        let mut lookup = Lookup::new(key, snap, out);
         let mut visit = |k: &[u8], v: &[u8]| lookup.visit(k, v);
-        sv.mem.get(&seek, &mut visit);
+        sv.mem.get(seek, &mut visit);
         for imm in &sv.imms {
             if lookup.is_done() {
                 break;
             }
             let mut visit = |k: &[u8], v: &[u8]| lookup.visit(k, v);
-            imm.get(&seek, &mut visit);
+            imm.get(seek, &mut visit);
         }
         let merge = sv.opts.merge_operator.as_deref();
         if lookup.is_done() {
@@ -1717,9 +1740,9 @@ impl DbInner {
             }
             let mut visit = |k: &[u8], val: &[u8]| lookup.visit(k, val);
             match f.retained() {
-                Some(m) => m.get(&seek, &mut visit),
+                Some(m) => m.get(seek, &mut visit),
                 None => {
-                    f.table.get(key, &seek, &mut visit)?;
+                    f.table.get(key, seek, &mut visit)?;
                 }
             }
         }
@@ -1729,7 +1752,7 @@ impl DbInner {
             }
             if let Some(f) = v.find_file(level, key) {
                 let mut visit = |k: &[u8], val: &[u8]| lookup.visit(k, val);
-                f.table.get(key, &seek, &mut visit)?;
+                f.table.get(key, seek, &mut visit)?;
             }
         }
         lookup.finish(merge, "table")

@@ -90,6 +90,50 @@ pub fn make_seek_key(user_key: &[u8], seqno: SeqNo) -> Vec<u8> {
     v
 }
 
+/// A seek key that lives on the stack when the user key is short (most
+/// are), so a point read allocates nothing to build it.
+pub(crate) struct SeekKey {
+    inline: [u8; SeekKey::INLINE],
+    len: usize,
+    heap: Vec<u8>,
+}
+
+impl SeekKey {
+    /// Longest seek key (user key plus trailer) kept inline.
+    const INLINE: usize = 64;
+
+    /// The key a lookup of `user_key` at snapshot `seqno` seeks to.
+    #[inline]
+    pub(crate) fn new(user_key: &[u8], seqno: SeqNo) -> Self {
+        let len = user_key.len() + TRAILER_LEN;
+        if len > Self::INLINE {
+            return SeekKey {
+                inline: [0; Self::INLINE],
+                len,
+                heap: make_seek_key(user_key, seqno),
+            };
+        }
+        let mut inline = [0; Self::INLINE];
+        inline[..user_key.len()].copy_from_slice(user_key);
+        inline[user_key.len()..len].copy_from_slice(&pack_trailer(seqno, KIND_SEEK).to_le_bytes());
+        SeekKey {
+            inline,
+            len,
+            heap: Vec::new(),
+        }
+    }
+
+    /// The encoded internal key.
+    #[inline]
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        if self.len > Self::INLINE {
+            &self.heap
+        } else {
+            &self.inline[..self.len]
+        }
+    }
+}
+
 /// The user-key part of an internal key. Internal keys shorter than the
 /// trailer are only produced by corrupt input, which decoders reject before
 /// calling this; for robustness such a key yields an empty user key.
@@ -159,6 +203,20 @@ mod tests {
         let v7 = make_internal_key(b"k", 7, ValueKind::Merge);
         assert_eq!(compare_internal(&v9, &seek), Ordering::Less);
         assert_eq!(compare_internal(&seek, &v7), Ordering::Less);
+    }
+
+    #[test]
+    fn stack_seek_keys_match_heap_ones_at_every_length() {
+        // Around the inline limit: user keys of 0 to 70 bytes.
+        for n in 0..=70usize {
+            let uk: Vec<u8> = (0..n).map(|i| i as u8 ^ 0x5a).collect();
+            let seqno = (n as u64) << 20 | 7;
+            assert_eq!(
+                SeekKey::new(&uk, seqno).as_slice(),
+                make_seek_key(&uk, seqno).as_slice(),
+                "user key of {n} bytes"
+            );
+        }
     }
 
     #[test]

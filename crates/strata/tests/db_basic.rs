@@ -118,6 +118,18 @@ fn merge_operands_combine_across_flushes() {
     db.flush().expect("flush");
     db.merge(b"m", b"c").expect("merge");
     assert_eq!(db.get(b"m").expect("get"), Some(b"a,b,c".to_vec()));
+    // Into a reused buffer: the merged value replaces what it held, and a
+    // miss or a deleted key leaves it empty.
+    let mut buf = b"an older, longer value".to_vec();
+    assert!(db.get_into(b"m", &mut buf).expect("get_into"));
+    assert_eq!(buf, b"a,b,c");
+    assert!(!db.get_into(b"absent", &mut buf).expect("get_into"));
+    assert!(buf.is_empty());
+    db.put(b"d", b"x").expect("put");
+    db.delete(b"d").expect("delete");
+    buf.extend_from_slice(b"junk");
+    assert!(!db.get_into(b"d", &mut buf).expect("get_into"));
+    assert!(buf.is_empty());
     db.compact().expect("compact");
     assert_eq!(db.get(b"m").expect("get"), Some(b"a,b,c".to_vec()));
     let all = db.default_keyspace().scan(None, None, 10).expect("scan");

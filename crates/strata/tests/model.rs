@@ -163,6 +163,16 @@ impl Harness {
                     "get {:?}",
                     op
                 );
+                // The buffer-reusing read agrees, whatever the buffer held.
+                let mut buf = b"left over from an earlier read".to_vec();
+                let found = self.ks(*s).get_into(&key(*k), &mut buf).map_err(fail)?;
+                prop_assert_eq!(found, got.is_some(), "get_into {:?}", op);
+                prop_assert_eq!(
+                    buf.as_slice(),
+                    got.as_deref().unwrap_or_default(),
+                    "get_into {:?}",
+                    op
+                );
             }
             Op::TakeSnapshot => {
                 if self.snapshots.len() < 4 {

@@ -103,7 +103,13 @@ impl Engine for StrataEngine {
     }
 
     fn get(&self, key: &[u8]) -> Result<Option<usize>> {
-        Ok(self.ks.get(key)?.map(|v| v.len()))
+        // One value buffer per client thread, reused across reads, as the
+        // RocksDB engine reads through `get_pinned`: a read allocates only
+        // when a value outgrows the buffer.
+        thread_local! {
+            static VALUE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        VALUE.with_borrow_mut(|buf| Ok(self.ks.get_into(key, buf)?.then_some(buf.len())))
     }
 
     fn delete(&self, key: &[u8]) -> Result<()> {

@@ -1,20 +1,24 @@
 //! Hash representations: `hash-skiplist` and `hash-linklist`.
 //!
 //! The user key's prefix (from the keyspace's [`PrefixExtractor`]) is hashed
-//! (xxh3) into one of `N` buckets. A bucket is created on its first entry and
-//! is
-//! * `hash-skiplist`: a skiplist of at most 4 levels, branching factor 4
-//!   (RocksDB's `NewHashSkipListRepFactory` defaults);
-//! * `hash-linklist`: a sorted singly linked list, converted to such a
-//!   skiplist when an insert would take it past the threshold (default 256
-//!   entries, RocksDB's `threshold_use_skiplist`). The list's nodes stay
-//!   in the arena until the memtable is dropped (readers may still be
-//!   walking them) and stay counted; the new skiplist's nodes point to the
-//!   same entries.
+//! (xxh3) into one of `N` slots. A slot holds nothing until its first entry,
+//! then
+//! * `hash-skiplist`: a pointer to a bucket: the head tower of a skiplist of
+//!   at most 4 levels, branching factor 4 (RocksDB's
+//!   `NewHashSkipListRepFactory` defaults);
+//! * `hash-linklist`: the first node of a sorted singly linked list (the
+//!   slot is the list's head, so a point read goes from the slot to the
+//!   first node with nothing in between), converted to such a skiplist
+//!   bucket when an insert would take it past the threshold (default 256
+//!   entries, RocksDB's `threshold_use_skiplist`). The conversion copies the
+//!   entries into the new skiplist's nodes; the list stays in the arena
+//!   until the memtable is dropped (readers may still be walking it) and
+//!   stays counted.
 //!
-//! Keys outside the extractor's domain (see [`super::prefix`]) live in one
-//! overflow skiplist; they can only arrive by log replay under a different
-//! extractor, since the write path refuses them.
+//! A slot tells the two apart by its low bit (set: a skiplist bucket). Keys
+//! outside the extractor's domain (see [`super::prefix`]) live in one
+//! overflow skiplist bucket; they can only arrive by log replay under a
+//! different extractor, since the write path refuses them.
 //!
 //! Concurrency: inserts take a writer mutex (one writer at a time anyway);
 //! readers never lock: buckets and nodes are published with release stores
@@ -34,14 +38,15 @@
 //!   takes 8 bytes per entry while alive and is not counted in
 //!   [`MemUsage`] (read-side scratch).
 //!
-//! Nodes and entries live in the representation's arena, a new entry's
-//! bytes right after its node (one place in memory per step of a bucket
-//! walk).
+//! Nodes have the default skiplist's layout (tower just before the entry's
+//! bytes, in one arena piece; see [`super::sw_skiplist`]), so a step along a
+//! bucket touches one place in memory and a one-level node costs 8 bytes.
 //!
-//! Memory: entry bytes exact; metadata = the bucket array (8 bytes a
-//! bucket), the arena's bytes beyond the entries' (buckets, nodes, entry
-//! headers, alignment, the buckets and nodes added by list-to-skiplist
-//! conversions, abandoned block tails), and the representation struct.
+//! Memory: entry bytes exact; metadata = the slot array (8 bytes a slot;
+//! hash-linklist adds a 4-byte list length per slot, which only the writer
+//! reads), the arena's bytes beyond the entries' (bucket heads, towers,
+//! entry headers, alignment, lists replaced by conversions, abandoned block
+//! tails), and the representation struct.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering as AtomicOrdering};
@@ -53,6 +58,7 @@ use super::entry::{
     SharedEntry, SnapshotIter, SortedCache, alloc_size, arena_overhead, cmp_entries,
 };
 use super::prefix::{PrefixExtractor, extract};
+use super::skiplist::Node;
 use super::sw_skiplist::SwSkipList;
 use super::{MemTableRep, MemUsage, RepCounters};
 use crate::iter::InternalIterator;
@@ -72,44 +78,76 @@ pub(crate) enum BucketPolicy {
     LinkList { threshold: usize },
 }
 
-enum Bucket {
-    List(SwSkipList<1>),
-    Skip(SwSkipList<BUCKET_HEIGHT>),
+/// Low bit of a slot that points to a [`SkipBucket`] (nodes and buckets are
+/// 8-aligned, so the bit is free).
+const SKIP_TAG: usize = 1;
+
+/// A skiplist bucket's head tower, in the arena.
+struct SkipBucket {
+    head: [AtomicPtr<u8>; BUCKET_HEIGHT],
 }
 
-impl Bucket {
-    fn for_each(&self, f: impl FnMut(&SharedEntry)) {
-        match self {
-            Bucket::List(l) => l.for_each(f),
-            Bucket::Skip(s) => s.for_each(f),
+/// A slot's contents as loaded. A slot is null (no entry yet), a tagged
+/// pointer to a [`SkipBucket`], or (hash-linklist only) the first node of a
+/// sorted list: the slot is the list's head, so a point read goes from the
+/// slot straight to the first node.
+#[derive(Clone, Copy)]
+enum Loaded {
+    Empty,
+    List(*mut u8),
+    Skip(&'static SkipBucket),
+}
+
+impl Loaded {
+    #[inline]
+    fn from_slot(slot: &AtomicPtr<u8>) -> Loaded {
+        let p = slot.load(AtomicOrdering::Acquire);
+        if p.is_null() {
+            Loaded::Empty
+        } else if p as usize & SKIP_TAG != 0 {
+            // SAFETY: tagged slots hold buckets written by `new_skip_bucket`
+            // before the release store that published them; buckets live in
+            // the arena until the representation drops (the 'static lifetime
+            // is internal: readers hold the representation).
+            Loaded::Skip(unsafe { &*(p.wrapping_sub(SKIP_TAG) as *const SkipBucket) })
+        } else {
+            Loaded::List(p)
         }
     }
 
     /// Calls `f` on the entries from the first one `>= key` until it
     /// returns false.
-    fn visit_from(&self, key: &[u8], f: &mut dyn FnMut(&SharedEntry) -> bool) {
-        fn walk<const H: usize>(
-            l: &SwSkipList<H>,
-            key: &[u8],
-            f: &mut dyn FnMut(&SharedEntry) -> bool,
-        ) {
-            let mut cur = l.lower_bound(key);
-            while let Some(n) = cur {
-                if !f(n.entry()) {
-                    return;
-                }
-                cur = n.next();
+    #[inline]
+    fn visit_from(self, key: &[u8], mut f: impl FnMut(Node) -> bool) {
+        let mut cur = match self {
+            Loaded::Empty => None,
+            // A copy of the head: the slot may change under us (a
+            // conversion), the list we loaded does not.
+            Loaded::List(first) => SwSkipList::over(&[AtomicPtr::new(first)]).lower_bound(key),
+            Loaded::Skip(b) => SwSkipList::over(&b.head).lower_bound(key),
+        };
+        while let Some(n) = cur {
+            if !f(n) {
+                return;
             }
+            cur = n.next(0);
         }
+    }
+
+    fn for_each(self, f: impl FnMut(SharedEntry)) {
         match self {
-            Bucket::List(l) => walk(l, key, f),
-            Bucket::Skip(s) => walk(s, key, f),
+            Loaded::Empty => {}
+            Loaded::List(first) => SwSkipList::over(&[AtomicPtr::new(first)]).for_each(f),
+            Loaded::Skip(b) => SwSkipList::over(&b.head).for_each(f),
         }
     }
 }
 
+/// State only the writer touches (under the writer mutex).
 struct Writer {
     rng: u64,
+    /// Entries in each list bucket (hash-linklist; empty otherwise).
+    list_lens: Vec<u32>,
 }
 
 impl Writer {
@@ -134,14 +172,16 @@ impl Writer {
 pub(crate) struct HashRep {
     policy: BucketPolicy,
     extractor: Option<Arc<dyn PrefixExtractor>>,
-    slots: Box<[AtomicPtr<Bucket>]>,
-    overflow: AtomicPtr<Bucket>,
+    slots: Box<[AtomicPtr<u8>]>,
+    /// Keys outside the extractor's domain: always a skiplist bucket.
+    overflow: AtomicPtr<u8>,
     arena: Arc<Arena>,
     writer: Mutex<Writer>,
     cache: SortedCache,
     len: AtomicUsize,
     entry_bytes: AtomicUsize,
-    /// Metadata outside the arena: the struct and the bucket array.
+    /// Metadata outside the arena: the struct, the slot array and the list
+    /// lengths.
     base_bytes: usize,
     out_of_domain: AtomicUsize,
     conversions: AtomicUsize,
@@ -160,11 +200,16 @@ impl HashRep {
         write_buffer_size: usize,
     ) -> Self {
         let buckets = buckets.max(1);
-        let slots: Box<[AtomicPtr<Bucket>]> = (0..buckets)
+        let slots: Box<[AtomicPtr<u8>]> = (0..buckets)
             .map(|_| AtomicPtr::new(std::ptr::null_mut()))
             .collect();
+        let list_lens = match policy {
+            BucketPolicy::LinkList { .. } => vec![0u32; buckets],
+            BucketPolicy::SkipList => Vec::new(),
+        };
         let base = std::mem::size_of::<Self>()
-            + alloc_size(buckets * std::mem::size_of::<AtomicPtr<Bucket>>())
+            + alloc_size(buckets * std::mem::size_of::<AtomicPtr<u8>>())
+            + alloc_size(list_lens.len() * std::mem::size_of::<u32>())
             + alloc_size(2 * std::mem::size_of::<usize>() + std::mem::size_of::<Arena>());
         HashRep {
             policy,
@@ -174,6 +219,7 @@ impl HashRep {
             arena: Arc::new(Arena::new(block_size_for(write_buffer_size))),
             writer: Mutex::new(Writer {
                 rng: 0x9E37_79B9_7F4A_7C15,
+                list_lens,
             }),
             cache: SortedCache::new(),
             len: AtomicUsize::new(0),
@@ -185,16 +231,18 @@ impl HashRep {
         }
     }
 
-    /// A bucket in the arena. Called just before the bucket's first node is
-    /// allocated, so the two usually share a cache line: a point read in a
-    /// bucket of one or two entries then costs one miss after the slot.
-    fn new_bucket(&self, bucket: Bucket) -> *mut Bucket {
-        let p = self.arena.alloc(std::mem::size_of::<Bucket>()).as_ptr() as *mut Bucket;
+    /// An empty skiplist bucket in the arena, as a tagged slot value.
+    fn new_skip_bucket(&self) -> *mut u8 {
+        let p = self.arena.alloc(std::mem::size_of::<SkipBucket>()).as_ptr() as *mut SkipBucket;
         // SAFETY: an unused, 8-aligned piece of the right size (a bucket is
-        // pointers and counters). Buckets own nothing outside the arena, so
-        // never running their destructor leaks nothing.
-        unsafe { p.write(bucket) };
-        p
+        // pointers). Buckets own nothing outside the arena, so never running
+        // their destructor leaks nothing.
+        unsafe {
+            p.write(SkipBucket {
+                head: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
+            })
+        };
+        (p as *mut u8).wrapping_add(SKIP_TAG)
     }
 
     #[inline]
@@ -202,16 +250,17 @@ impl HashRep {
         self.extractor.as_deref().and_then(|x| extract(x, uk))
     }
 
-    /// The slot of a user key, and its prefix (`None`: the overflow bucket).
+    /// The slot of a user key, its index (`None`: the overflow slot) and its
+    /// prefix (`None` for the overflow slot).
     #[inline]
-    fn slot<'a>(&self, uk: &'a [u8]) -> (&AtomicPtr<Bucket>, Option<&'a [u8]>) {
+    fn slot<'a>(&self, uk: &'a [u8]) -> (&AtomicPtr<u8>, Option<usize>, Option<&'a [u8]>) {
         match self.prefix(uk) {
             Some(p) => {
                 let h = xxhash_rust::xxh3::xxh3_64(p);
                 let i = ((u128::from(h) * self.slots.len() as u128) >> 64) as usize;
-                (&self.slots[i], Some(p))
+                (&self.slots[i], Some(i), Some(p))
             }
-            None => (&self.overflow, None),
+            None => (&self.overflow, None, None),
         }
     }
 
@@ -225,10 +274,7 @@ impl HashRep {
         // after the entry is published.
         let mut v = Vec::with_capacity(n);
         for slot in self.slots.iter().chain(std::iter::once(&self.overflow)) {
-            // SAFETY: buckets live in the arena until the representation drops.
-            if let Some(b) = unsafe { slot.load(AtomicOrdering::Acquire).as_ref() } {
-                b.for_each(|e| v.push(*e));
-            }
+            Loaded::from_slot(slot).for_each(|e| v.push(e));
         }
         v.sort_by(cmp_entries);
         self.rebuilds.fetch_add(1, AtomicOrdering::Relaxed);
@@ -236,59 +282,79 @@ impl HashRep {
         self.cache.put(n, &snap);
         snap
     }
+
+    /// Inserts into a list bucket (the slot is empty or a list), converting
+    /// it to a skiplist bucket when it would pass `threshold` entries.
+    /// Called under the writer lock.
+    fn insert_into_list(
+        &self,
+        w: &mut Writer,
+        slot: &AtomicPtr<u8>,
+        index: usize,
+        threshold: usize,
+        internal_key: &[u8],
+        value: &[u8],
+    ) {
+        let list = SwSkipList::<1>::over(std::array::from_ref(slot));
+        if (w.list_lens[index] as usize) < threshold {
+            // SAFETY: inserts are serialised by the writer lock; nodes go to
+            // this representation's arena.
+            unsafe { list.insert_new(&self.arena, internal_key, value, 1) };
+            w.list_lens[index] += 1;
+            return;
+        }
+        // The list is full: copy its entries and the new one into a new
+        // skiplist bucket, then swing the slot to it. Readers walking the
+        // old list still find it intact: its nodes stay in the arena (and
+        // counted) until the representation drops.
+        let bucket = self.new_skip_bucket();
+        // SAFETY: just written by `new_skip_bucket`; not shared yet.
+        let head = unsafe { &(*(bucket.wrapping_sub(SKIP_TAG) as *const SkipBucket)).head };
+        let skip = SwSkipList::over(head);
+        list.for_each(|old| {
+            let h = w.height();
+            // SAFETY: `skip` is not shared yet; the writer lock is held.
+            unsafe { skip.insert_new(&self.arena, old.key(), old.value(), h) };
+        });
+        let h = w.height();
+        // SAFETY: as above.
+        unsafe { skip.insert_new(&self.arena, internal_key, value, h) };
+        slot.store(bucket, AtomicOrdering::Release);
+        self.conversions.fetch_add(1, AtomicOrdering::Relaxed);
+    }
 }
 
 impl MemTableRep for HashRep {
     fn insert(&self, internal_key: &[u8], value: &[u8]) {
         let payload = internal_key.len() + value.len();
-        let (slot, prefix) = self.slot(user_key(internal_key));
-        let mut w = self.writer.lock();
-        let mut b = slot.load(AtomicOrdering::Acquire);
-        if b.is_null() {
-            let fresh = match (self.policy, prefix) {
-                (BucketPolicy::LinkList { .. }, Some(_)) => Bucket::List(SwSkipList::new()),
-                _ => Bucket::Skip(SwSkipList::new()),
-            };
-            b = self.new_bucket(fresh);
-            slot.store(b, AtomicOrdering::Release);
-        }
+        let (slot, index, prefix) = self.slot(user_key(internal_key));
         if prefix.is_none() {
             self.out_of_domain.fetch_add(1, AtomicOrdering::Relaxed);
         }
-        // SAFETY: buckets live in the arena until the representation drops.
-        let bucket = unsafe { &*b };
-        match bucket {
-            Bucket::List(l) => {
-                let threshold = match self.policy {
-                    BucketPolicy::LinkList { threshold } => threshold,
-                    BucketPolicy::SkipList => usize::MAX,
-                };
-                if l.len() >= threshold {
-                    let s = SwSkipList::<BUCKET_HEIGHT>::new();
-                    l.for_each(|old| {
-                        let h = w.height();
-                        // SAFETY: `s` is not shared yet; the writer lock is
-                        // held; nodes go to this representation's arena.
-                        unsafe { s.insert(&self.arena, *old, h) };
-                    });
-                    let h = w.height();
-                    // SAFETY: as above.
-                    unsafe { s.insert_new(&self.arena, internal_key, value, h) };
-                    // Nodes do not point at the list head, so the list can
-                    // move into its bucket. The list bucket stays in the
-                    // arena for readers still walking it.
-                    let nb = self.new_bucket(Bucket::Skip(s));
-                    slot.store(nb, AtomicOrdering::Release);
-                    self.conversions.fetch_add(1, AtomicOrdering::Relaxed);
-                } else {
-                    // SAFETY: inserts are serialised by the writer lock.
-                    unsafe { l.insert_new(&self.arena, internal_key, value, 1) };
-                }
+        let mut w = self.writer.lock();
+        let loaded = Loaded::from_slot(slot);
+        match (self.policy, index, loaded) {
+            (BucketPolicy::LinkList { threshold }, Some(i), Loaded::Empty | Loaded::List(_)) => {
+                self.insert_into_list(&mut w, slot, i, threshold, internal_key, value);
             }
-            Bucket::Skip(s) => {
+            (_, _, Loaded::Skip(b)) => {
                 let h = w.height();
                 // SAFETY: inserts are serialised by the writer lock.
-                unsafe { s.insert_new(&self.arena, internal_key, value, h) };
+                unsafe {
+                    SwSkipList::over(&b.head).insert_new(&self.arena, internal_key, value, h)
+                };
+            }
+            (_, _, _) => {
+                // The first entry of a skiplist bucket (or of the overflow
+                // slot, which is one whatever the policy); a slot that holds
+                // a list is only ever reached with the list policy above.
+                let bucket = self.new_skip_bucket();
+                // SAFETY: just written by `new_skip_bucket`; not shared yet.
+                let head = unsafe { &(*(bucket.wrapping_sub(SKIP_TAG) as *const SkipBucket)).head };
+                let h = w.height();
+                // SAFETY: not shared yet; the writer lock is held.
+                unsafe { SwSkipList::over(head).insert_new(&self.arena, internal_key, value, h) };
+                slot.store(bucket, AtomicOrdering::Release);
             }
         }
         self.entry_bytes.fetch_add(payload, AtomicOrdering::Relaxed);
@@ -300,18 +366,14 @@ impl MemTableRep for HashRep {
 
     fn get(&self, seek_key: &[u8], f: &mut dyn FnMut(&[u8], &[u8]) -> bool) {
         let uk = user_key(seek_key);
-        let (slot, prefix) = self.slot(uk);
-        // SAFETY: buckets live in the arena until the representation drops.
-        let Some(bucket) = (unsafe { slot.load(AtomicOrdering::Acquire).as_ref() }) else {
-            return;
-        };
-        bucket.visit_from(seek_key, &mut |e| {
-            let ek = user_key(e.key());
+        let (slot, _, prefix) = self.slot(uk);
+        Loaded::from_slot(slot).visit_from(seek_key, |n| {
+            let ek = user_key(n.key());
             let same = match prefix {
                 Some(p) => self.prefix(ek) == Some(p),
                 None => ek == uk,
             };
-            same && f(e.key(), e.value())
+            same && f(n.key(), n.value())
         });
     }
 

@@ -41,7 +41,7 @@ use crate::key::{TRAILER_LEN, compare_internal};
 const MAX_HEIGHT: usize = 16;
 /// One node in `BRANCHING` gets each further level.
 const BRANCHING: u32 = 4;
-const PTR: usize = std::mem::size_of::<AtomicPtr<u8>>();
+pub(super) const PTR: usize = std::mem::size_of::<AtomicPtr<u8>>();
 
 /// The first eight bytes of an internal key's user key, big-endian,
 /// zero-padded. Where two prefixes differ they order the user keys as a
@@ -62,13 +62,13 @@ fn key_prefix(ikey: &[u8]) -> u64 {
 }
 
 /// A key being searched for, with its prefix computed once.
-struct Probe<'a> {
+pub(super) struct Probe<'a> {
     key: &'a [u8],
     prefix: u64,
 }
 
 impl<'a> Probe<'a> {
-    fn new(key: &'a [u8]) -> Self {
+    pub(super) fn new(key: &'a [u8]) -> Self {
         Probe {
             key,
             prefix: key_prefix(key),
@@ -77,7 +77,7 @@ impl<'a> Probe<'a> {
 
     /// How the node's key orders against the probe.
     #[inline]
-    fn node_cmp(&self, node: Node) -> Ordering {
+    pub(super) fn node_cmp(&self, node: Node) -> Ordering {
         let k = node.key();
         key_prefix(k)
             .cmp(&self.prefix)
@@ -88,15 +88,15 @@ impl<'a> Probe<'a> {
 /// A pointer to a published (or being built) node. Valid while the list's
 /// arena lives.
 #[derive(Clone, Copy, PartialEq, Eq)]
-struct Node(NonNull<u8>);
+pub(super) struct Node(NonNull<u8>);
 
 impl Node {
-    fn from_raw(p: *mut u8) -> Option<Node> {
+    pub(super) fn from_raw(p: *mut u8) -> Option<Node> {
         NonNull::new(p).map(Node)
     }
 
     #[inline]
-    fn next_slot(self, level: usize) -> &'static AtomicPtr<u8> {
+    pub(super) fn next_slot(self, level: usize) -> &'static AtomicPtr<u8> {
         // SAFETY: every node is allocated with a tower of at least
         // `level + 1` pointers before its header when it is reached at
         // `level` (a node is only linked, and so only reached, at levels
@@ -107,21 +107,57 @@ impl Node {
     }
 
     #[inline]
-    fn next(self, level: usize) -> Option<Node> {
+    pub(super) fn next(self, level: usize) -> Option<Node> {
         Node::from_raw(self.next_slot(level).load(AtomicOrdering::Acquire))
     }
 
     #[inline]
-    fn key(self) -> &'static [u8] {
+    pub(super) fn key(self) -> &'static [u8] {
         // SAFETY: the node's entry was written before it was published;
         // lifetime as in `next_slot`.
         unsafe { SharedEntry::from_raw(self.0).parts().0 }
     }
 
     #[inline]
-    fn value(self) -> &'static [u8] {
+    pub(super) fn value(self) -> &'static [u8] {
         // SAFETY: as for `key`.
         unsafe { SharedEntry::from_raw(self.0).parts().1 }
+    }
+
+    /// The node pointer (where its entry starts).
+    #[inline]
+    pub(super) fn as_ptr(self) -> *mut u8 {
+        self.0.as_ptr()
+    }
+
+    /// The node's entry, as a handle (valid while the arena lives).
+    #[inline]
+    pub(super) fn entry(self) -> SharedEntry {
+        // SAFETY: the node pointer is where its entry was written.
+        unsafe { SharedEntry::from_raw(self.0) }
+    }
+
+    /// A new node of `height` levels in `arena` holding the entry, unlinked
+    /// (null tower).
+    pub(super) fn alloc(arena: &Arena, height: usize, ikey: &[u8], value: &[u8]) -> Node {
+        let tower = PTR * height;
+        let size = tower + SharedEntry::size(ikey.len(), value.len());
+        let base = arena.alloc(size).as_ptr();
+        debug_assert_eq!(tower % ALIGN, 0);
+        // SAFETY: the piece holds `size` bytes; the tower slots are aligned
+        // (piece and pointer size are multiples of 8) and written as null
+        // pointers before anything can read them.
+        unsafe {
+            for i in 0..height {
+                ptr::write(
+                    base.add(PTR * i) as *mut AtomicPtr<u8>,
+                    AtomicPtr::new(ptr::null_mut()),
+                );
+            }
+            let node = base.add(tower);
+            SharedEntry::write(node, ikey, value);
+            Node(NonNull::new_unchecked(node))
+        }
     }
 }
 
@@ -186,35 +222,13 @@ impl SkipListRep {
     /// sizes the arena blocks).
     pub fn new(write_buffer_size: usize) -> Self {
         let arena = Arena::new(block_size_for(write_buffer_size));
-        let head = Self::alloc_node(&arena, MAX_HEIGHT, &[], &[]);
+        let head = Node::alloc(&arena, MAX_HEIGHT, &[], &[]);
         SkipListRep {
             arena,
             head,
             height: AtomicUsize::new(1),
             entry_bytes: AtomicUsize::new(0),
             len: AtomicUsize::new(0),
-        }
-    }
-
-    /// A node of `height` levels holding the entry, unlinked (null tower).
-    fn alloc_node(arena: &Arena, height: usize, ikey: &[u8], value: &[u8]) -> Node {
-        let tower = PTR * height;
-        let size = tower + SharedEntry::size(ikey.len(), value.len());
-        let base = arena.alloc(size).as_ptr();
-        debug_assert_eq!(tower % ALIGN, 0);
-        // SAFETY: the piece holds `size` bytes; the tower slots are aligned
-        // (piece and pointer size are multiples of 8) and written as null
-        // pointers before anything can read them.
-        unsafe {
-            for i in 0..height {
-                ptr::write(
-                    base.add(PTR * i) as *mut AtomicPtr<u8>,
-                    AtomicPtr::new(ptr::null_mut()),
-                );
-            }
-            let node = base.add(tower);
-            SharedEntry::write(node, ikey, value);
-            Node(NonNull::new_unchecked(node))
         }
     }
 
@@ -261,7 +275,7 @@ impl SkipListRep {
 
     fn insert_node(&self, ikey: &[u8], value: &[u8]) {
         let height = random_height();
-        let node = Self::alloc_node(&self.arena, height, ikey, value);
+        let node = Node::alloc(&self.arena, height, ikey, value);
         let listed = self
             .height
             .fetch_max(height, AtomicOrdering::Relaxed)
@@ -439,7 +453,7 @@ mod tests {
             .flat_map(|u| {
                 [1u64, 7].map(|s| {
                     let ik = make_internal_key(u, s, ValueKind::Put);
-                    let n = SkipListRep::alloc_node(&arena, 1, &ik, b"v");
+                    let n = Node::alloc(&arena, 1, &ik, b"v");
                     (ik, n)
                 })
             })
