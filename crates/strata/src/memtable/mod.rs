@@ -450,6 +450,20 @@ pub struct MemTable {
     inserts: AtomicU64,
     point_reads: AtomicU64,
     range_reads: AtomicU64,
+    /// An adaptive keyspace's first buffer (nothing observed yet): when it
+    /// may be switched early; see [`MemTable::is_full`].
+    probe: Option<FirstBufferProbe>,
+}
+
+/// What an adaptive keyspace's first buffer needs to decide early.
+struct FirstBufferProbe {
+    /// Bytes after which the buffer may be switched early.
+    bytes: usize,
+    policy: AdaptivePolicy,
+    has_extractor: bool,
+    /// Set once the probe found the current representation right: the
+    /// buffer then fills up as usual.
+    settled: AtomicBool,
 }
 
 impl MemTable {
@@ -549,6 +563,15 @@ impl MemTable {
         id: u64,
         log_number: u64,
     ) -> Self {
+        let probe = (kind == MemTableKind::Adaptive && decision.is_none()).then(|| {
+            let bytes = write_buffer_size as f64 * opts.adaptive.first_buffer_fraction;
+            FirstBufferProbe {
+                bytes: bytes as usize,
+                policy: opts.adaptive.clone(),
+                has_extractor: opts.prefix_extractor.is_some(),
+                settled: AtomicBool::new(false),
+            }
+        });
         MemTable {
             rep: rep_kind.create(opts, write_buffer_size),
             kind,
@@ -562,6 +585,7 @@ impl MemTable {
             inserts: AtomicU64::new(0),
             point_reads: AtomicU64::new(0),
             range_reads: AtomicU64::new(0),
+            probe,
         }
     }
 
@@ -611,9 +635,36 @@ impl MemTable {
 
     /// True when the memtable should be switched: it holds
     /// `write_buffer_size` bytes, or its representation is out of reserved
-    /// room (`vector-static`).
+    /// room (`vector-static`), or it is an adaptive keyspace's first buffer
+    /// and what it has seen calls for another representation.
     pub fn is_full(&self, write_buffer_size: usize) -> bool {
-        self.memory_usage().total() >= write_buffer_size || self.rep.at_capacity()
+        let used = self.memory_usage().total();
+        used >= write_buffer_size || self.rep.at_capacity() || self.probe_calls_for_switch(used)
+    }
+
+    /// An adaptive keyspace's first buffer is switched early, once it holds
+    /// `first_buffer_fraction` of the buffer and `min_ops` operations, if
+    /// [`adaptive::decide`] would pick another representation: a whole first
+    /// buffer in the wrong one costs throughput, while a switch that changes
+    /// nothing would only add a small level-0 file. The check runs once: if
+    /// it keeps the representation, the buffer fills up as usual.
+    fn probe_calls_for_switch(&self, used: usize) -> bool {
+        let Some(p) = &self.probe else {
+            return false;
+        };
+        if used < p.bytes || p.settled.load(AtomicOrdering::Relaxed) {
+            return false;
+        }
+        let seen = self.op_counts();
+        if seen.total() < p.policy.min_ops {
+            return false;
+        }
+        let next = adaptive::decide(&p.policy, seen, p.has_extractor, self.rep_kind).kind;
+        if next == self.rep_kind {
+            p.settled.store(true, AtomicOrdering::Relaxed);
+            return false;
+        }
+        true
     }
 
     /// Number of entries.
@@ -1003,6 +1054,75 @@ mod tests {
         for _ in 0..ranges {
             drop(m.iter());
         }
+    }
+
+    #[test]
+    fn adaptive_first_buffer_is_switched_early_once_it_can_decide() {
+        let mut o = adaptive_opts(true);
+        o.write_buffer_size = 1 << 20;
+        o.memtable_options.adaptive.first_buffer_fraction = 0.25;
+        let first = MemTable::for_keyspace(&o, 1, 1);
+        let quarter = o.write_buffer_size / 4;
+        // Past a quarter of the buffer but short of `min_ops` (100): not yet.
+        let big = vec![0u8; quarter / 50];
+        for i in 0..60u64 {
+            first.add(
+                &make_internal_key(&i.to_be_bytes(), i + 1, ValueKind::Put),
+                &big,
+                i + 1,
+                false,
+            );
+        }
+        assert!(first.memory_usage().total() >= quarter);
+        assert!(!first.is_full(o.write_buffer_size));
+        drive(&first, 0, 40, 0);
+        assert!(
+            first.is_full(o.write_buffer_size),
+            "100 operations seen, point-read heavy: a hash buffer is due"
+        );
+        // A mix the skiplist suits (range reads) keeps filling the buffer:
+        // switching would change nothing.
+        let ranged = MemTable::for_keyspace(&o, 4, 4);
+        for i in 0..60u64 {
+            ranged.add(
+                &make_internal_key(&i.to_be_bytes(), i + 1, ValueKind::Put),
+                &big,
+                i + 1,
+                false,
+            );
+        }
+        drive(&ranged, 0, 0, 40);
+        assert!(!ranged.is_full(o.write_buffer_size));
+        drive(&ranged, 0, 400, 0);
+        assert!(
+            !ranged.is_full(o.write_buffer_size),
+            "the probe ran once and kept the skiplist"
+        );
+        // Its successors are whole buffers.
+        let second = first.successor(&o, 2, 2);
+        for i in 0..60u64 {
+            second.add(
+                &make_internal_key(&i.to_be_bytes(), i + 1, ValueKind::Put),
+                &big,
+                i + 1,
+                false,
+            );
+        }
+        drive(&second, 0, 200, 0);
+        assert!(second.memory_usage().total() >= quarter);
+        assert!(!second.is_full(o.write_buffer_size));
+        // A fixed kind never switches early.
+        let fixed = MemTable::for_keyspace(&o.clone().memtable(MemTableKind::SkipList), 3, 3);
+        drive(&fixed, 200, 200, 0);
+        for i in 0..60u64 {
+            fixed.add(
+                &make_internal_key(&(i + 1000).to_be_bytes(), i + 1, ValueKind::Put),
+                &big,
+                i + 1,
+                false,
+            );
+        }
+        assert!(!fixed.is_full(o.write_buffer_size));
     }
 
     #[test]
