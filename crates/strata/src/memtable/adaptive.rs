@@ -22,9 +22,15 @@
 //! 3. range reads at least `min_range_share_for_skiplist`: `skiplist`
 //!    ("skip-list outperforms for workloads with range queries"; every other
 //!    kind copies and sorts for an iterator);
-//! 4. point reads at least `min_point_share_for_hash`: `hash-skiplist` when
+//! 4. point reads at least `min_point_share_for_hash`: a hash buffer when
 //!    the keyspace has a prefix extractor ("hash buffers are 2-3x faster
-//!    than skip-list for point queries"), else `skiplist`;
+//!    than skip-list for point queries"), else `skiplist`. The hash kind
+//!    follows the bucket load (the entries a full buffer puts in a bucket
+//!    on average): at most `max_bucket_load_for_linklist`, `hash-linklist`
+//!    (a short sorted list is walked faster than a bucket skiplist's tower,
+//!    and costs less memory); above it, `hash-skiplist`. A skewed prefix
+//!    distribution that overfills some lists costs at most one conversion
+//!    per bucket: a list converts to a skiplist past its threshold;
 //! 5. otherwise `skiplist`, the all-rounder.
 //!
 //! Vectors are "the worst choice for workloads with point queries": a read
@@ -47,8 +53,12 @@ pub struct AdaptivePolicy {
     pub max_read_share_for_vector: f64,
     /// Range-read share from which a skiplist is chosen (default 0.001).
     pub min_range_share_for_skiplist: f64,
-    /// Point-read share from which a hash-skiplist is chosen (default 0.05).
+    /// Point-read share from which a hash buffer is chosen (default 0.05).
     pub min_point_share_for_hash: f64,
+    /// Largest average bucket load (entries of a full buffer per bucket)
+    /// for which the hash buffer is `hash-linklist` rather than
+    /// `hash-skiplist` (default 16). Not negative.
+    pub max_bucket_load_for_linklist: f64,
     /// Fraction of the write buffer after which the first buffer (nothing
     /// observed before it) is switched early, once it has seen `min_ops`
     /// operations and if they call for another representation (default
@@ -63,6 +73,7 @@ impl Default for AdaptivePolicy {
             max_read_share_for_vector: 0.0001,
             min_range_share_for_skiplist: 0.001,
             min_point_share_for_hash: 0.05,
+            max_bucket_load_for_linklist: 16.0,
             first_buffer_fraction: 0.125,
         }
     }
@@ -84,6 +95,12 @@ impl AdaptivePolicy {
                     "adaptive policy {name} must be between 0 and 1, not {v}"
                 ));
             }
+        }
+        let l = self.max_bucket_load_for_linklist;
+        if !(l >= 0.0) {
+            return Err(format!(
+                "adaptive policy max_bucket_load_for_linklist must not be negative, not {l}"
+            ));
         }
         let f = self.first_buffer_fraction;
         if !(f > 0.0 && f <= 1.0) {
@@ -137,11 +154,13 @@ fn pct(x: f64) -> String {
 }
 
 /// Picks the next buffer's representation from what the current one (of
-/// kind `current`) observed.
+/// kind `current`) observed. `bucket_load` is the average number of entries
+/// a full buffer would put in each hash bucket (`None`: the keyspace has no
+/// prefix extractor, so no hash buffer is possible).
 pub fn decide(
     policy: &AdaptivePolicy,
     observed: OpCounts,
-    has_prefix_extractor: bool,
+    bucket_load: Option<f64>,
     current: MemTableKind,
 ) -> AdaptiveDecision {
     let total = observed.total();
@@ -184,24 +203,30 @@ pub fn decide(
         );
     }
     if point >= policy.min_point_share_for_hash {
-        return if has_prefix_extractor {
-            made(
+        let heavy = format!(
+            "point-read heavy ({} >= {}), few range reads",
+            pct(point),
+            pct(policy.min_point_share_for_hash)
+        );
+        return match bucket_load {
+            Some(load) if load <= policy.max_bucket_load_for_linklist => made(
+                MemTableKind::HashLinkList,
+                format!(
+                    "{heavy}: hashing on the prefix shortens lookups; buckets would hold {load:.1} entries on average (<= {}), short enough for sorted lists",
+                    policy.max_bucket_load_for_linklist
+                ),
+            ),
+            Some(load) => made(
                 MemTableKind::HashSkipList,
                 format!(
-                    "point-read heavy ({} >= {}), few range reads: hashing on the prefix shortens lookups",
-                    pct(point),
-                    pct(policy.min_point_share_for_hash)
+                    "{heavy}: hashing on the prefix shortens lookups; buckets would hold {load:.1} entries on average (> {}), so each is a skiplist",
+                    policy.max_bucket_load_for_linklist
                 ),
-            )
-        } else {
-            made(
+            ),
+            None => made(
                 MemTableKind::SkipList,
-                format!(
-                    "point-read heavy ({} >= {}) but no prefix extractor for a hash buffer",
-                    pct(point),
-                    pct(policy.min_point_share_for_hash)
-                ),
-            )
+                format!("{heavy}, but no prefix extractor for a hash buffer"),
+            ),
         };
     }
     made(
@@ -229,24 +254,47 @@ mod tests {
     #[test]
     fn decisions_follow_the_study() {
         let p = AdaptivePolicy::default();
-        let d = |o, x| decide(&p, o, x, MemTableKind::SkipList).kind;
+        // A prefix extractor with light buckets.
+        let light = Some(0.5);
+        let d = |o, x: Option<f64>| decide(&p, o, x, MemTableKind::SkipList).kind;
         assert_eq!(
-            d(ops(10, 0, 0), true),
+            d(ops(10, 0, 0), light),
             MemTableKind::SkipList,
             "too few ops"
         );
-        assert_eq!(d(ops(100_000, 0, 0), true), MemTableKind::Vector);
-        assert_eq!(d(ops(100_000, 5, 0), true), MemTableKind::Vector);
+        assert_eq!(d(ops(100_000, 0, 0), light), MemTableKind::Vector);
+        assert_eq!(d(ops(100_000, 5, 0), light), MemTableKind::Vector);
         assert_eq!(
-            d(ops(100_000, 200, 0), true),
+            d(ops(100_000, 200, 0), light),
             MemTableKind::SkipList,
             "200 reads are not insert-only"
         );
-        assert_eq!(d(ops(100_000, 50_000, 0), true), MemTableKind::HashSkipList);
-        assert_eq!(d(ops(100_000, 50_000, 0), false), MemTableKind::SkipList);
-        assert_eq!(d(ops(100_000, 50_000, 1_000), true), MemTableKind::SkipList);
-        assert_eq!(d(ops(100_000, 0, 200), true), MemTableKind::SkipList);
-        let kept = decide(&p, ops(3, 0, 0), true, MemTableKind::Vector);
+        assert_eq!(
+            d(ops(100_000, 50_000, 0), light),
+            MemTableKind::HashLinkList
+        );
+        assert_eq!(
+            d(
+                ops(100_000, 50_000, 0),
+                Some(p.max_bucket_load_for_linklist)
+            ),
+            MemTableKind::HashLinkList
+        );
+        assert_eq!(
+            d(
+                ops(100_000, 50_000, 0),
+                Some(p.max_bucket_load_for_linklist + 1.0)
+            ),
+            MemTableKind::HashSkipList,
+            "crowded buckets are skiplists"
+        );
+        assert_eq!(d(ops(100_000, 50_000, 0), None), MemTableKind::SkipList);
+        assert_eq!(
+            d(ops(100_000, 50_000, 1_000), light),
+            MemTableKind::SkipList
+        );
+        assert_eq!(d(ops(100_000, 0, 200), light), MemTableKind::SkipList);
+        let kept = decide(&p, ops(3, 0, 0), light, MemTableKind::Vector);
         assert_eq!(kept.kind, MemTableKind::Vector);
         assert!(kept.to_string().contains("too few"), "{kept}");
     }
@@ -269,6 +317,13 @@ mod tests {
                 ..AdaptivePolicy::default()
             };
             assert!(p.validate().is_err(), "{f}");
+        }
+        for l in [-1.0, f64::NAN] {
+            let p = AdaptivePolicy {
+                max_bucket_load_for_linklist: l,
+                ..AdaptivePolicy::default()
+            };
+            assert!(p.validate().is_err(), "{l}");
         }
         assert!(AdaptivePolicy::default().validate().is_ok());
     }

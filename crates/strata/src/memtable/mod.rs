@@ -460,7 +460,10 @@ struct FirstBufferProbe {
     /// Bytes after which the buffer may be switched early.
     bytes: usize,
     policy: AdaptivePolicy,
-    has_extractor: bool,
+    /// Hash buckets a hash buffer of this keyspace would have (`None`: no
+    /// prefix extractor).
+    buckets: Option<usize>,
+    write_buffer_size: usize,
     /// Set once the probe found the current representation right: the
     /// buffer then fills up as usual.
     settled: AtomicBool,
@@ -541,7 +544,15 @@ impl MemTable {
             {
                 prev.clone()
             }
-            _ => adaptive::decide(&mo.adaptive, observed, has_extractor, current),
+            _ => adaptive::decide(
+                &mo.adaptive,
+                observed,
+                self.bucket_load(
+                    has_extractor.then(|| mo.bucket_count(opts.write_buffer_size)),
+                    opts.write_buffer_size,
+                ),
+                current,
+            ),
         };
         Self::build(
             MemTableKind::Adaptive,
@@ -568,7 +579,11 @@ impl MemTable {
             FirstBufferProbe {
                 bytes: bytes as usize,
                 policy: opts.adaptive.clone(),
-                has_extractor: opts.prefix_extractor.is_some(),
+                buckets: opts
+                    .prefix_extractor
+                    .is_some()
+                    .then(|| opts.bucket_count(write_buffer_size)),
+                write_buffer_size,
                 settled: AtomicBool::new(false),
             }
         });
@@ -659,12 +674,22 @@ impl MemTable {
         if seen.total() < p.policy.min_ops {
             return false;
         }
-        let next = adaptive::decide(&p.policy, seen, p.has_extractor, self.rep_kind).kind;
+        let load = self.bucket_load(p.buckets, p.write_buffer_size);
+        let next = adaptive::decide(&p.policy, seen, load, self.rep_kind).kind;
         if next == self.rep_kind {
             p.settled.store(true, AtomicOrdering::Relaxed);
             return false;
         }
         true
+    }
+
+    /// The entries a full buffer of this memtable's average entry size would
+    /// put in each of `buckets` hash buckets (`None` without buckets).
+    fn bucket_load(&self, buckets: Option<usize>, write_buffer_size: usize) -> Option<f64> {
+        let buckets = buckets?.max(1) as f64;
+        let entries = self.len().max(1) as f64;
+        let per_entry = (self.memory_usage().total() as f64 / entries).max(1.0);
+        Some(write_buffer_size as f64 / per_entry / buckets)
     }
 
     /// Number of entries.
@@ -1148,9 +1173,21 @@ mod tests {
         let third = second.successor(&o, 3, 3);
         assert_eq!(
             third.rep_kind(),
-            MemTableKind::HashSkipList,
+            MemTableKind::HashLinkList,
             "{:?}",
             third.decision()
+        );
+        // The same mix with a tenth of the buckets: lists would grow past the
+        // policy's load, so the buckets are skiplists.
+        let mut crowded = o.clone();
+        let buckets = o.memtable_options.bucket_count(o.write_buffer_size);
+        crowded.memtable_options = crowded.memtable_options.hash_buckets(buckets / 10);
+        let crowded = second.successor(&crowded, 3, 3);
+        assert_eq!(
+            crowded.rep_kind(),
+            MemTableKind::HashSkipList,
+            "{:?}",
+            crowded.decision()
         );
 
         drive(&third, 200, 300, 0);
