@@ -1778,7 +1778,10 @@ impl DbInner {
         };
         for f in sv.version.levels[0].iter().filter(|f| in_range(f)) {
             match f.retained() {
-                Some(m) => children.push(m.iter()),
+                Some(m) => children.push(Box::new(RetainedIter {
+                    inner: m.iter(),
+                    table: Arc::clone(&f.table),
+                })),
                 None => children.push(Box::new(f.table.iter())),
             }
         }
@@ -1799,6 +1802,9 @@ impl DbInner {
             .flatten()
             .fold(0, |m, l| m | 1 << (*l).min(63));
         let mut merging = MergingIterator::with_levels(children, levels);
+        if sv.opts.iterator_reduction {
+            merging.set_point_first(snap);
+        }
         let reduction = sv.opts.iterator_reduction && level_mask != 0;
         let version_no = sv.version_no;
         if reduction {
@@ -2384,6 +2390,50 @@ fn publish(ks: &mut KeyspaceState) {
         version_no: ks.version_no,
     });
     *ks.shared.sv.write() = sv;
+}
+
+/// A retained memtable read in place of its level-0 file. The file's point
+/// filter answers for it: both hold the same user keys (the memtable may
+/// hold more versions of them, never another key).
+struct RetainedIter {
+    inner: Box<dyn InternalIterator>,
+    table: Arc<TableReader>,
+}
+
+impl InternalIterator for RetainedIter {
+    fn valid(&self) -> bool {
+        self.inner.valid()
+    }
+    fn seek_to_first(&mut self) {
+        self.inner.seek_to_first()
+    }
+    fn seek_to_last(&mut self) {
+        self.inner.seek_to_last()
+    }
+    fn seek(&mut self, target: &[u8]) {
+        self.inner.seek(target)
+    }
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        self.inner.seek_for_prev(target)
+    }
+    fn next(&mut self) {
+        self.inner.next()
+    }
+    fn prev(&mut self) {
+        self.inner.prev()
+    }
+    fn key(&self) -> &[u8] {
+        self.inner.key()
+    }
+    fn value(&self) -> &[u8] {
+        self.inner.value()
+    }
+    fn may_contain_user_key(&self, user_key: &[u8]) -> bool {
+        self.table.may_contain(user_key)
+    }
+    fn status(&self) -> Result<()> {
+        self.inner.status()
+    }
 }
 
 /// Releases retained memtables, oldest first, until they fit the

@@ -28,13 +28,22 @@ pub trait InternalIterator: Send {
     fn key(&self) -> &[u8];
     /// The current value. REQUIRES: `valid()`.
     fn value(&self) -> &[u8];
+    /// False only when the source certainly holds no entry with this user
+    /// key (a point filter ruled it out, or no file's range holds it); the
+    /// default, for sources without a filter, is true.
+    fn may_contain_user_key(&self, _user_key: &[u8]) -> bool {
+        true
+    }
     /// The first error met, if any.
     fn status(&self) -> Result<()>;
 }
 
 use std::cmp::Ordering;
 
-use crate::key::{KIND_SEEK, MAX_SEQNO, append_internal_key, compare_internal, user_key};
+use crate::key::{
+    KIND_SEEK, MAX_SEQNO, SeqNo, ValueKind, append_internal_key, compare_internal, trailer,
+    user_key,
+};
 use crate::level_filter::LevelMask;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -89,6 +98,13 @@ pub struct MergingIterator {
     observing: bool,
     emitted: LevelMask,
     child_seeks: u64,
+    /// With a snapshot: seek point-first ([`MergingIterator::set_point_first`]).
+    point_first: Option<SeqNo>,
+    /// Children a point-first seek passed over; while dormant, they wait to
+    /// be seeked to `point_target`, not to the reduced range's end.
+    deferred: Vec<bool>,
+    any_deferred: bool,
+    point_target: Vec<u8>,
 }
 
 impl MergingIterator {
@@ -119,7 +135,24 @@ impl MergingIterator {
             observing: true,
             emitted: 0,
             child_seeks: 0,
+            point_first: None,
+            deferred: vec![false; n],
+            any_deferred: false,
+            point_target: Vec::new(),
         }
+    }
+
+    /// Makes forward seeks point-first for reads at `snapshot`: children
+    /// are seeked newest first, and once one lands on a put of the target's
+    /// user key visible at `snapshot`, the older children (which can hold
+    /// only versions that put shadows there) and the children whose point
+    /// filter rules the key out are left dormant until the scan leaves the
+    /// key. A scan that reads one entry from an existing key then seeks
+    /// one or two sources instead of all of them; a longer scan seeks the
+    /// rest when it steps past the first key (at the same cost as seeking
+    /// them at the start, plus one filter probe each).
+    pub fn set_point_first(&mut self, snapshot: SeqNo) {
+        self.point_first = Some(snapshot);
     }
 
     /// Installs the reducer consulted at the first seek.
@@ -145,6 +178,15 @@ impl MergingIterator {
         }
         let lo = self.observed_lo.clone()?;
         let mut levels = self.emitted;
+        // A child a point-first seek left unread may hold older versions of
+        // the start key: the observation cannot vouch for its level.
+        for (i, l) in self.levels.iter().enumerate() {
+            if let Some(l) = l
+                && self.deferred[i]
+            {
+                levels |= 1 << (*l).min(63);
+            }
+        }
         let at = self.current.map(|i| user_key(self.children[i].key()));
         let hi = match at {
             // The range covers the current key too: every positioned child
@@ -183,37 +225,111 @@ impl MergingIterator {
     fn wake_unpositioned(&mut self) {
         if self.any_dormant {
             self.dormant.iter_mut().for_each(|d| *d = false);
+            self.deferred.iter_mut().for_each(|d| *d = false);
             self.any_dormant = false;
+            self.any_deferred = false;
         }
     }
 
-    /// Forward: if the merged position left the reduced range, seeks the
-    /// dormant children to the end of that range and merges them in.
+    /// Forward: wakes the children a point-first seek deferred once the
+    /// merged position left the start key (seeking them to it), and the
+    /// children the level filter left dormant once it left the reduced
+    /// range (seeking them to the range's end); merges them in.
     fn wake_if_outside(&mut self) {
         if !self.any_dormant {
             return;
         }
-        let Some(hi) = self.reduced_hi.clone() else {
-            // Dormant children hold nothing from the start key on.
-            return;
-        };
-        let inside = self
-            .current
-            .is_some_and(|i| user_key(self.children[i].key()) < hi.as_slice());
-        if inside {
-            return;
-        }
-        let mut target = Vec::with_capacity(hi.len() + 8);
-        append_internal_key(&mut target, &hi, MAX_SEQNO, KIND_SEEK);
-        for i in 0..self.children.len() {
-            if self.dormant[i] {
-                self.children[i].seek(&target);
-                self.child_seeks += 1;
-                self.dormant[i] = false;
+        let mut woke = false;
+        if self.any_deferred {
+            let at_start = self
+                .current
+                .is_some_and(|i| user_key(self.children[i].key()) == user_key(&self.point_target));
+            if !at_start {
+                for i in 0..self.children.len() {
+                    if std::mem::take(&mut self.deferred[i]) {
+                        self.children[i].seek(&self.point_target);
+                        self.child_seeks += 1;
+                        self.dormant[i] = false;
+                    }
+                }
+                self.any_deferred = false;
+                self.find_smallest();
+                woke = true;
             }
         }
-        self.any_dormant = false;
-        self.find_smallest();
+        // Dormant children left now are the level filter's; with no end to
+        // the range they hold nothing from the start key on.
+        if let Some(hi) = self.reduced_hi.as_deref()
+            && !self.any_deferred
+            && self.dormant.iter().any(|d| *d)
+        {
+            let inside = self
+                .current
+                .is_some_and(|i| user_key(self.children[i].key()) < hi);
+            if !inside {
+                let mut target = Vec::with_capacity(hi.len() + 8);
+                append_internal_key(&mut target, hi, MAX_SEQNO, KIND_SEEK);
+                for i in 0..self.children.len() {
+                    if std::mem::take(&mut self.dormant[i]) {
+                        self.children[i].seek(&target);
+                        self.child_seeks += 1;
+                    }
+                }
+                self.find_smallest();
+                woke = true;
+            }
+        }
+        if woke {
+            self.any_dormant = self.dormant.iter().any(|d| *d);
+        }
+    }
+
+    /// The seek of [`MergingIterator::set_point_first`]. Children already
+    /// dormant (the level filter vouched for them) are left alone.
+    fn seek_point_first(&mut self, target: &[u8], snapshot: SeqNo) {
+        let ukey = user_key(target);
+        let mut found = false;
+        for i in 0..self.children.len() {
+            if self.dormant[i] {
+                continue;
+            }
+            if found || !self.children[i].may_contain_user_key(ukey) {
+                self.deferred[i] = true;
+                continue;
+            }
+            let c = &mut self.children[i];
+            c.seek(target);
+            self.child_seeks += 1;
+            found = c.valid() && {
+                let k = c.key();
+                user_key(k) == ukey
+                    && trailer(k) & 0xff == ValueKind::Put as u64
+                    && trailer(k) >> 8 <= snapshot
+            };
+        }
+        if !found {
+            // No visible put at the key: the merge needs every child there.
+            for i in 0..self.children.len() {
+                if std::mem::take(&mut self.deferred[i]) {
+                    self.children[i].seek(target);
+                    self.child_seeks += 1;
+                }
+            }
+            return;
+        }
+        for i in 0..self.children.len() {
+            if self.deferred[i] {
+                self.dormant[i] = true;
+                self.any_dormant = true;
+                self.any_deferred = true;
+            }
+        }
+        // Woken when the scan leaves the key, and seeked to the target
+        // itself: the older versions of the key they may hold sort after
+        // every version merged so far, so the merged stream is the same as
+        // if they had been seeked at the start.
+        self.point_target.clear();
+        self.point_target.extend_from_slice(target);
     }
 
     fn mark_emitted(&mut self) {
@@ -308,10 +424,17 @@ impl InternalIterator for MergingIterator {
             }
             self.reduced_hi = hi;
         }
-        for i in 0..self.children.len() {
-            if !self.dormant[i] {
-                self.children[i].seek(target);
-                self.child_seeks += 1;
+        match self.point_first {
+            Some(snapshot) if crate::key::seqno(target) == MAX_SEQNO => {
+                self.seek_point_first(target, snapshot)
+            }
+            _ => {
+                for i in 0..self.children.len() {
+                    if !self.dormant[i] {
+                        self.children[i].seek(target);
+                        self.child_seeks += 1;
+                    }
+                }
             }
         }
         self.direction = Direction::Forward;
@@ -522,6 +645,155 @@ mod tests {
         // Any other movement ends the observation.
         only2.prev();
         assert!(only2.observation(None).is_none());
+    }
+
+    /// A source whose point filter is exact (knows its user keys).
+    struct Filtered(Box<dyn InternalIterator>, Vec<Vec<u8>>);
+
+    impl InternalIterator for Filtered {
+        fn valid(&self) -> bool {
+            self.0.valid()
+        }
+        fn seek_to_first(&mut self) {
+            self.0.seek_to_first()
+        }
+        fn seek_to_last(&mut self) {
+            self.0.seek_to_last()
+        }
+        fn seek(&mut self, t: &[u8]) {
+            self.0.seek(t)
+        }
+        fn seek_for_prev(&mut self, t: &[u8]) {
+            self.0.seek_for_prev(t)
+        }
+        fn next(&mut self) {
+            self.0.next()
+        }
+        fn prev(&mut self) {
+            self.0.prev()
+        }
+        fn key(&self) -> &[u8] {
+            self.0.key()
+        }
+        fn value(&self) -> &[u8] {
+            self.0.value()
+        }
+        fn may_contain_user_key(&self, k: &[u8]) -> bool {
+            self.1.iter().any(|x| x.as_slice() == k)
+        }
+        fn status(&self) -> Result<()> {
+            self.0.status()
+        }
+    }
+
+    fn filtered(keys: &[(&[u8], u64)], kind: ValueKind) -> Box<dyn InternalIterator> {
+        let mut v: Vec<(Vec<u8>, Vec<u8>)> = keys
+            .iter()
+            .map(|(k, s)| (make_internal_key(k, *s, kind), s.to_le_bytes().to_vec()))
+            .collect();
+        v.sort_by(|a, b| compare_internal(&a.0, &b.0));
+        let users = keys.iter().map(|(k, _)| k.to_vec()).collect();
+        Box::new(Filtered(Box::new(VecIterator::new(Arc::new(v))), users))
+    }
+
+    /// Newest first: a memtable (no filter), two filtered sources.
+    fn three_sources(newest_kind: ValueKind) -> MergingIterator {
+        MergingIterator::new(vec![
+            source(&[(b"a", 30), (b"q", 31)]),
+            filtered(&[(b"c", 20), (b"m", 21), (b"k", 40)], newest_kind),
+            filtered(&[(b"c", 5), (b"d", 6), (b"m", 7)], ValueKind::Put),
+        ])
+    }
+
+    fn user_keys_from(m: &mut MergingIterator, target: &[u8]) -> Vec<(Vec<u8>, u64)> {
+        m.seek(&seek_key(target));
+        let mut out = Vec::new();
+        while m.valid() {
+            out.push((user_key(m.key()).to_vec(), crate::key::seqno(m.key())));
+            m.next();
+        }
+        out
+    }
+
+    #[test]
+    fn point_first_seeks_only_up_to_the_visible_put_and_wakes_the_rest_after_it() {
+        let mut full = three_sources(ValueKind::Put);
+        let expected = user_keys_from(&mut full, b"c");
+        let mut m = three_sources(ValueKind::Put);
+        m.set_point_first(100);
+        m.seek(&seek_key(b"c"));
+        assert_eq!(
+            m.child_seeks(),
+            2,
+            "the memtable and the source holding c; the older one waits"
+        );
+        assert_eq!(
+            (user_key(m.key()), crate::key::seqno(m.key())),
+            (&b"c"[..], 20)
+        );
+        let mut m = three_sources(ValueKind::Put);
+        m.set_point_first(100);
+        // The older version of c, shadowed by the put the seek stopped at,
+        // is merged in once the scan steps on.
+        assert_eq!(user_keys_from(&mut m, b"c"), expected);
+        assert_eq!(m.child_seeks(), 3, "the older source seeked once, after c");
+    }
+
+    #[test]
+    fn point_first_skips_sources_whose_filter_rules_the_key_out() {
+        // "d" is only in the oldest source: the middle one is not seeked
+        // (its filter says no), yet its "k" still shows up after "d".
+        let mut full = three_sources(ValueKind::Put);
+        let expected = user_keys_from(&mut full, b"d");
+        let mut m = three_sources(ValueKind::Put);
+        m.set_point_first(100);
+        m.seek(&seek_key(b"d"));
+        assert_eq!(m.child_seeks(), 2, "memtable and oldest");
+        let mut m = three_sources(ValueKind::Put);
+        m.set_point_first(100);
+        assert_eq!(user_keys_from(&mut m, b"d"), expected);
+    }
+
+    #[test]
+    fn point_first_reads_every_source_without_a_visible_put() {
+        for (kind, snapshot) in [
+            (ValueKind::Delete, 100),
+            (ValueKind::Merge, 100),
+            (ValueKind::Put, 10),
+        ] {
+            let mut full = three_sources(kind);
+            let expected = user_keys_from(&mut full, b"c");
+            let mut m = three_sources(kind);
+            m.set_point_first(snapshot);
+            m.seek(&seek_key(b"c"));
+            assert_eq!(m.child_seeks(), 3, "{kind:?} at {snapshot}");
+            let mut m = three_sources(kind);
+            m.set_point_first(snapshot);
+            assert_eq!(user_keys_from(&mut m, b"c"), expected, "{kind:?}");
+        }
+        // A key no source holds: every source is seeked.
+        let mut m = three_sources(ValueKind::Put);
+        m.set_point_first(100);
+        m.seek(&seek_key(b"e"));
+        assert_eq!(m.child_seeks(), 3);
+        assert_eq!(user_key(m.key()), b"k");
+    }
+
+    #[test]
+    fn point_first_never_lets_an_observation_vouch_for_an_unread_level() {
+        let mut m = MergingIterator::with_levels(
+            vec![
+                source(&[(b"z", 9)]),
+                filtered(&[(b"c", 20)], ValueKind::Put),
+                filtered(&[(b"c", 5)], ValueKind::Put),
+            ],
+            vec![None, Some(1), Some(2)],
+        );
+        m.set_point_first(100);
+        m.seek(&seek_key(b"c"));
+        assert_eq!(m.child_seeks(), 2);
+        let o = m.observation(None).expect("a forward scan");
+        assert_eq!(o.levels, 0b110, "level 2 was not read, so it counts");
     }
 
     #[test]

@@ -386,6 +386,16 @@ impl InternalIterator for LevelIter {
     fn value(&self) -> &[u8] {
         self.current.as_ref().map_or(&[][..], |c| c.value())
     }
+    fn may_contain_user_key(&self, user_key: &[u8]) -> bool {
+        // The only file whose range can hold the key: the first one ending
+        // at or after it.
+        let i = self
+            .files
+            .partition_point(|f| f.largest_user_key() < user_key);
+        self.files
+            .get(i)
+            .is_some_and(|f| f.smallest_user_key() <= user_key && f.table.may_contain(user_key))
+    }
     fn status(&self) -> Result<()> {
         self.current.as_ref().map_or(Ok(()), |c| c.status())
     }

@@ -210,6 +210,30 @@ impl Harness {
                     it.status().map_err(fail)?;
                     let want: Vec<_> = models[*s as usize].clone().into_iter().collect();
                     prop_assert_eq!(all, want, "snapshot scan {:?}", op);
+                    // Short scans from the key at the snapshot: newer
+                    // versions of it must not stop a point-first seek.
+                    for n in [1usize, 4] {
+                        let mut it = self
+                            .ks(*s)
+                            .iter(ReadOptions {
+                                snapshot: Some(snap.seqno()),
+                                ..Default::default()
+                            })
+                            .map_err(fail)?;
+                        it.seek(&key(*k));
+                        let mut got = Vec::new();
+                        while it.valid() && got.len() < n {
+                            got.push((it.key().to_vec(), it.value().to_vec()));
+                            it.next();
+                        }
+                        it.status().map_err(fail)?;
+                        let want: Vec<_> = models[*s as usize]
+                            .range(key(*k)..)
+                            .take(n)
+                            .map(|(k, v)| (k.clone(), v.clone()))
+                            .collect();
+                        prop_assert_eq!(got, want, "snapshot short scan {:?}", op);
+                    }
                 }
             }
             Op::Scan(s, lo, hi, rev) => {

@@ -362,6 +362,11 @@ impl TableReader {
         self.filter.is_some()
     }
 
+    /// False only when the table's filter rules `user_key` out.
+    pub fn may_contain(&self, user_key: &[u8]) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
+    }
+
     fn corruption(&self, offset: u64, reason: impl Into<String>) -> Error {
         Error::corruption(&self.path, offset, reason)
     }
@@ -815,6 +820,10 @@ impl InternalIterator for TableIter {
 
     fn value(&self) -> &[u8] {
         self.data.value()
+    }
+
+    fn may_contain_user_key(&self, user_key: &[u8]) -> bool {
+        self.table.may_contain(user_key)
     }
 
     fn status(&self) -> Result<()> {
