@@ -215,6 +215,14 @@ pub struct BenchArgs {
     /// (default 256).
     #[arg(long, value_name = "N")]
     pub linklist_threshold: Option<usize>,
+    /// Strata: keep flushed memtables to serve their level-0 files
+    /// (`retain_flushed_memtables`; the shortrange suite sets it per variant).
+    #[arg(long)]
+    pub retain_memtables: bool,
+    /// Strata: iterator reduction (`iterator_reduction`; the shortrange suite
+    /// sets it per variant).
+    #[arg(long)]
+    pub iterator_reduction: bool,
     /// Root directory of the databases (each engine gets a subdirectory).
     #[arg(long, default_value = "./data/bench")]
     pub db: PathBuf,
@@ -384,8 +392,8 @@ pub fn plan_from_args(a: &BenchArgs, suite: Option<&str>) -> Result<RunPlan> {
         prefix_len: a.prefix_len,
         hash_buckets: a.hash_buckets,
         linklist_threshold: a.linklist_threshold,
-        retain_memtables: false,
-        iterator_reduction: false,
+        retain_memtables: a.retain_memtables,
+        iterator_reduction: a.iterator_reduction,
     };
     settings.validate()?;
     if a.repeat == 0 {

@@ -91,6 +91,8 @@ struct KeyspaceShared {
     sv: RwLock<Arc<SuperVersion>>,
     /// Which levels recently scanned ranges draw from (iterator reduction).
     filter: Mutex<LevelFilter>,
+    /// `filter.is_active()`, readable without the lock.
+    filter_active: AtomicBool,
 }
 
 struct State {
@@ -362,6 +364,9 @@ pub struct KeyspaceStats {
     pub level_filter_bytes: usize,
     pub level_filter_lookups: u64,
     pub level_filter_hits: u64,
+    /// Whether every scan consults the level filter (else one in 64: it
+    /// did not pay lately).
+    pub level_filter_active: bool,
     /// The representation of the mutable memtable (differs from
     /// `memtable_kind` for `adaptive`).
     pub memtable_rep: String,
@@ -448,14 +453,19 @@ impl DbStats {
             if ks.retained_memtables > 0 || ks.level_filter_records > 0 {
                 let _ = writeln!(
                     s,
-                    "keyspace {}: {} retained memtables ({} bytes); level filter {} records ({} bytes), {} of {} lookups hit",
+                    "keyspace {}: {} retained memtables ({} bytes); level filter {} records ({} bytes), {} of {} lookups hit, {}",
                     ks.name,
                     ks.retained_memtables,
                     ks.retained_memtable_bytes,
                     ks.level_filter_records,
                     ks.level_filter_bytes,
                     ks.level_filter_hits,
-                    ks.level_filter_lookups
+                    ks.level_filter_lookups,
+                    if ks.level_filter_active {
+                        "consulted by every scan"
+                    } else {
+                        "idle (consulted by one scan in 64)"
+                    }
                 );
             }
         }
@@ -1061,6 +1071,7 @@ impl DbInner {
                 name: rk.name.clone(),
                 sv: RwLock::new(sv),
                 filter: Mutex::new(LevelFilter::new(o.level_filter_bytes)),
+                filter_active: AtomicBool::new(true),
             });
             next_keyspace_id = next_keyspace_id.max(id + 1);
             let levels = version.num_levels();
@@ -1218,6 +1229,7 @@ impl DbInner {
                 version_no: 0,
             })),
             filter: Mutex::new(LevelFilter::new(opts.level_filter_bytes)),
+            filter_active: AtomicBool::new(true),
         });
         st.keyspaces.insert(
             id,
@@ -1805,7 +1817,11 @@ impl DbInner {
         if sv.opts.iterator_reduction {
             merging.set_point_first(snap);
         }
-        let reduction = sv.opts.iterator_reduction && level_mask != 0;
+        // The level filter is consulted when it pays, and by one scan in
+        // IDLE_SAMPLE_EVERY otherwise (so it notices when it would).
+        let reduction = sv.opts.iterator_reduction
+            && level_mask != 0
+            && (ks.filter_active.load(Ordering::Relaxed) || idle_filter_sample());
         let version_no = sv.version_no;
         if reduction {
             let shared = Arc::clone(ks);
@@ -1813,7 +1829,13 @@ impl DbInner {
             // reads every level (always correct) rather than waiting; on two
             // cores a parked thread costs more than the seeks it would save.
             merging.set_reducer(Box::new(move |start| {
-                shared.filter.try_lock()?.lookup(start, version_no)
+                let mut f = shared.filter.try_lock()?;
+                let found = f.lookup(start, version_no);
+                let active = f.is_active();
+                if shared.filter_active.load(Ordering::Relaxed) != active {
+                    shared.filter_active.store(active, Ordering::Relaxed);
+                }
+                found
             }));
         }
         let shared = Arc::clone(ks);
@@ -2318,6 +2340,7 @@ impl DbInner {
                 level_filter_bytes: fbytes,
                 level_filter_lookups: fstats.lookups,
                 level_filter_hits: fstats.hits,
+                level_filter_active: k.shared.filter_active.load(Ordering::Relaxed),
                 memtable_rep: k.mem.rep_kind().name().to_string(),
                 memtable_decision: k.mem.decision().map(|d| d.to_string()),
             })
@@ -2390,6 +2413,20 @@ fn publish(ks: &mut KeyspaceState) {
         version_no: ks.version_no,
     });
     *ks.shared.sv.write() = sv;
+}
+
+/// True for one call in [`crate::level_filter::IDLE_SAMPLE_EVERY`] on this thread
+/// (a thread-local count: a shared one would bounce between cores on every
+/// scan).
+fn idle_filter_sample() -> bool {
+    thread_local! {
+        static TICK: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    }
+    TICK.with(|t| {
+        let n = t.get().wrapping_add(1);
+        t.set(n);
+        n % crate::level_filter::IDLE_SAMPLE_EVERY == 0
+    })
 }
 
 /// A retained memtable read in place of its level-0 file. The file's point

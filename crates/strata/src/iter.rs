@@ -53,9 +53,9 @@ enum Direction {
 }
 
 /// Decides, at the first seek, which levels a scan may leave unread: given
-/// the start user key, returns the levels to read and the user-key range
-/// `[lo, hi)` that answer holds for.
-pub type Reducer = Box<dyn FnMut(&[u8]) -> Option<(LevelMask, Vec<u8>, Option<Vec<u8>>)> + Send>;
+/// the start user key, returns the levels to read and the exclusive end of
+/// the user-key range, from the start key on, that answer holds for.
+pub type Reducer = Box<dyn FnMut(&[u8]) -> Option<(LevelMask, Option<Vec<u8>>)> + Send>;
 
 /// What a forward scan observed: it read `[lo, hi)` and these levels
 /// supplied at least one entry there.
@@ -412,7 +412,7 @@ impl InternalIterator for MergingIterator {
         }
         self.wake_unpositioned();
         if let Some(mut reducer) = self.reducer.take()
-            && let Some((keep, _lo, hi)) = reducer(ukey)
+            && let Some((keep, hi)) = reducer(ukey)
         {
             for i in 0..self.children.len() {
                 if let Some(l) = self.levels[i]

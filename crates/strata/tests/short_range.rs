@@ -104,6 +104,60 @@ fn repeated_short_scans_seek_fewer_children_with_reduction() {
 }
 
 #[test]
+fn the_level_filter_idles_when_it_does_not_pay_and_wakes_when_it_would() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options(false, true)).expect("open");
+    // Every key in a deep level; even keys below 20,000 updated into level
+    // 1. Scans below 20,000 draw from both levels, so the filter can never
+    // let them skip one; scans above draw from the deep level only.
+    for i in 0..30_000u32 {
+        db.put(&key(i), b"old").expect("put");
+    }
+    db.compact().expect("compact");
+    for _ in 0..4 {
+        for i in (0..20_000u32).step_by(2) {
+            db.put(&key(i), b"new").expect("put");
+        }
+        db.flush().expect("flush");
+    }
+    db.wait_for_background_work().expect("settle");
+    let levels = db.stats().keyspaces[0].levels.clone();
+    assert!(
+        levels[1].0 > 0 && levels[2..].iter().any(|l| l.0 > 0),
+        "{levels:?}"
+    );
+    let expect = |start: u32, n: u32| -> Vec<(Vec<u8>, Vec<u8>)> {
+        (start..start + n)
+            .map(|i| {
+                let v: &[u8] = if i < 20_000 && i % 2 == 0 {
+                    b"new"
+                } else {
+                    b"old"
+                };
+                (key(i), v.to_vec())
+            })
+            .collect()
+    };
+    // Distinct starts, none repeated: no lookup can hit.
+    for i in 0..1_000u32 {
+        let start = (i * 7_919) % 19_000;
+        assert_eq!(short_scan(&db, &key(start), 10, None), expect(start, 10));
+    }
+    let ks = db.stats().keyspaces[0].clone();
+    assert!(!ks.level_filter_active, "{ks:?}");
+    let idle_lookups = ks.level_filter_lookups;
+    assert!(idle_lookups < 1_000, "idle scans mostly skip it: {ks:?}");
+    // The same range above 20,000, over and over: the sampled scans hit, and
+    // the filter is consulted by every scan again.
+    for _ in 0..(256 + 2) * 64 {
+        assert_eq!(short_scan(&db, &key(25_000), 5, None), expect(25_000, 5));
+    }
+    let ks = db.stats().keyspaces[0].clone();
+    assert!(ks.level_filter_active, "{ks:?}");
+    assert!(ks.level_filter_hits >= 256, "{ks:?}");
+}
+
+#[test]
 fn reduced_scans_match_full_scans_while_writes_and_compactions_run() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir.path(), options(true, true)).expect("open");
