@@ -1841,16 +1841,19 @@ impl DbInner {
         let shared = Arc::clone(ks);
         let stats = Arc::clone(&self.stats);
         let on_drop = Box::new(
-            move |obs: Option<crate::iter::ScanObservation>, seeks: u64| {
+            move |obs: Option<crate::iter::ScanObservation>, seeks: u64, skips: u64| {
                 Statistics::add(&stats.iterator_child_seeks, seeks);
+                if !reduction {
+                    return;
+                }
                 // A record claiming every level this scan had saves no
-                // later seek; skip the lock and the allocation.
-                if let (true, Some(o)) = (reduction, obs)
-                    && o.levels & level_mask != level_mask
-                {
-                    let current = shared.sv.read().version_no;
-                    // Dropping an observation loses a hint, never a result.
-                    if let Some(mut f) = shared.filter.try_lock() {
+                // later seek: not stored.
+                let obs = obs.filter(|o| o.levels & level_mask != level_mask);
+                let current = obs.as_ref().map(|_| shared.sv.read().version_no);
+                // Dropping an observation loses a hint, never a result.
+                if let Some(mut f) = shared.filter.try_lock() {
+                    f.note_saved(skips);
+                    if let (Some(o), Some(current)) = (obs, current) {
                         f.insert(o.lo, o.hi, o.levels, version_no, current);
                     }
                 }

@@ -23,8 +23,9 @@ enum Direction {
 /// Iterates user keys and values at a snapshot. Create one with
 /// [`crate::Keyspace::iter`].
 /// Called when an iterator is dropped, with what a pure forward scan
-/// observed and the child seeks it issued.
-pub(crate) type ScanReport = Box<dyn FnOnce(Option<ScanObservation>, u64) + Send>;
+/// observed, the child seeks it issued and the children the level filter
+/// let it leave unread to the end.
+pub(crate) type ScanReport = Box<dyn FnOnce(Option<ScanObservation>, u64, u64) + Send>;
 
 pub struct DbIter {
     inner: MergingIterator,
@@ -59,7 +60,7 @@ impl Drop for DbIter {
             } else {
                 None
             };
-            report(obs, self.inner.child_seeks());
+            report(obs, self.inner.child_seeks(), self.inner.filter_skips());
         }
     }
 }

@@ -165,6 +165,16 @@ impl MergingIterator {
         self.children.len()
     }
 
+    /// Children the reducer left dormant that are still unread: the seeks
+    /// the level filter saved this scan.
+    pub fn filter_skips(&self) -> u64 {
+        self.dormant
+            .iter()
+            .zip(&self.deferred)
+            .filter(|(d, p)| **d && !**p)
+            .count() as u64
+    }
+
     /// Seeks issued to children so far (each positioning call counts one).
     pub fn child_seeks(&self) -> u64 {
         self.child_seeks
