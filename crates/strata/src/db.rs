@@ -24,6 +24,7 @@ use crate::compaction::{self, CompactionReason, CompactionTask, DropPolicy, Drop
 use crate::db_iter::DbIter;
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
+use crate::gate::{self, SavingsGate};
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{SeekKey, SeqNo, ValueKind, append_internal_key, user_key};
 use crate::level_filter::{LevelFilter, LevelMask};
@@ -91,8 +92,11 @@ struct KeyspaceShared {
     sv: RwLock<Arc<SuperVersion>>,
     /// Which levels recently scanned ranges draw from (iterator reduction).
     filter: Mutex<LevelFilter>,
-    /// `filter.is_active()`, readable without the lock.
-    filter_active: AtomicBool,
+    /// Whether scans consult `filter` (it spares enough of them a seek).
+    filter_gate: SavingsGate,
+    /// Whether scans seek point-first (enough of them end at their start
+    /// key).
+    point_first_gate: SavingsGate,
 }
 
 struct State {
@@ -365,8 +369,19 @@ pub struct KeyspaceStats {
     pub level_filter_lookups: u64,
     pub level_filter_hits: u64,
     /// Whether every scan consults the level filter (else one in 64: it
-    /// did not pay lately).
+    /// did not spare a quarter of scans a seek lately).
     pub level_filter_active: bool,
+    /// Scans that consulted the level filter and those it spared a seek,
+    /// over completed windows of 256.
+    pub level_filter_scans: u64,
+    pub level_filter_saved: u64,
+    /// Whether every scan seeks point-first (else one in 64: under a
+    /// quarter of scans ended at their start key lately).
+    pub point_first_active: bool,
+    /// Point-first scans and those that ended with older sources unread,
+    /// over completed windows of 256.
+    pub point_first_scans: u64,
+    pub point_first_saved: u64,
     /// The representation of the mutable memtable (differs from
     /// `memtable_kind` for `adaptive`).
     pub memtable_rep: String,
@@ -449,11 +464,19 @@ impl DbStats {
             "iterators: {} created, {} children, {} child seeks",
             self.iterators_created, self.iterator_children, self.iterator_child_seeks
         );
+        let gate = |active: bool| {
+            if active {
+                "every scan"
+            } else {
+                "idle: one scan in 64"
+            }
+        };
         for ks in &self.keyspaces {
-            if ks.retained_memtables > 0 || ks.level_filter_records > 0 {
+            if ks.retained_memtables > 0 || ks.level_filter_records > 0 || ks.point_first_scans > 0
+            {
                 let _ = writeln!(
                     s,
-                    "keyspace {}: {} retained memtables ({} bytes); level filter {} records ({} bytes), {} of {} lookups hit, {}",
+                    "keyspace {}: {} retained memtables ({} bytes); level filter {} records ({} bytes), {} of {} lookups hit, {} of {} scans spared a seek ({}); point-first seeks spared {} of {} scans ({})",
                     ks.name,
                     ks.retained_memtables,
                     ks.retained_memtable_bytes,
@@ -461,11 +484,12 @@ impl DbStats {
                     ks.level_filter_bytes,
                     ks.level_filter_hits,
                     ks.level_filter_lookups,
-                    if ks.level_filter_active {
-                        "consulted by every scan"
-                    } else {
-                        "idle (consulted by one scan in 64)"
-                    }
+                    ks.level_filter_saved,
+                    ks.level_filter_scans,
+                    gate(ks.level_filter_active),
+                    ks.point_first_saved,
+                    ks.point_first_scans,
+                    gate(ks.point_first_active),
                 );
             }
         }
@@ -1071,7 +1095,8 @@ impl DbInner {
                 name: rk.name.clone(),
                 sv: RwLock::new(sv),
                 filter: Mutex::new(LevelFilter::new(o.level_filter_bytes)),
-                filter_active: AtomicBool::new(true),
+                filter_gate: SavingsGate::new(),
+                point_first_gate: SavingsGate::new(),
             });
             next_keyspace_id = next_keyspace_id.max(id + 1);
             let levels = version.num_levels();
@@ -1229,7 +1254,8 @@ impl DbInner {
                 version_no: 0,
             })),
             filter: Mutex::new(LevelFilter::new(opts.level_filter_bytes)),
-            filter_active: AtomicBool::new(true),
+            filter_gate: SavingsGate::new(),
+            point_first_gate: SavingsGate::new(),
         });
         st.keyspaces.insert(
             id,
@@ -1814,14 +1840,15 @@ impl DbInner {
             .flatten()
             .fold(0, |m, l| m | 1 << (*l).min(63));
         let mut merging = MergingIterator::with_levels(children, levels);
-        if sv.opts.iterator_reduction {
+        // Each part of iterator reduction is used while it pays, and by one
+        // scan in IDLE_SAMPLE_EVERY otherwise (so it notices when it would).
+        let sampled = sv.opts.iterator_reduction && gate::idle_sample();
+        let point_first = sv.opts.iterator_reduction && ks.point_first_gate.admits(sampled);
+        if point_first {
             merging.set_point_first(snap);
         }
-        // The level filter is consulted when it pays, and by one scan in
-        // IDLE_SAMPLE_EVERY otherwise (so it notices when it would).
-        let reduction = sv.opts.iterator_reduction
-            && level_mask != 0
-            && (ks.filter_active.load(Ordering::Relaxed) || idle_filter_sample());
+        let reduction =
+            sv.opts.iterator_reduction && level_mask != 0 && ks.filter_gate.admits(sampled);
         let version_no = sv.version_no;
         if reduction {
             let shared = Arc::clone(ks);
@@ -1829,33 +1856,30 @@ impl DbInner {
             // reads every level (always correct) rather than waiting; on two
             // cores a parked thread costs more than the seeks it would save.
             merging.set_reducer(Box::new(move |start| {
-                let mut f = shared.filter.try_lock()?;
-                let found = f.lookup(start, version_no);
-                let active = f.is_active();
-                if shared.filter_active.load(Ordering::Relaxed) != active {
-                    shared.filter_active.store(active, Ordering::Relaxed);
-                }
-                found
+                shared.filter.try_lock()?.lookup(start, version_no)
             }));
         }
         let shared = Arc::clone(ks);
         let stats = Arc::clone(&self.stats);
         let on_drop = Box::new(
-            move |obs: Option<crate::iter::ScanObservation>, seeks: u64, skips: u64| {
-                Statistics::add(&stats.iterator_child_seeks, seeks);
+            move |merged: &MergingIterator, obs: Option<crate::iter::ScanObservation>| {
+                Statistics::add(&stats.iterator_child_seeks, merged.child_seeks());
+                if let Some(saved) = merged.point_first_saved() {
+                    shared.point_first_gate.record(saved);
+                }
                 if !reduction {
                     return;
                 }
+                shared.filter_gate.record(merged.filter_skips() > 0);
                 // A record claiming every level this scan had saves no
                 // later seek: not stored.
-                let obs = obs.filter(|o| o.levels & level_mask != level_mask);
-                let current = obs.as_ref().map(|_| shared.sv.read().version_no);
+                let Some(o) = obs.filter(|o| o.levels & level_mask != level_mask) else {
+                    return;
+                };
+                let current = shared.sv.read().version_no;
                 // Dropping an observation loses a hint, never a result.
                 if let Some(mut f) = shared.filter.try_lock() {
-                    f.note_saved(skips);
-                    if let (Some(o), Some(current)) = (obs, current) {
-                        f.insert(o.lo, o.hi, o.levels, version_no, current);
-                    }
+                    f.insert(o.lo, o.hi, o.levels, version_no, current);
                 }
             },
         );
@@ -2343,7 +2367,12 @@ impl DbInner {
                 level_filter_bytes: fbytes,
                 level_filter_lookups: fstats.lookups,
                 level_filter_hits: fstats.hits,
-                level_filter_active: k.shared.filter_active.load(Ordering::Relaxed),
+                level_filter_active: k.shared.filter_gate.is_active(),
+                level_filter_scans: k.shared.filter_gate.totals().0,
+                level_filter_saved: k.shared.filter_gate.totals().1,
+                point_first_active: k.shared.point_first_gate.is_active(),
+                point_first_scans: k.shared.point_first_gate.totals().0,
+                point_first_saved: k.shared.point_first_gate.totals().1,
                 memtable_rep: k.mem.rep_kind().name().to_string(),
                 memtable_decision: k.mem.decision().map(|d| d.to_string()),
             })
@@ -2416,20 +2445,6 @@ fn publish(ks: &mut KeyspaceState) {
         version_no: ks.version_no,
     });
     *ks.shared.sv.write() = sv;
-}
-
-/// True for one call in [`crate::level_filter::IDLE_SAMPLE_EVERY`] on this thread
-/// (a thread-local count: a shared one would bounce between cores on every
-/// scan).
-fn idle_filter_sample() -> bool {
-    thread_local! {
-        static TICK: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
-    }
-    TICK.with(|t| {
-        let n = t.get().wrapping_add(1);
-        t.set(n);
-        n % crate::level_filter::IDLE_SAMPLE_EVERY == 0
-    })
 }
 
 /// A retained memtable read in place of its level-0 file. The file's point

@@ -20,13 +20,13 @@ enum Direction {
     Reverse,
 }
 
+/// Called when an iterator is dropped, with its merged iterator (for the
+/// seeks it issued and those it was spared) and what a pure forward scan
+/// observed.
+pub(crate) type ScanReport = Box<dyn FnOnce(&MergingIterator, Option<ScanObservation>) + Send>;
+
 /// Iterates user keys and values at a snapshot. Create one with
 /// [`crate::Keyspace::iter`].
-/// Called when an iterator is dropped, with what a pure forward scan
-/// observed, the child seeks it issued and the children the level filter
-/// let it leave unread to the end.
-pub(crate) type ScanReport = Box<dyn FnOnce(Option<ScanObservation>, u64, u64) + Send>;
-
 pub struct DbIter {
     inner: MergingIterator,
     snapshot: SeqNo,
@@ -60,7 +60,7 @@ impl Drop for DbIter {
             } else {
                 None
             };
-            report(obs, self.inner.child_seeks(), self.inner.filter_skips());
+            report(&self.inner, obs);
         }
     }
 }

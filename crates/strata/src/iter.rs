@@ -105,6 +105,8 @@ pub struct MergingIterator {
     deferred: Vec<bool>,
     any_deferred: bool,
     point_target: Vec<u8>,
+    /// Whether a seek ran point-first.
+    point_first_ran: bool,
 }
 
 impl MergingIterator {
@@ -139,6 +141,7 @@ impl MergingIterator {
             deferred: vec![false; n],
             any_deferred: false,
             point_target: Vec::new(),
+            point_first_ran: false,
         }
     }
 
@@ -173,6 +176,12 @@ impl MergingIterator {
             .zip(&self.deferred)
             .filter(|(d, p)| **d && !**p)
             .count() as u64
+    }
+
+    /// `None` if no seek ran point-first; else whether the last one saved
+    /// seeks: children it deferred are still unread.
+    pub fn point_first_saved(&self) -> Option<bool> {
+        self.point_first_ran.then_some(self.any_deferred)
     }
 
     /// Seeks issued to children so far (each positioning call counts one).
@@ -297,6 +306,7 @@ impl MergingIterator {
     /// The seek of [`MergingIterator::set_point_first`]. Children already
     /// dormant (the level filter vouched for them) are left alone.
     fn seek_point_first(&mut self, target: &[u8], snapshot: SeqNo) {
+        self.point_first_ran = true;
         let ukey = user_key(target);
         let mut found = false;
         for i in 0..self.children.len() {

@@ -15,6 +15,10 @@
 //! A scan uses a record only if the record's version is not newer than the
 //! scan's own; a scan that leaves the record's range wakes the levels it
 //! skipped, so an uncertain answer costs a seek, never a result.
+//!
+//! Whether scans consult the table at all is decided by a
+//! [`crate::gate::SavingsGate`] kept beside it, from how many scans it
+//! actually spared a seek.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
@@ -60,25 +64,6 @@ const LOOKUP_CANDIDATES: usize = 16;
 /// date.
 const COMPACTION_LOG_LEN: usize = 256;
 
-/// Consulted lookups over which the filter judges whether it pays.
-const WINDOW_LOOKUPS: u64 = 256;
-
-/// While the filter is idle, one scan in this many consults it (and may
-/// record what it saw), so that it notices when the workload changes.
-pub const IDLE_SAMPLE_EVERY: u32 = 64;
-
-/// Whether the filter pays, from one window: `saved` of the `lookups`
-/// scans finished with a level the filter let them leave unread (a hit
-/// whose scan ran past the record's range saves nothing: the level is
-/// seeked there). A saved seek is worth 1-3 µs on the machine of
-/// docs/BENCHMARKS.md, while a lookup and the record a miss may add cost
-/// about 1 µs and a few µs; below a quarter of scans saving, consulting the
-/// filter on every scan cost more than it saved (uniform 10-entry scans:
-/// 15 % slower with under 2 % of lookups hitting).
-pub fn pays(saved: u64, lookups: u64) -> bool {
-    saved.saturating_mul(4) >= lookups
-}
-
 /// A compaction, as the filter needs to know it.
 #[derive(Clone, Debug)]
 struct CompactionNote {
@@ -99,10 +84,6 @@ pub struct LevelFilter {
     log: VecDeque<CompactionNote>,
     /// Versions `>= log_complete_from` are all in `log`.
     log_complete_from: u64,
-    /// Consulted on every scan (else on one in [`IDLE_SAMPLE_EVERY`]).
-    active: bool,
-    window_lookups: u64,
-    window_saved: u64,
     pub stats: LevelFilterStats,
 }
 
@@ -112,8 +93,6 @@ pub struct LevelFilterStats {
     pub lookups: u64,
     pub hits: u64,
     pub inserted: u64,
-    /// Scans that finished with a level left unread.
-    pub saved_scans: u64,
     pub rejected_stale: u64,
     pub evicted: u64,
 }
@@ -129,38 +108,13 @@ impl LevelFilter {
             budget_bytes,
             log: VecDeque::new(),
             log_complete_from: 0,
-            active: true,
-            window_lookups: 0,
-            window_saved: 0,
             stats: LevelFilterStats::default(),
         }
-    }
-
-    /// Whether every scan should consult the filter: true until a window of
-    /// lookups shows it does not pay ([`pays`]), and again once a window of
-    /// sampled lookups shows it would.
-    pub fn is_active(&self) -> bool {
-        self.active
     }
 
     fn count_lookup(&mut self, hit: bool) {
         self.stats.lookups += 1;
         self.stats.hits += u64::from(hit);
-        self.window_lookups += 1;
-        if self.window_lookups >= WINDOW_LOOKUPS {
-            self.active = pays(self.window_saved, self.window_lookups);
-            self.window_lookups = 0;
-            self.window_saved = 0;
-        }
-    }
-
-    /// Counts a scan that consulted the filter and finished with `skips`
-    /// levels left unread thanks to it.
-    pub fn note_saved(&mut self, skips: u64) {
-        if skips > 0 {
-            self.stats.saved_scans += 1;
-            self.window_saved += 1;
-        }
     }
 
     /// Bytes held.
@@ -376,29 +330,6 @@ mod tests {
         // Covered with the same levels: adds nothing.
         f.insert(b"f".to_vec(), Some(b"g".to_vec()), 0b110, 0, 0);
         assert_eq!(f.len(), 2);
-    }
-
-    #[test]
-    fn a_filter_that_rarely_hits_goes_idle_and_wakes_when_hits_return() {
-        let mut f = LevelFilter::new(1 << 20);
-        f.insert(b"c".to_vec(), Some(b"m".to_vec()), 0b10, 0, 0);
-        assert!(f.is_active(), "active until judged");
-        // A window in which one scan in ten saved a seek: idle. Hits whose
-        // scans ran past the range save nothing and do not count.
-        for i in 0..WINDOW_LOOKUPS {
-            assert!(f.lookup(b"d", 0).is_some());
-            f.note_saved(u64::from(i % 10 == 0));
-        }
-        assert!(!f.is_active());
-        // A window of sampled scans saving half the time: active again.
-        for i in 0..WINDOW_LOOKUPS {
-            let k: &[u8] = if i % 2 == 0 { b"d" } else { b"x" };
-            if f.lookup(k, 0).is_some() {
-                f.note_saved(1);
-            }
-        }
-        assert!(f.is_active());
-        assert!(pays(1, 4) && !pays(1, 5) && pays(0, 0));
     }
 
     #[test]

@@ -28,6 +28,7 @@
 pub mod cache;
 pub mod coding;
 pub mod error;
+pub mod gate;
 pub mod iter;
 pub mod key;
 pub mod level_filter;

@@ -158,6 +158,59 @@ fn the_level_filter_idles_when_it_does_not_pay_and_wakes_when_it_would() {
 }
 
 #[test]
+fn point_first_seeks_idle_when_scans_leave_their_start_key_and_wake_when_they_stop() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut opts = options(false, true);
+    opts.default_keyspace.write_buffer_size = 4 << 20;
+    let db = Db::open(dir.path(), opts).expect("open");
+    // Every key on disk, the even ones rewritten in the memtable: a
+    // point-first seek to an even key stops at the memtable.
+    for i in 0..5_000u32 {
+        db.put(&key(i), b"old").expect("put");
+    }
+    db.compact().expect("compact");
+    for i in (0..5_000u32).step_by(2) {
+        db.put(&key(i), b"new").expect("put");
+    }
+    let expect = |start: u32, n: u32| -> Vec<(Vec<u8>, Vec<u8>)> {
+        (start..start + n)
+            .map(|i| {
+                let v: &[u8] = if i % 2 == 0 { b"new" } else { b"old" };
+                (key(i), v.to_vec())
+            })
+            .collect()
+    };
+    // Scans of ten step past their start key and seek the deferred
+    // sources anyway: point-first saves nothing, and idles.
+    for i in 0..1_000u32 {
+        let start = (i * 2 * 7_919) % 4_900;
+        assert_eq!(short_scan(&db, &key(start), 10, None), expect(start, 10));
+    }
+    let ks = db.stats().keyspaces[0].clone();
+    assert!(!ks.point_first_active, "{ks:?}");
+    assert_eq!(ks.point_first_saved, 0, "{ks:?}");
+    assert!(ks.point_first_scans >= 256, "{ks:?}");
+    // Reads of one entry end at the start key: the sampled scans save, and
+    // every scan seeks point-first again.
+    for i in 0..(256 + 2) * 64u32 {
+        let start = (i * 2 * 7_919) % 4_900;
+        let mut it = db
+            .default_keyspace()
+            .iter(ReadOptions::default())
+            .expect("iter");
+        it.seek(&key(start));
+        assert!(it.valid());
+        assert_eq!(
+            (it.key().to_vec(), it.value().to_vec()),
+            expect(start, 1)[0]
+        );
+    }
+    let ks = db.stats().keyspaces[0].clone();
+    assert!(ks.point_first_active, "{ks:?}");
+    assert!(ks.point_first_saved >= 256, "{ks:?}");
+}
+
+#[test]
 fn reduced_scans_match_full_scans_while_writes_and_compactions_run() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir.path(), options(true, true)).expect("open");
