@@ -58,7 +58,7 @@ fn after_help() -> String {
          the adaptive kind on three workload mixes (--num scales everything; --max-phase-secs, --max-stream-secs, --parts)\n  \
          shortrange  5M keys loaded by fillrandom, then scans of --scan-lengths 1,10,50,100 entries with uniform\n            \
          and zipfian start keys and 50/50 scan/overwrite mixes; Strata as --variants none,retention,reduction,both,\n            \
-         peers as default; each workload at most --max-phase-secs (10) s",
+         peers as default; each workload --reads (250,000) operations, at most --max-phase-secs (60) s",
         ws.join("\n"),
         engines.join("\n")
     )

@@ -5,14 +5,22 @@
 //! Each (engine, variant) gets a fresh database, loads `--num` keys in a
 //! random order (`fillrandom`, recorded), waits for its pending flushes and
 //! compactions (`Engine::wait_for_background`; the memtable and level 0
-//! keep the newest keys), and then runs, in this order and each for at most
-//! `--max-phase-secs`:
+//! keep the newest keys), and then runs, in this order and each for
+//! `--reads` operations (default 250,000) unless `--max-phase-secs`
+//! (default 60) ends it first:
 //!
 //! - `scan-N` for every N of `--scan-lengths`: seek to a uniformly chosen
 //!   existing key and read N entries;
 //! - `scan-N-zipf`: the same with YCSB's scrambled zipfian start keys;
 //! - `scan-N-mixed`: half such uniform scans, half overwrites of uniformly
 //!   chosen keys (last, since they change the database).
+//!
+//! Phases end by operation count, not time, so that every variant does the
+//! same work: the mixes then write the same keys in every variant, and each
+//! mix starts on a tree of the same shape. (Time-bound mixes let a faster
+//! variant write more before the next mix, which then ran on a different
+//! tree: 3 children per scan for one variant, 4 for another.) A phase that
+//! stops at the time budget is marked ⏱ in the report.
 //!
 //! Strata runs as four variants: `none`, `retention`, `reduction`, `both`;
 //! peers as `default`. For Strata, each record carries the iterators built,
@@ -49,12 +57,12 @@ pub const VARIANTS: [&str; 4] = ["none", "retention", "reduction", "both"];
 /// The scan lengths of the RIOKV evaluation.
 pub const DEFAULT_LENGTHS: [usize; 4] = [1, 10, 50, 100];
 
-/// Seconds each workload runs by default.
-pub const DEFAULT_PHASE_SECS: f64 = 10.0;
+/// The longest a workload runs by default: a safety cap, above what the
+/// default operation count takes on the machine of docs/BENCHMARKS.md.
+pub const DEFAULT_PHASE_SECS: f64 = 60.0;
 
-/// The most operations one workload does (the time budget usually ends it
-/// first).
-pub const DEFAULT_OPS_CAP: u64 = 5_000_000;
+/// Operations each workload does by default.
+pub const DEFAULT_OPS_CAP: u64 = 250_000;
 
 /// (retention, reduction) of a variant name.
 pub fn variant_flags(name: &str) -> Result<(bool, bool)> {
@@ -550,8 +558,9 @@ pub fn tables(records: &[Record]) -> String {
         for (e, v) in &ser {
             match find(records, e, v, w) {
                 Some(r) => s.push_str(&format!(
-                    " {} ({:.1}) |",
+                    " {}{} ({:.1}) |",
                     thousands(r.ops_per_sec),
+                    if timed_out(r) { " ⏱" } else { "" },
                     r.p99_us
                 )),
                 None => s.push_str(" - |"),
@@ -560,6 +569,16 @@ pub fn tables(records: &[Record]) -> String {
         s.push('\n');
     }
     s
+}
+
+/// Whether `r`, a scan workload, stopped at its time budget: it did fewer
+/// than the operations its settings asked for (`reads`).
+fn timed_out(r: &Record) -> bool {
+    r.workload != "fillrandom"
+        && r.settings
+            .get("reads")
+            .and_then(serde_json::Value::as_u64)
+            .is_some_and(|n| r.ops < n)
 }
 
 /// The ratios the issue sets bars on, per workload: each variant over
@@ -751,9 +770,10 @@ pub fn markdown(records: &[Record], info: &ReportInfo<'_, ShortSuite>) -> String
     md.push_str(&format!(
         "Settings: {} keys of {} B, values {} B, {} client threads, write buffer {}, T {}, \
          {} bloom bits/key, {} B blocks, block cache {}, compression {}, WAL {}{}; each \
-         workload at most {} s or {} operations; {} round(s), medians by ops/s. Each (engine, \
-         variant) loads a fresh database with fillrandom, then runs the workloads in the \
-         order of the table.\n\n",
+         workload at most {} s or {} operations (⏱: stopped by time; the others did the same \
+         operations in every run); {} round(s), medians by ops/s. Each (engine, variant) loads \
+         a fresh database with fillrandom, then runs the workloads in the order of the \
+         table.\n\n",
         thousands(s.num as f64),
         s.key_size,
         s.value_size,
@@ -959,5 +979,19 @@ mod tests {
         let t = ratios(&recs);
         assert!(t.contains("| scan-1-zipf |"), "{t}");
         assert!(iterator_table(&recs).contains("| scan-10-mixed |"));
+        // Every phase did its 3,000 operations: none is marked as stopped
+        // by time, until one did fewer.
+        assert!(
+            recs.iter()
+                .all(|r| r.workload == "fillrandom" || r.ops == 3000)
+        );
+        assert!(!tables(&recs).contains('⏱'));
+        let mut short = recs.clone();
+        let r = short
+            .iter_mut()
+            .find(|r| r.variant == "both" && r.workload == "scan-10")
+            .unwrap();
+        r.ops = 2999;
+        assert_eq!(tables(&short).matches('⏱').count(), 1);
     }
 }
