@@ -219,9 +219,9 @@ pub struct BenchArgs {
     /// (`retain_flushed_memtables`; the shortrange suite sets it per variant).
     #[arg(long)]
     pub retain_memtables: bool,
-    /// Strata: iterator reduction (`iterator_reduction`; the shortrange suite
-    /// sets it per variant).
-    #[arg(long)]
+    /// Strata: iterator reduction (`iterator_reduction`, on by default as in
+    /// the engine; the shortrange suite sets it per variant).
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
     pub iterator_reduction: bool,
     /// Root directory of the databases (each engine gets a subdirectory).
     #[arg(long, default_value = "./data/bench")]

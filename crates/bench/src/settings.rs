@@ -152,8 +152,9 @@ pub struct BenchSettings {
     #[serde(default)]
     pub retain_memtables: bool,
     /// Strata: skip levels a scan cannot draw from
-    /// (`KeyspaceOptions::iterator_reduction`; the `reduction` and `both`
-    /// variants).
+    /// (`KeyspaceOptions::iterator_reduction`, on by default; the
+    /// shortrange suite's `reduction` and `both` variants). Records older
+    /// than the field ran without it, which is what a missing field reads as.
     #[serde(default)]
     pub iterator_reduction: bool,
 }
@@ -185,7 +186,7 @@ impl Default for BenchSettings {
             hash_buckets: None,
             linklist_threshold: None,
             retain_memtables: false,
-            iterator_reduction: false,
+            iterator_reduction: strata::KeyspaceOptions::default().iterator_reduction,
         }
     }
 }

@@ -179,7 +179,10 @@ pub struct KeyspaceOptions {
     /// How each level is stored.
     pub layout: Arc<dyn Layout>,
     /// Keep a flushed memtable to serve the reads of its level-0 file while
-    /// that file lives (memtable retention, seed 004; default off).
+    /// that file lives (memtable retention, seed 004; default off: it holds
+    /// up to a full level 0 of memtables in memory and, where the page
+    /// cache holds the files, did not make scans faster; see
+    /// docs/BENCHMARKS.md).
     pub retain_flushed_memtables: bool,
     /// Byte budget of retained memtables (as the memtables count their
     /// memory); past it the oldest are released. 0 (the default) means
@@ -187,8 +190,14 @@ pub struct KeyspaceOptions {
     /// `(level0_compaction_trigger + 1) * write_buffer_size`, 320 MiB with
     /// the other defaults (see [`KeyspaceOptions::retention_budget`]).
     pub retained_memtable_bytes: u64,
-    /// Skip seeking levels that the level filter table says hold nothing in
-    /// a scan's range (iterator reduction, seed 004; default off).
+    /// Iterator reduction (seed 004; default on): a scan seeks point-first
+    /// (a source whose point filter rules its start key out, or older than
+    /// the one holding a visible put of it, waits until the scan leaves the
+    /// key), and skips the levels that the level filter table says hold
+    /// nothing in its range. Each part stops itself while it spares fewer
+    /// than a quarter of scans a seek; on by default because the
+    /// `shortrange` suite measured it at no more than 2 % slower on any
+    /// workload and up to 1.9× faster on one-entry scans.
     pub iterator_reduction: bool,
     /// Byte budget of the level filter table (default 1 MiB).
     pub level_filter_bytes: usize,
@@ -217,7 +226,7 @@ impl Default for KeyspaceOptions {
             layout: Arc::new(UniformLayout),
             retain_flushed_memtables: false,
             retained_memtable_bytes: 0,
-            iterator_reduction: false,
+            iterator_reduction: true,
             level_filter_bytes: 1 << 20,
         }
     }

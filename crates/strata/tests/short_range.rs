@@ -365,3 +365,41 @@ fn the_default_retention_budget_holds_a_full_level0() {
     o.default_keyspace.retained_memtable_bytes = 1234;
     assert_eq!(o.default_keyspace.retention_budget(), 1234);
 }
+
+#[test]
+fn default_options_seek_point_first_and_retain_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), Options::default()).expect("open");
+    let defaults = strata::KeyspaceOptions::default();
+    assert!(defaults.iterator_reduction);
+    assert!(!defaults.retain_flushed_memtables);
+    // A key on disk and rewritten in the memtable: a one-entry read stops
+    // at the memtable.
+    for i in 0..100u32 {
+        db.put(&key(i), b"old").expect("put");
+    }
+    db.flush().expect("flush");
+    db.compact().expect("compact");
+    for i in 0..100u32 {
+        db.put(&key(i), b"new").expect("put");
+    }
+    db.flush().expect("flush");
+    db.put(&key(7), b"newest").expect("put");
+    let before = db.stats();
+    let mut it = db
+        .default_keyspace()
+        .iter(ReadOptions::default())
+        .expect("iter");
+    it.seek(&key(7));
+    assert_eq!((it.key(), it.value()), (&key(7)[..], &b"newest"[..]));
+    drop(it);
+    let after = db.stats();
+    let children = after.iterator_children - before.iterator_children;
+    let seeks = after.iterator_child_seeks - before.iterator_child_seeks;
+    assert!(
+        children >= 3,
+        "memtable, a level-0 file and a level: {children}"
+    );
+    assert_eq!(seeks, 1, "only the memtable is seeked");
+    assert_eq!(after.keyspaces[0].retained_memtables, 0);
+}
