@@ -194,13 +194,13 @@ impl Harness {
                         "snapshot get {:?}",
                         op
                     );
-                    let mut it = self
-                        .ks(*s)
-                        .iter(ReadOptions {
+                    let snapshot_iter = || {
+                        self.ks(*s).iter(ReadOptions {
                             snapshot: Some(snap.seqno()),
                             ..Default::default()
                         })
-                        .map_err(fail)?;
+                    };
+                    let mut it = snapshot_iter().map_err(fail)?;
                     it.seek_to_first();
                     let mut all = Vec::new();
                     while it.valid() {
@@ -213,13 +213,7 @@ impl Harness {
                     // Short scans from the key at the snapshot: newer
                     // versions of it must not stop a point-first seek.
                     for n in [1usize, 4] {
-                        let mut it = self
-                            .ks(*s)
-                            .iter(ReadOptions {
-                                snapshot: Some(snap.seqno()),
-                                ..Default::default()
-                            })
-                            .map_err(fail)?;
+                        let mut it = snapshot_iter().map_err(fail)?;
                         it.seek(&key(*k));
                         let mut got = Vec::new();
                         while it.valid() && got.len() < n {

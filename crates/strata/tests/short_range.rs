@@ -155,6 +155,7 @@ fn the_level_filter_idles_when_it_does_not_pay_and_wakes_when_it_would() {
     let ks = db.stats().keyspaces[0].clone();
     assert!(ks.level_filter_active, "{ks:?}");
     assert!(ks.level_filter_hits >= 256, "{ks:?}");
+    assert!(ks.level_filter_saved >= 256, "{ks:?}");
 }
 
 #[test]
