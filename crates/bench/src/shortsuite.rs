@@ -25,7 +25,10 @@
 //! Strata runs as four variants: `none`, `retention`, `reduction`, `both`;
 //! peers as `default`. For Strata, each record carries the iterators built,
 //! the child iterators they merged and the seeks issued to children, per
-//! scan (`extra.iterators_per_scan`, `children_per_scan`, `seeks_per_scan`).
+//! scan (`extra.iterators_per_scan`, `children_per_scan`, `seeks_per_scan`),
+//! and the levels >= 1 that held no entry in a scan's range
+//! (`unused_levels_per_scan`: what a perfect per-file range filter would
+//! spare).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -284,12 +287,13 @@ fn bar(suite: &ShortSuite, len: u64, prefix: String) -> Option<ProgressBar> {
 }
 
 /// Counters of the engine that describe its scans (Strata only).
-fn scan_counters(st: &EngineStats) -> Option<[u64; 3]> {
+fn scan_counters(st: &EngineStats) -> Option<[u64; 4]> {
     let g = |k: &str| st.extra.get(k).and_then(serde_json::Value::as_u64);
     Some([
         g("iterators_created")?,
         g("iterator_children")?,
         g("iterator_child_seeks")?,
+        g("scan_levels_unused")?,
     ])
 }
 
@@ -396,6 +400,8 @@ fn run_one(suite: &ShortSuite, r: &Run, round: u32, run_id: &str) -> Result<Vec<
             o.extra.insert("iterators_per_scan".into(), json!(per(0)));
             o.extra.insert("children_per_scan".into(), json!(per(1)));
             o.extra.insert("seeks_per_scan".into(), json!(per(2)));
+            o.extra
+                .insert("unused_levels_per_scan".into(), json!(per(3)));
         }
         o.extra.insert("scan_length".into(), json!(w.len));
         o.extra.insert("threads".into(), json!(settings.threads));
@@ -628,7 +634,8 @@ pub fn ratios(records: &[Record]) -> String {
     s
 }
 
-/// Iterators built, children merged and child seeks per scan, per variant.
+/// Children merged, child seeks and levels holding nothing in the scanned
+/// range, per scan, per variant.
 pub fn iterator_table(records: &[Record]) -> String {
     let vs: Vec<&str> = VARIANTS
         .iter()
@@ -641,7 +648,9 @@ pub fn iterator_table(records: &[Record]) -> String {
         .collect();
     let mut s = String::from("| workload |");
     for v in &vs {
-        s.push_str(&format!(" {v}: children / seeks per scan |"));
+        s.push_str(&format!(
+            " {v}: children / seeks / unused levels per scan |"
+        ));
     }
     s.push('\n');
     s.push_str(&"|---".repeat(vs.len() + 1));
@@ -654,7 +663,12 @@ pub fn iterator_table(records: &[Record]) -> String {
                 extra_f(r, "children_per_scan"),
                 extra_f(r, "seeks_per_scan"),
             ) {
-                (Some(c), Some(k)) => s.push_str(&format!(" {c:.2} / {k:.2} |")),
+                (Some(c), Some(k)) => {
+                    // Records older than the counter have no unused levels.
+                    let u = extra_f(r, "unused_levels_per_scan")
+                        .map_or_else(|| "-".to_string(), |u| format!("{u:.2}"));
+                    s.push_str(&format!(" {c:.2} / {k:.2} / {u} |"))
+                }
                 _ => s.push_str(" - |"),
             }
         }
@@ -794,7 +808,11 @@ pub fn markdown(records: &[Record], info: &ReportInfo<'_, ShortSuite>) -> String
     md.push_str(&tables(records));
     md.push_str("\nRatios:\n\n");
     md.push_str(&ratios(records));
-    md.push_str("\nStrata's child iterators merged and child seeks issued per scan:\n\n");
+    md.push_str(
+        "\nStrata's child iterators merged, child seeks issued, and levels ≥ 1 that held no \
+         entry in the scanned range (the seeks a perfect per-file range filter would spare), \
+         per scan:\n\n",
+    );
     md.push_str(&iterator_table(records));
     md.push_str("\nBars of issue 5:\n\n");
     md.push_str(&verdicts(records));

@@ -347,6 +347,9 @@ pub struct DbStats {
     pub iterators_created: u64,
     pub iterator_children: u64,
     pub iterator_child_seeks: u64,
+    /// Levels >= 1 merged into a finished forward scan that held no entry
+    /// in its range (what a perfect per-file range filter would spare).
+    pub scan_levels_unused: u64,
 }
 
 /// Shape of one keyspace.
@@ -461,8 +464,11 @@ impl DbStats {
         );
         let _ = writeln!(
             s,
-            "iterators: {} created, {} children, {} child seeks",
-            self.iterators_created, self.iterator_children, self.iterator_child_seeks
+            "iterators: {} created, {} children, {} child seeks; {} levels held nothing in a scan's range",
+            self.iterators_created,
+            self.iterator_children,
+            self.iterator_child_seeks,
+            self.scan_levels_unused
         );
         let gate = |active: bool| {
             if active {
@@ -1827,7 +1833,14 @@ impl DbInner {
         for (level, files) in sv.version.levels.iter().enumerate().skip(1) {
             let files: Vec<_> = files.iter().filter(|f| in_range(f)).cloned().collect();
             if !files.is_empty() {
-                children.push(Box::new(LevelIter::new(files)));
+                // Part of iterator reduction: a seek into the gap before a
+                // file is answered from the file's smallest key, and a scan
+                // that ends before it never reads the file.
+                children.push(Box::new(if sv.opts.iterator_reduction {
+                    LevelIter::new_lazy(files)
+                } else {
+                    LevelIter::new(files)
+                }));
                 levels.push(Some(level));
             }
         }
@@ -1864,6 +1877,10 @@ impl DbInner {
         let on_drop = Box::new(
             move |merged: &MergingIterator, obs: Option<crate::iter::ScanObservation>| {
                 Statistics::add(&stats.iterator_child_seeks, merged.child_seeks());
+                if let Some(o) = &obs {
+                    let unused = level_mask & !o.levels;
+                    Statistics::add(&stats.scan_levels_unused, u64::from(unused.count_ones()));
+                }
                 if let Some(saved) = merged.point_first_saved() {
                     shared.point_first_gate.record(saved);
                 }
@@ -2412,6 +2429,7 @@ impl DbInner {
             iterators_created: g(&s.iterators_created),
             iterator_children: g(&s.iterator_children),
             iterator_child_seeks: g(&s.iterator_child_seeks),
+            scan_levels_unused: g(&s.scan_levels_unused),
         }
     }
 }

@@ -34,6 +34,12 @@ pub trait InternalIterator: Send {
     fn may_contain_user_key(&self, _user_key: &[u8]) -> bool {
         true
     }
+    /// Makes `value()` readable. A source may position itself lazily
+    /// (knowing its current key without reading the entry: a level whose
+    /// next entry is a file's first, see [`crate::version::LevelIter::new_lazy`]);
+    /// whoever reads the value calls this first. [`MergingIterator`] does,
+    /// on the child it makes current.
+    fn settle(&mut self) {}
     /// The first error met, if any.
     fn status(&self) -> Result<()>;
 }
@@ -374,6 +380,9 @@ impl MergingIterator {
             };
         }
         self.current = best;
+        if let Some(b) = best {
+            self.children[b].settle();
+        }
         self.mark_emitted();
     }
 
@@ -393,6 +402,9 @@ impl MergingIterator {
             };
         }
         self.current = best;
+        if let Some(b) = best {
+            self.children[b].settle();
+        }
     }
 }
 

@@ -31,6 +31,10 @@ pub struct Statistics {
     pub iterators_created: AtomicU64,
     pub iterator_children: AtomicU64,
     pub iterator_child_seeks: AtomicU64,
+    /// Levels >= 1 merged into a finished forward scan that held no entry in
+    /// the range it covered: the seeks a perfect per-file range filter
+    /// would spare.
+    pub scan_levels_unused: AtomicU64,
 }
 
 impl Statistics {

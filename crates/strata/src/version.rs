@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{SeqNo, compare_internal, user_key};
 use crate::manifest::NewFile;
@@ -265,6 +265,12 @@ pub struct LevelIter {
     files: Vec<Arc<FileMeta>>,
     index: usize,
     current: Option<TableIter>,
+    /// Seeks that land before a file's first key position lazily.
+    lazy: bool,
+    /// Positioned on the first entry of `files[index]` without opening it:
+    /// its key is the file's smallest key, from the manifest.
+    pending: bool,
+    error: Option<Error>,
 }
 
 impl LevelIter {
@@ -274,12 +280,60 @@ impl LevelIter {
             files,
             index: 0,
             current: None,
+            lazy: false,
+            pending: false,
+            error: None,
+        }
+    }
+
+    /// Like [`LevelIter::new`], but a seek whose target falls before a
+    /// file's first key (in the gap between two files, or before the
+    /// first) does not open the file: the level's next entry is that
+    /// file's first, whose internal key the manifest records, so the
+    /// iterator reports it as its key and reads the file only when
+    /// [`InternalIterator::settle`] (or a step) needs the entry. A short
+    /// scan that ends before that key never touches the file. The reader
+    /// must call `settle` before `value` (the merging iterator does).
+    pub fn new_lazy(files: Vec<Arc<FileMeta>>) -> Self {
+        LevelIter {
+            lazy: true,
+            ..Self::new(files)
         }
     }
 
     fn open(&mut self, index: usize) {
+        self.pending = false;
         self.index = index;
         self.current = self.files.get(index).map(|f| f.table.iter());
+    }
+
+    /// Reads the entry a lazy seek stood on.
+    fn load_pending(&mut self) {
+        if !self.pending {
+            return;
+        }
+        let index = self.index;
+        self.open(index);
+        if let Some(c) = self.current.as_mut() {
+            c.seek_to_first();
+        }
+        let f = &self.files[index];
+        let agrees = self
+            .current
+            .as_ref()
+            .is_some_and(|c| !c.valid() || c.key() == f.smallest.as_slice());
+        if !agrees {
+            // The merge ordered this level by the manifest's key; a file
+            // that starts elsewhere would break the order silently.
+            self.error = Some(Error::corruption(
+                f.path.clone(),
+                0,
+                "the table's first key differs from the smallest key the manifest records",
+            ));
+            self.current = None;
+            return;
+        }
+        self.skip_forward();
     }
 
     fn skip_forward(&mut self) {
@@ -319,7 +373,7 @@ impl LevelIter {
 
 impl InternalIterator for LevelIter {
     fn valid(&self) -> bool {
-        self.current.as_ref().is_some_and(|c| c.valid())
+        self.pending || self.current.as_ref().is_some_and(|c| c.valid())
     }
     fn seek_to_first(&mut self) {
         self.open(0);
@@ -337,7 +391,10 @@ impl InternalIterator for LevelIter {
                 }
                 self.skip_backward();
             }
-            None => self.current = None,
+            None => {
+                self.pending = false;
+                self.current = None;
+            }
         }
     }
     fn seek(&mut self, target: &[u8]) {
@@ -345,7 +402,16 @@ impl InternalIterator for LevelIter {
             .files
             .partition_point(|f| compare_internal(&f.largest, target) == Ordering::Less);
         if i >= self.files.len() {
+            self.pending = false;
             self.current = None;
+            return;
+        }
+        if self.lazy && compare_internal(target, &self.files[i].smallest) != Ordering::Greater {
+            // Every earlier file ends before the target and this one starts
+            // at or after it: the level's next entry is this file's first.
+            self.index = i;
+            self.current = None;
+            self.pending = true;
             return;
         }
         self.open(i);
@@ -359,6 +425,7 @@ impl InternalIterator for LevelIter {
             .files
             .partition_point(|f| compare_internal(&f.smallest, target) != Ordering::Greater);
         let Some(i) = i.checked_sub(1) else {
+            self.pending = false;
             self.current = None;
             return;
         };
@@ -369,22 +436,31 @@ impl InternalIterator for LevelIter {
         self.skip_backward();
     }
     fn next(&mut self) {
+        self.load_pending();
         if let Some(c) = self.current.as_mut() {
             c.next();
         }
         self.skip_forward();
     }
     fn prev(&mut self) {
+        self.load_pending();
         if let Some(c) = self.current.as_mut() {
             c.prev();
         }
         self.skip_backward();
     }
     fn key(&self) -> &[u8] {
+        if self.pending {
+            return &self.files[self.index].smallest;
+        }
         self.current.as_ref().map_or(&[][..], |c| c.key())
     }
     fn value(&self) -> &[u8] {
+        debug_assert!(!self.pending, "settle() before value()");
         self.current.as_ref().map_or(&[][..], |c| c.value())
+    }
+    fn settle(&mut self) {
+        self.load_pending();
     }
     fn may_contain_user_key(&self, user_key: &[u8]) -> bool {
         // The only file whose range can hold the key: the first one ending
@@ -397,6 +473,139 @@ impl InternalIterator for LevelIter {
             .is_some_and(|f| f.smallest_user_key() <= user_key && f.table.may_contain(user_key))
     }
     fn status(&self) -> Result<()> {
+        if let Some(e) = &self.error {
+            return Err(e.duplicate());
+        }
         self.current.as_ref().map_or(Ok(()), |c| c.status())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{ValueKind, make_internal_key, make_seek_key};
+    use crate::sst::{TableBuilder, TableBuilderOptions};
+    use crate::stats::Statistics;
+    use crate::vfs::StdVfs;
+
+    fn ikey(k: u32, seq: SeqNo) -> Vec<u8> {
+        make_internal_key(format!("k{k:04}").as_bytes(), seq, ValueKind::Put)
+    }
+
+    /// A level of three files holding keys 10-19, 40-49 and 70-79 (each
+    /// key in two versions), with gaps between them.
+    fn level(dir: &std::path::Path, bend_first_key: bool) -> Vec<Arc<FileMeta>> {
+        let vfs: Arc<dyn Vfs> = Arc::new(StdVfs);
+        [10u32, 40, 70]
+            .iter()
+            .enumerate()
+            .map(|(n, &lo)| {
+                let path = dir.join(format!("{n}.sst"));
+                let mut b = TableBuilder::new(
+                    vfs.create(&path).expect("create"),
+                    path.clone(),
+                    TableBuilderOptions::default(),
+                );
+                for k in lo..lo + 10 {
+                    for seq in [9, 3] {
+                        b.add(&ikey(k, seq), format!("v{k}-{seq}").as_bytes())
+                            .expect("add");
+                    }
+                }
+                let s = b.finish().expect("finish");
+                let mut rec = NewFile {
+                    keyspace: 0,
+                    level: 1,
+                    group: 0,
+                    number: n as u64,
+                    size: s.file_size,
+                    smallest: s.smallest,
+                    largest: s.largest,
+                    smallest_seqno: s.smallest_seqno,
+                    largest_seqno: s.largest_seqno,
+                    num_entries: s.num_entries,
+                    num_deletions: s.num_deletions,
+                };
+                if bend_first_key && n == 1 {
+                    // A manifest that claims the file starts earlier.
+                    rec.smallest = ikey(35, 9);
+                }
+                let table = TableReader::open(
+                    vfs.open(&path).expect("open"),
+                    path.clone(),
+                    n as u64,
+                    None,
+                    Arc::new(Statistics::default()),
+                )
+                .expect("table");
+                Arc::new(FileMeta::new(&rec, Arc::new(table), path, Arc::clone(&vfs)))
+            })
+            .collect()
+    }
+
+    /// Seeks, settles, and reads up to three entries forward and one back.
+    fn walk(it: &mut LevelIter, target: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        it.seek(target);
+        for _ in 0..3 {
+            if !it.valid() {
+                break;
+            }
+            it.settle();
+            out.push((it.key().to_vec(), it.value().to_vec()));
+            it.next();
+        }
+        it.seek(target);
+        if it.valid() {
+            it.prev();
+            if it.valid() {
+                it.settle();
+                out.push((it.key().to_vec(), it.value().to_vec()));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn lazy_seeks_read_exactly_what_eager_seeks_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let files = level(dir.path(), false);
+        let mut eager = LevelIter::new(files.clone());
+        let mut lazy = LevelIter::new_lazy(files);
+        let mut targets = Vec::new();
+        for k in 0..90u32 {
+            let uk = format!("k{k:04}");
+            targets.push(make_seek_key(uk.as_bytes(), crate::key::MAX_SEQNO));
+            for seq in [10, 9, 5, 3, 1] {
+                targets.push(ikey(k, seq));
+            }
+        }
+        for t in &targets {
+            let e = walk(&mut eager, t);
+            let l = walk(&mut lazy, t);
+            assert_eq!(l, e, "target {t:?}");
+            lazy.status().expect("status");
+        }
+        // A seek into a gap is answered from the manifest: the key is the
+        // next file's first, before any read.
+        lazy.seek(&make_seek_key(b"k0025", crate::key::MAX_SEQNO));
+        assert!(lazy.pending && lazy.valid());
+        assert_eq!(lazy.key(), ikey(40, 9).as_slice());
+        lazy.settle();
+        assert!(!lazy.pending);
+        assert_eq!(lazy.value(), b"v40-9");
+    }
+
+    #[test]
+    fn a_file_that_does_not_start_where_the_manifest_says_is_corruption() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut it = LevelIter::new_lazy(level(dir.path(), true));
+        it.seek(&make_seek_key(b"k0030", crate::key::MAX_SEQNO));
+        assert_eq!(it.key(), ikey(35, 9).as_slice());
+        it.settle();
+        assert!(!it.valid());
+        let e = it.status().expect_err("corruption");
+        assert!(e.is_corruption(), "{e}");
+        assert!(e.to_string().contains("manifest"), "{e}");
     }
 }

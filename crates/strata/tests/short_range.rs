@@ -159,6 +159,41 @@ fn the_level_filter_idles_when_it_does_not_pay_and_wakes_when_it_would() {
 }
 
 #[test]
+fn scans_count_the_levels_that_held_nothing_in_their_range() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options(false, false)).expect("open");
+    // Every key in a deep level; even keys below 20,000 rewritten into
+    // level 1.
+    for i in 0..30_000u32 {
+        db.put(&key(i), b"old").expect("put");
+    }
+    db.compact().expect("compact");
+    // Four flushes reach the level-0 trigger and move them to level 1.
+    for _ in 0..4 {
+        for i in (0..20_000u32).step_by(2) {
+            db.put(&key(i), b"new").expect("put");
+        }
+        db.flush().expect("flush");
+    }
+    db.wait_for_background_work().expect("settle");
+    let levels = db.stats().keyspaces[0].levels.clone();
+    assert_eq!(levels[0].0, 0, "{levels:?}");
+    let populated = levels.iter().skip(1).filter(|l| l.0 > 0).count();
+    assert_eq!(populated, 2, "{levels:?}");
+    let unused = || db.stats().scan_levels_unused;
+    // Below 20,000 both levels supply entries; above, only the deep one.
+    let before = unused();
+    for i in 0..50u32 {
+        assert_eq!(short_scan(&db, &key(i * 300), 10, None).len(), 10);
+    }
+    assert_eq!(unused(), before, "both levels used below 20,000");
+    for i in 0..50u32 {
+        assert_eq!(short_scan(&db, &key(21_000 + i * 150), 10, None).len(), 10);
+    }
+    assert_eq!(unused(), before + 50, "level 1 unused above 20,000");
+}
+
+#[test]
 fn point_first_seeks_idle_when_scans_leave_their_start_key_and_wake_when_they_stop() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut opts = options(false, true);

@@ -190,6 +190,7 @@ impl Engine for StrataEngine {
             "iterator_child_seeks".into(),
             json!(st.iterator_child_seeks),
         );
+        extra.insert("scan_levels_unused".into(), json!(st.scan_levels_unused));
         if let Some(k) = st.keyspaces.first() {
             extra.insert("retained_memtables".into(), json!(k.retained_memtables));
             extra.insert(
