@@ -103,13 +103,10 @@ fn repeated_short_scans_seek_fewer_children_with_reduction() {
     }
 }
 
-#[test]
-fn the_level_filter_idles_when_it_does_not_pay_and_wakes_when_it_would() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = Db::open(dir.path(), options(false, true)).expect("open");
-    // Every key in a deep level; even keys below 20,000 updated into level
-    // 1. Scans below 20,000 draw from both levels, so the filter can never
-    // let them skip one; scans above draw from the deep level only.
+/// Every key below 30,000 in a deep level, and the even keys below 20,000
+/// rewritten into level 1 (four flushes reach the level-0 trigger): scans
+/// below 20,000 draw from both levels, scans above from the deep one only.
+fn two_level_tree(db: &Db) {
     for i in 0..30_000u32 {
         db.put(&key(i), b"old").expect("put");
     }
@@ -122,10 +119,20 @@ fn the_level_filter_idles_when_it_does_not_pay_and_wakes_when_it_would() {
     }
     db.wait_for_background_work().expect("settle");
     let levels = db.stats().keyspaces[0].levels.clone();
+    assert_eq!(levels[0].0, 0, "{levels:?}");
     assert!(
         levels[1].0 > 0 && levels[2..].iter().any(|l| l.0 > 0),
         "{levels:?}"
     );
+}
+
+#[test]
+fn the_level_filter_idles_when_it_does_not_pay_and_wakes_when_it_would() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options(false, true)).expect("open");
+    // Scans below 20,000 draw from both levels, so the filter can never
+    // let them skip one; scans above draw from the deep level only.
+    two_level_tree(&db);
     let expect = |start: u32, n: u32| -> Vec<(Vec<u8>, Vec<u8>)> {
         (start..start + n)
             .map(|i| {
@@ -162,22 +169,8 @@ fn the_level_filter_idles_when_it_does_not_pay_and_wakes_when_it_would() {
 fn scans_count_the_levels_that_held_nothing_in_their_range() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir.path(), options(false, false)).expect("open");
-    // Every key in a deep level; even keys below 20,000 rewritten into
-    // level 1.
-    for i in 0..30_000u32 {
-        db.put(&key(i), b"old").expect("put");
-    }
-    db.compact().expect("compact");
-    // Four flushes reach the level-0 trigger and move them to level 1.
-    for _ in 0..4 {
-        for i in (0..20_000u32).step_by(2) {
-            db.put(&key(i), b"new").expect("put");
-        }
-        db.flush().expect("flush");
-    }
-    db.wait_for_background_work().expect("settle");
+    two_level_tree(&db);
     let levels = db.stats().keyspaces[0].levels.clone();
-    assert_eq!(levels[0].0, 0, "{levels:?}");
     let populated = levels.iter().skip(1).filter(|l| l.0 > 0).count();
     assert_eq!(populated, 2, "{levels:?}");
     let unused = || db.stats().scan_levels_unused;
