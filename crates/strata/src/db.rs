@@ -1875,22 +1875,26 @@ impl DbInner {
         let shared = Arc::clone(ks);
         let stats = Arc::clone(&self.stats);
         let on_drop = Box::new(
-            move |merged: &MergingIterator, obs: Option<crate::iter::ScanObservation>| {
+            move |merged: &MergingIterator, upper: Option<&[u8]>, healthy: bool| {
                 Statistics::add(&stats.iterator_child_seeks, merged.child_seeks());
-                if let Some(o) = &obs {
-                    let unused = level_mask & !o.levels;
-                    Statistics::add(&stats.scan_levels_unused, u64::from(unused.count_ones()));
-                }
                 if let Some(saved) = merged.point_first_saved() {
                     shared.point_first_gate.record(saved);
+                }
+                let levels = healthy.then(|| merged.observed_levels(upper)).flatten();
+                if let Some(levels) = levels {
+                    let unused = level_mask & !levels;
+                    Statistics::add(&stats.scan_levels_unused, u64::from(unused.count_ones()));
                 }
                 if !reduction {
                     return;
                 }
                 shared.filter_gate.record(merged.filter_skips() > 0);
                 // A record claiming every level this scan had saves no
-                // later seek: not stored.
-                let Some(o) = obs.filter(|o| o.levels & level_mask != level_mask) else {
+                // later seek: not stored (nor built).
+                if levels.is_none_or(|l| l & level_mask == level_mask) {
+                    return;
+                }
+                let Some(o) = merged.observation(upper) else {
                     return;
                 };
                 let current = shared.sv.read().version_no;
@@ -2546,20 +2550,7 @@ fn pick_any(st: &mut State) -> Option<(u32, CompactionTask)> {
 }
 
 fn finish_table(b: TableBuilder, number: u64) -> Result<NewFile> {
-    let s = b.finish()?;
-    Ok(NewFile {
-        keyspace: 0,
-        level: 0,
-        group: 0,
-        number,
-        size: s.file_size,
-        smallest: s.smallest,
-        largest: s.largest,
-        smallest_seqno: s.smallest_seqno,
-        largest_seqno: s.largest_seqno,
-        num_entries: s.num_entries,
-        num_deletions: s.num_deletions,
-    })
+    Ok(NewFile::from_summary(b.finish()?, number))
 }
 
 /// Writes the surviving entries of `input` into one table file at `level`;

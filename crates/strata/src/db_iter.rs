@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::iter::{InternalIterator, MergingIterator, ScanObservation};
+use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{
     KIND_SEEK, MAX_SEQNO, SeqNo, ValueKind, make_internal_key, make_seek_key, parse_internal_key,
 };
@@ -21,9 +21,10 @@ enum Direction {
 }
 
 /// Called when an iterator is dropped, with its merged iterator (for the
-/// seeks it issued and those it was spared) and what a pure forward scan
-/// observed.
-pub(crate) type ScanReport = Box<dyn FnOnce(&MergingIterator, Option<ScanObservation>) + Send>;
+/// seeks it issued, those it was spared, and what a pure forward scan
+/// observed), the scan's upper bound, and whether it ended without error
+/// (only then may its observation be trusted).
+pub(crate) type ScanReport = Box<dyn FnOnce(&MergingIterator, Option<&[u8]>, bool) + Send>;
 
 /// Iterates user keys and values at a snapshot. Create one with
 /// [`crate::Keyspace::iter`].
@@ -55,12 +56,8 @@ pub struct DbIter {
 impl Drop for DbIter {
     fn drop(&mut self) {
         if let Some(report) = self.on_drop.take() {
-            let obs = if self.error.is_none() && self.inner.status().is_ok() {
-                self.inner.observation(self.upper.as_deref())
-            } else {
-                None
-            };
-            report(&self.inner, obs);
+            let healthy = self.error.is_none() && self.inner.status().is_ok();
+            report(&self.inner, self.upper.as_deref(), healthy);
         }
     }
 }

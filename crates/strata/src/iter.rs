@@ -195,13 +195,13 @@ impl MergingIterator {
         self.child_seeks
     }
 
-    /// What a pure forward scan (one seek, then `next`s) observed; `upper`
-    /// is the scan's exclusive upper bound, which caps the range.
-    pub fn observation(&self, upper: Option<&[u8]>) -> Option<ScanObservation> {
-        if !self.observing {
+    /// The levels a pure forward scan (one seek, then `next`s) drew any
+    /// entry from in the range it covered (see [`Self::observation`]);
+    /// computed without allocating, for scans that only count them.
+    pub fn observed_levels(&self, upper: Option<&[u8]>) -> Option<LevelMask> {
+        if !self.observing || self.observed_lo.is_none() {
             return None;
         }
-        let lo = self.observed_lo.clone()?;
         let mut levels = self.emitted;
         // A child a point-first seek left unread may hold older versions of
         // the start key: the observation cannot vouch for its level.
@@ -212,33 +212,49 @@ impl MergingIterator {
                 levels |= 1 << (*l).min(63);
             }
         }
-        let at = self.current.map(|i| user_key(self.children[i].key()));
-        let hi = match at {
-            // The range covers the current key too: every positioned child
-            // sits at its first entry at or after it, so the levels holding
-            // `k` are the emitted ones plus those positioned at another
-            // version of `k`; a dormant child holds nothing before the end
-            // of the range that made it dormant, which lies past `k`.
-            Some(k) if upper.is_none_or(|u| k < u) => {
-                for (i, c) in self.children.iter().enumerate() {
-                    if let Some(l) = self.levels[i]
-                        && !self.dormant[i]
-                        && c.valid()
-                        && user_key(c.key()) == k
-                    {
-                        levels |= 1 << l.min(63);
-                    }
+        // The range covers the current key too: every positioned child sits
+        // at its first entry at or after it, so the levels holding `k` are
+        // the emitted ones plus those positioned at another version of `k`;
+        // a dormant child holds nothing before the end of the range that
+        // made it dormant, which lies past `k`.
+        if let Some(k) = self.current_in_range(upper) {
+            for (i, c) in self.children.iter().enumerate() {
+                if let Some(l) = self.levels[i]
+                    && !self.dormant[i]
+                    && c.valid()
+                    && user_key(c.key()) == k
+                {
+                    levels |= 1 << l.min(63);
                 }
-                // The smallest key after `k` (no greater than `upper`).
+            }
+        }
+        Some(levels)
+    }
+
+    /// What a pure forward scan (one seek, then `next`s) observed; `upper`
+    /// is the scan's exclusive upper bound, which caps the range.
+    pub fn observation(&self, upper: Option<&[u8]>) -> Option<ScanObservation> {
+        let levels = self.observed_levels(upper)?;
+        let lo = self.observed_lo.clone()?;
+        let hi = match self.current_in_range(upper) {
+            // The smallest key after the current one (no greater than
+            // `upper`).
+            Some(k) => {
                 let mut succ = Vec::with_capacity(k.len() + 1);
                 succ.extend_from_slice(k);
                 succ.push(0);
                 Some(succ)
             }
-            Some(_) => upper.map(<[u8]>::to_vec),
             None => upper.map(<[u8]>::to_vec),
         };
         Some(ScanObservation { lo, hi, levels })
+    }
+
+    /// The current user key, if below `upper`.
+    fn current_in_range(&self, upper: Option<&[u8]>) -> Option<&[u8]> {
+        self.current
+            .map(|i| user_key(self.children[i].key()))
+            .filter(|k| upper.is_none_or(|u| *k < u))
     }
 
     fn stop_observing(&mut self) {

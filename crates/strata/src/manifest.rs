@@ -58,6 +58,26 @@ pub struct NewFile {
     pub num_deletions: u64,
 }
 
+impl NewFile {
+    /// The record of table `number`, just written, for keyspace 0 and level 0
+    /// (callers set those where they differ).
+    pub fn from_summary(s: crate::sst::TableSummary, number: u64) -> Self {
+        NewFile {
+            keyspace: 0,
+            level: 0,
+            group: 0,
+            number,
+            size: s.file_size,
+            smallest: s.smallest,
+            largest: s.largest,
+            smallest_seqno: s.smallest_seqno,
+            largest_seqno: s.largest_seqno,
+            num_entries: s.num_entries,
+            num_deletions: s.num_deletions,
+        }
+    }
+}
+
 /// A change to the set of live files and counters.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct VersionEdit {

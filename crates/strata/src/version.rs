@@ -514,17 +514,8 @@ mod tests {
                 }
                 let s = b.finish().expect("finish");
                 let mut rec = NewFile {
-                    keyspace: 0,
                     level: 1,
-                    group: 0,
-                    number: n as u64,
-                    size: s.file_size,
-                    smallest: s.smallest,
-                    largest: s.largest,
-                    smallest_seqno: s.smallest_seqno,
-                    largest_seqno: s.largest_seqno,
-                    num_entries: s.num_entries,
-                    num_deletions: s.num_deletions,
+                    ..NewFile::from_summary(s, n as u64)
                 };
                 if bend_first_key && n == 1 {
                     // A manifest that claims the file starts earlier.
