@@ -58,17 +58,21 @@ impl<'a, const H: usize> SwSkipList<'a, H> {
     fn search(self, probe: &Probe) -> ([Option<Node>; H], Option<Node>) {
         let mut preds: [Option<Node>; H] = [None; H];
         let mut x: Option<Node> = None;
+        let mut found = None;
         for level in (0..H).rev() {
-            while let Some(n) = Node::from_raw(self.slot(x, level).load(AtomicOrdering::Acquire)) {
-                if probe.node_cmp(n) == Ordering::Less {
-                    x = Some(n);
-                } else {
-                    break;
+            // The answer is the node that stopped the walk on level 0, from
+            // the same load: loading `x`'s successor again could return a
+            // node a concurrent insert has just linked after `x`, which
+            // sorts before the probe.
+            found = loop {
+                let next = Node::from_raw(self.slot(x, level).load(AtomicOrdering::Acquire));
+                match next {
+                    Some(n) if probe.node_cmp(n) == Ordering::Less => x = Some(n),
+                    _ => break next,
                 }
-            }
+            };
             preds[level] = x;
         }
-        let found = Node::from_raw(self.slot(x, 0).load(AtomicOrdering::Acquire));
         (preds, found)
     }
 
@@ -150,6 +154,45 @@ mod tests {
         }
         let past = make_internal_key(b"zzz", 1, ValueKind::Put);
         assert!(l.lower_bound(&past).is_none());
+    }
+
+    /// Every insert lands just before the probed key, where a search that
+    /// re-read its last link would return the new node instead.
+    fn lower_bound_never_returns_a_smaller_key_during_inserts<const H: usize>() {
+        use std::sync::atomic::{AtomicBool, Ordering as O};
+        const INSERTS: u64 = 20_000;
+        let arena = Arena::new(1 << 16);
+        let head: [AtomicPtr<u8>; H] =
+            std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut()));
+        let l = SwSkipList::over(&head);
+        let target = make_internal_key(b"m", 1, ValueKind::Put);
+        // SAFETY: no reader or other writer yet.
+        unsafe { l.insert_new(&arena, &target, b"v", H) };
+        let done = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut probes = 0u64;
+                while !done.load(O::Acquire) || probes == 0 {
+                    probes += 1;
+                    let got = l.lower_bound(&target).map(|n| n.key().to_vec());
+                    assert_eq!(got.as_deref(), Some(target.as_slice()), "probe {probes}");
+                }
+            });
+            let mut h = 0usize;
+            for i in 0..INSERTS {
+                let k = make_internal_key(format!("a{i:08}").as_bytes(), 1, ValueKind::Put);
+                h = h % H + 1;
+                // SAFETY: this thread is the only writer.
+                unsafe { l.insert_new(&arena, &k, b"v", h) };
+            }
+            done.store(true, O::Release);
+        });
+    }
+
+    #[test]
+    fn lower_bound_is_exact_under_a_concurrent_writer() {
+        lower_bound_never_returns_a_smaller_key_during_inserts::<1>();
+        lower_bound_never_returns_a_smaller_key_during_inserts::<4>();
     }
 
     #[test]
