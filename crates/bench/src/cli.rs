@@ -223,6 +223,14 @@ pub struct BenchArgs {
     /// the engine; the shortrange suite sets it per variant).
     #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
     pub iterator_reduction: bool,
+    /// Strata: byte budget of the level filter table (`level_filter_bytes`;
+    /// default: the engine's, 1 MiB).
+    #[arg(long, value_name = "BYTES")]
+    pub level_filter_bytes: Option<usize>,
+    /// Strata: let each part of iterator reduction idle while it does not
+    /// pay (`reduction_gates`); false keeps them in use by every scan.
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    pub reduction_gates: bool,
     /// Root directory of the databases (each engine gets a subdirectory).
     #[arg(long, default_value = "./data/bench")]
     pub db: PathBuf,
@@ -394,6 +402,8 @@ pub fn plan_from_args(a: &BenchArgs, suite: Option<&str>) -> Result<RunPlan> {
         linklist_threshold: a.linklist_threshold,
         retain_memtables: a.retain_memtables,
         iterator_reduction: a.iterator_reduction,
+        level_filter_bytes: a.level_filter_bytes,
+        reduction_gates: a.reduction_gates,
     };
     settings.validate()?;
     if a.repeat == 0 {

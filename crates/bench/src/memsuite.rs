@@ -367,6 +367,8 @@ pub fn plan(
         // (its range queries are 0.1 % of the keys, where reduction idles
         // anyway).
         iterator_reduction: false,
+        level_filter_bytes: None,
+        reduction_gates: true,
     };
     settings.validate()?;
     let mix_buffer = if a.num >= STUDY_INSERTS {

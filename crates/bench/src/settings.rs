@@ -157,6 +157,19 @@ pub struct BenchSettings {
     /// than the field ran without it, which is what a missing field reads as.
     #[serde(default)]
     pub iterator_reduction: bool,
+    /// Strata: byte budget of the level filter table
+    /// (`KeyspaceOptions::level_filter_bytes`; `None`: the engine's default).
+    #[serde(default)]
+    pub level_filter_bytes: Option<usize>,
+    /// Strata: whether the parts of iterator reduction may idle while they
+    /// do not pay (`KeyspaceOptions::reduction_gates`). Records older than
+    /// the field ran with the gates (or without reduction).
+    #[serde(default = "gates_on")]
+    pub reduction_gates: bool,
+}
+
+fn gates_on() -> bool {
+    true
 }
 
 impl Default for BenchSettings {
@@ -187,6 +200,8 @@ impl Default for BenchSettings {
             linklist_threshold: None,
             retain_memtables: false,
             iterator_reduction: strata::KeyspaceOptions::default().iterator_reduction,
+            level_filter_bytes: None,
+            reduction_gates: true,
         }
     }
 }

@@ -1856,12 +1856,15 @@ impl DbInner {
         // Each part of iterator reduction is used while it pays, and by one
         // scan in IDLE_SAMPLE_EVERY otherwise (so it notices when it would).
         let sampled = sv.opts.iterator_reduction && gate::idle_sample();
-        let point_first = sv.opts.iterator_reduction && ks.point_first_gate.admits(sampled);
+        let gated = sv.opts.reduction_gates;
+        let point_first =
+            sv.opts.iterator_reduction && (!gated || ks.point_first_gate.admits(sampled));
         if point_first {
             merging.set_point_first(snap);
         }
-        let reduction =
-            sv.opts.iterator_reduction && level_mask != 0 && ks.filter_gate.admits(sampled);
+        let reduction = sv.opts.iterator_reduction
+            && level_mask != 0
+            && (!gated || ks.filter_gate.admits(sampled));
         let version_no = sv.version_no;
         if reduction {
             let shared = Arc::clone(ks);
@@ -1888,7 +1891,14 @@ impl DbInner {
                 if !reduction {
                     return;
                 }
-                shared.filter_gate.record(merged.filter_skips() > 0);
+                let skipped = merged.filter_skips() > 0;
+                shared.filter_gate.record(skipped);
+                // A scan a record answered leaves that record in place; storing
+                // its observation again would cost two key copies and a map
+                // insert per repeated scan for no new claim.
+                if skipped {
+                    return;
+                }
                 // A record claiming every level this scan had saves no
                 // later seek: not stored (nor built).
                 if levels.is_none_or(|l| l & level_mask == level_mask) {

@@ -201,6 +201,11 @@ pub struct KeyspaceOptions {
     pub iterator_reduction: bool,
     /// Byte budget of the level filter table (default 1 MiB).
     pub level_filter_bytes: usize,
+    /// Whether each part of iterator reduction may idle while it does not
+    /// pay (default true). False keeps both parts in use by every scan: for
+    /// workloads known to repeat their scans, and for measuring what the
+    /// parts save when they are never switched off.
+    pub reduction_gates: bool,
 }
 
 impl Default for KeyspaceOptions {
@@ -228,6 +233,7 @@ impl Default for KeyspaceOptions {
             retained_memtable_bytes: 0,
             iterator_reduction: true,
             level_filter_bytes: 1 << 20,
+            reduction_gates: true,
         }
     }
 }
@@ -270,6 +276,7 @@ impl fmt::Debug for KeyspaceOptions {
             .field("retained_memtable_bytes", &self.retained_memtable_bytes)
             .field("iterator_reduction", &self.iterator_reduction)
             .field("level_filter_bytes", &self.level_filter_bytes)
+            .field("reduction_gates", &self.reduction_gates)
             .finish()
     }
 }

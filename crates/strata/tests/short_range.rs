@@ -177,6 +177,24 @@ fn the_level_filter_idles_when_it_does_not_pay_and_wakes_when_it_would() {
 }
 
 #[test]
+fn without_gates_every_scan_consults_the_level_filter_even_when_it_does_not_pay() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut opts = options(false, true);
+    opts.default_keyspace.reduction_gates = false;
+    let db = Db::open(dir.path(), opts).expect("open");
+    two_level_tree(&db);
+    // The scans of the gated test above, which idle the gated filter.
+    let before = db.stats().keyspaces[0].level_filter_lookups;
+    for i in 0..1_000u32 {
+        let start = (i * 7_919) % 19_000;
+        assert_eq!(short_scan(&db, &key(start), 10, None).len(), 10);
+    }
+    let ks = db.stats().keyspaces[0].clone();
+    assert!(!ks.level_filter_active, "{ks:?}");
+    assert!(ks.level_filter_lookups - before >= 1_000, "{ks:?}");
+}
+
+#[test]
 fn scans_count_the_levels_that_held_nothing_in_their_range() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir.path(), options(false, false)).expect("open");

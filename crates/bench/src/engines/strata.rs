@@ -65,6 +65,10 @@ pub fn strata_options(s: &BenchSettings) -> Result<Options> {
         disable_wal: s.disable_wal,
         retain_flushed_memtables: s.retain_memtables,
         iterator_reduction: s.iterator_reduction,
+        level_filter_bytes: s
+            .level_filter_bytes
+            .unwrap_or(KeyspaceOptions::default().level_filter_bytes),
+        reduction_gates: s.reduction_gates,
         ..KeyspaceOptions::default()
     };
     Ok(Options {
