@@ -372,14 +372,16 @@ pub struct KeyspaceStats {
     pub level_filter_lookups: u64,
     pub level_filter_hits: u64,
     /// Whether every scan consults the level filter (else one in 64: it
-    /// did not spare a quarter of scans a seek lately).
+    /// did not spare a quarter of scans a seek lately). The gate's verdict:
+    /// with `reduction_gates` off every scan consults it regardless.
     pub level_filter_active: bool,
     /// Scans that consulted the level filter and those it spared a seek,
     /// over completed windows of 256.
     pub level_filter_scans: u64,
     pub level_filter_saved: u64,
     /// Whether every scan seeks point-first (else one in 64: under a
-    /// quarter of scans ended at their start key lately).
+    /// quarter of scans ended at their start key lately). As for
+    /// `level_filter_active`, the gate's verdict.
     pub point_first_active: bool,
     /// Point-first scans and those that ended with older sources unread,
     /// over completed windows of 256.
