@@ -1909,10 +1909,9 @@ impl DbInner {
                 let Some(o) = merged.observation(upper) else {
                     return;
                 };
-                let current = shared.sv.read().version_no;
                 // Dropping an observation loses a hint, never a result.
                 if let Some(mut f) = shared.filter.try_lock() {
-                    f.insert(o.lo, o.hi, o.levels, version_no, current);
+                    f.insert(o.lo, o.hi, o.levels, version_no);
                 }
             },
         );

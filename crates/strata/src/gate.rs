@@ -12,7 +12,7 @@
 //! that the gate notices when the workload changes.
 //!
 //! The gate is a hint: whatever it says, every scan returns the same
-//! results. It is lock-free (one atomic add per use) because scans on
+//! results. It is lock-free (one compare-and-swap per use) because scans on
 //! different threads report to it concurrently.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -36,9 +36,20 @@ pub fn pays(saved: u64, uses: u64) -> bool {
 }
 
 /// Counts of uses and of uses that saved, packed in one word so that one
-/// atomic add records a use: uses in the high half, saved in the low.
+/// compare-and-swap records a use: uses in the high half, saved in the low.
 const USE: u64 = 1 << 32;
 const SAVED_MASK: u64 = USE - 1;
+
+/// One use recorded in window `cur`: the window to store, and, when this use
+/// completes the window, how many of its [`WINDOW`] uses saved.
+fn step(cur: u64, saved: bool) -> (u64, Option<u64>) {
+    let next = cur + (USE | u64::from(saved));
+    if next >> 32 >= WINDOW {
+        (0, Some(next & SAVED_MASK))
+    } else {
+        (next, None)
+    }
+}
 
 /// See the module documentation.
 #[derive(Debug)]
@@ -83,21 +94,27 @@ impl SavingsGate {
     /// Records one scan that used the optimisation, and whether it saved
     /// work. The use that completes a window sets the gate from it.
     pub fn record(&self, saved: bool) {
-        let add = USE | u64::from(saved);
-        let now = self
-            .window
-            .fetch_add(add, Ordering::Relaxed)
-            .wrapping_add(add);
-        // Uses go up one at a time, so exactly one caller sees the window
-        // full. It takes out exactly what it judged: uses recorded
-        // meanwhile stay for the next window.
-        if now >> 32 == WINDOW {
-            self.active
-                .store(pays(now & SAVED_MASK, WINDOW), Ordering::Relaxed);
-            self.window.fetch_sub(now, Ordering::Relaxed);
+        let mut cur = self.window.load(Ordering::Relaxed);
+        // A compare-and-swap rather than a plain add: with an add, the
+        // caller that saw the window full could be preempted before taking
+        // it out while others pushed the count past the next full window,
+        // which nobody would then see full again, freezing the gate. Here
+        // the stored count never reaches a full window: the use that would
+        // fill it swaps in an empty one instead, and only that use judges.
+        let judged = loop {
+            let (next, judged) = step(cur, saved);
+            match self
+                .window
+                .compare_exchange_weak(cur, next, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => break judged,
+                Err(seen) => cur = seen,
+            }
+        };
+        if let Some(saved) = judged {
+            self.active.store(pays(saved, WINDOW), Ordering::Relaxed);
             self.total_uses.fetch_add(WINDOW, Ordering::Relaxed);
-            self.total_saved
-                .fetch_add(now & SAVED_MASK, Ordering::Relaxed);
+            self.total_saved.fetch_add(saved, Ordering::Relaxed);
         }
     }
 
@@ -186,6 +203,43 @@ mod tests {
             .sum();
         assert_eq!(saved, expect);
         assert!(g.is_active(), "a third saved");
+    }
+
+    #[test]
+    fn the_use_that_fills_a_window_empties_it_and_judges() {
+        let mut w = 0;
+        for i in 0..WINDOW - 1 {
+            let (next, judged) = step(w, i % 2 == 0);
+            assert_eq!(judged, None, "use {i}");
+            w = next;
+        }
+        assert_eq!(w >> 32, WINDOW - 1);
+        let (next, judged) = step(w, true);
+        assert_eq!(next, 0, "the stored count never reaches a full window");
+        assert_eq!(judged, Some(WINDOW / 2 + 1));
+    }
+
+    #[test]
+    fn a_window_is_judged_even_when_the_judge_is_slow() {
+        // Many more threads than cores, each yielding between uses, so that
+        // threads are preempted mid-record: every window must still be
+        // judged and every use counted.
+        let g = std::sync::Arc::new(SavingsGate::new());
+        let threads: Vec<_> = (0..16)
+            .map(|_| {
+                let g = std::sync::Arc::clone(&g);
+                std::thread::spawn(move || {
+                    for i in 0..WINDOW * 4 {
+                        g.record(i % 8 == 0);
+                        std::thread::yield_now();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().expect("join");
+        }
+        assert_eq!(g.totals(), (16 * 4 * WINDOW, 16 * 4 * WINDOW / 8));
     }
 
     #[test]

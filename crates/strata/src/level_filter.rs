@@ -186,22 +186,22 @@ impl LevelFilter {
     }
 
     /// Adds what a scan observed under keyspace version `seen_at`: the
-    /// levels that supplied any entry in `[lo, hi)`. `current` is the
-    /// keyspace version now; compactions published since `seen_at` are
-    /// applied first, and if they are no longer all known the record is
-    /// dropped.
+    /// levels that supplied any entry in `[lo, hi)`. Compactions published
+    /// since `seen_at` are applied first, and if they are no longer all
+    /// known the record is dropped. That is judged from the log alone, under
+    /// the table's lock: a caller's view of the current version could be
+    /// older than compactions the table has already recorded and forgotten.
     pub fn insert(
         &mut self,
         lo: Vec<u8>,
         hi: Option<Vec<u8>>,
         mut levels: LevelMask,
         seen_at: u64,
-        current: u64,
     ) {
         if hi.as_deref().is_some_and(|h| h <= lo.as_slice()) {
             return;
         }
-        if seen_at < current && seen_at + 1 < self.log_complete_from {
+        if seen_at + 1 < self.log_complete_from {
             self.stats.rejected_stale += 1;
             return;
         }
@@ -259,7 +259,7 @@ mod tests {
     #[test]
     fn lookup_covers_keys_inside_the_range_only() {
         let mut f = LevelFilter::new(1 << 20);
-        f.insert(b"c".to_vec(), Some(b"m".to_vec()), 0b10, 5, 5);
+        f.insert(b"c".to_vec(), Some(b"m".to_vec()), 0b10, 5);
         assert_eq!(f.lookup(b"c", 5).map(|r| r.0), Some(0b10));
         assert_eq!(f.lookup(b"f", 9).map(|r| r.0), Some(0b10));
         assert!(f.lookup(b"m", 9).is_none(), "hi is exclusive");
@@ -273,8 +273,8 @@ mod tests {
     #[test]
     fn compaction_into_a_level_adds_it_to_overlapping_records() {
         let mut f = LevelFilter::new(1 << 20);
-        f.insert(b"c".to_vec(), Some(b"m".to_vec()), 0b10, 1, 1);
-        f.insert(b"x".to_vec(), None, 0b10, 1, 1);
+        f.insert(b"c".to_vec(), Some(b"m".to_vec()), 0b10, 1);
+        f.insert(b"x".to_vec(), None, 0b10, 1);
         f.apply_compaction(2, 3, b"k", b"q");
         assert_eq!(f.lookup(b"d", 2).map(|r| r.0), Some(0b1010));
         assert_eq!(
@@ -289,12 +289,12 @@ mod tests {
         let mut f = LevelFilter::new(1 << 20);
         f.apply_compaction(2, 4, b"a", b"z");
         // Seen at version 1, inserted when version 2 is current.
-        f.insert(b"c".to_vec(), Some(b"d".to_vec()), 0b10, 1, 2);
+        f.insert(b"c".to_vec(), Some(b"d".to_vec()), 0b10, 1);
         assert_eq!(f.lookup(b"c", 2).map(|r| r.0), Some(0b10010));
         for v in 3..3 + COMPACTION_LOG_LEN as u64 + 2 {
             f.apply_compaction(v, 1, b"0", b"0");
         }
-        f.insert(b"e".to_vec(), Some(b"f".to_vec()), 0b10, 1, 1000);
+        f.insert(b"e".to_vec(), Some(b"f".to_vec()), 0b10, 1);
         assert!(
             f.lookup(b"e", 1000).is_none(),
             "history no longer known: dropped"
@@ -303,12 +303,32 @@ mod tests {
     }
 
     #[test]
+    fn a_record_older_than_the_remembered_history_is_dropped() {
+        // Seen at version 1; then compaction 2 writes its range into level
+        // 4 and so many more follow that compaction 2 is forgotten. Whatever
+        // the inserting scan believes the current version to be, the record
+        // could lack level 4 and must not be stored.
+        let mut f = LevelFilter::new(1 << 20);
+        f.apply_compaction(2, 4, b"a", b"z");
+        for v in 3..3 + COMPACTION_LOG_LEN as u64 {
+            f.apply_compaction(v, 1, b"0", b"0");
+        }
+        f.insert(b"c".to_vec(), Some(b"d".to_vec()), 0b10, 1);
+        assert!(f.lookup(b"c", 1000).is_none());
+        assert_eq!(f.stats.rejected_stale, 1);
+        // Seen after the forgotten compaction: kept, as no note it needs is
+        // missing.
+        f.insert(b"c".to_vec(), Some(b"d".to_vec()), 0b10, 2);
+        assert_eq!(f.lookup(b"c", 1000).map(|r| r.0), Some(0b10));
+    }
+
+    #[test]
     fn memory_stays_within_budget() {
         let mut f = LevelFilter::new(10 * (RECORD_OVERHEAD_BYTES + 16));
         for i in 0..100u32 {
             let lo = format!("k{i:05}").into_bytes();
             let hi = format!("k{:05}", i + 1).into_bytes();
-            f.insert(lo, Some(hi), 0b10, 0, 0);
+            f.insert(lo, Some(hi), 0b10, 0);
             assert!(f.bytes() <= 10 * (RECORD_OVERHEAD_BYTES + 16));
         }
         assert!(f.len() <= 10);
@@ -321,22 +341,22 @@ mod tests {
     #[test]
     fn a_narrow_record_does_not_hide_a_wide_one() {
         let mut f = LevelFilter::new(1 << 20);
-        f.insert(b"a".to_vec(), Some(b"z".to_vec()), 0b110, 0, 0);
+        f.insert(b"a".to_vec(), Some(b"z".to_vec()), 0b110, 0);
         // Not covered: claims fewer levels, so it is kept.
-        f.insert(b"c".to_vec(), Some(b"d".to_vec()), 0b010, 0, 0);
+        f.insert(b"c".to_vec(), Some(b"d".to_vec()), 0b010, 0);
         assert_eq!(f.len(), 2);
         assert_eq!(f.lookup(b"e", 0).map(|r| r.0), Some(0b110));
         assert_eq!(f.lookup(b"c", 0).map(|r| r.0), Some(0b010));
         // Covered with the same levels: adds nothing.
-        f.insert(b"f".to_vec(), Some(b"g".to_vec()), 0b110, 0, 0);
+        f.insert(b"f".to_vec(), Some(b"g".to_vec()), 0b110, 0);
         assert_eq!(f.len(), 2);
     }
 
     #[test]
     fn empty_or_inverted_ranges_are_ignored() {
         let mut f = LevelFilter::new(1 << 20);
-        f.insert(b"m".to_vec(), Some(b"c".to_vec()), 0, 0, 0);
-        f.insert(b"m".to_vec(), Some(b"m".to_vec()), 0, 0, 0);
+        f.insert(b"m".to_vec(), Some(b"c".to_vec()), 0, 0);
+        f.insert(b"m".to_vec(), Some(b"m".to_vec()), 0, 0);
         assert!(f.is_empty());
     }
 }

@@ -147,9 +147,9 @@ impl SharedEntry {
 /// entry headers, nodes, alignment and abandoned block tails.
 #[inline]
 pub(crate) fn arena_overhead(arena: &Arena, entry_bytes: usize) -> usize {
-    // Callers read `entry_bytes` first: it is added to only after the arena
-    // handed out the entry's piece, so the arena read here covers every
-    // entry counted in it.
+    // Callers read `entry_bytes` first, with Acquire: it is added to (with
+    // Release) only after the arena handed out the entry's piece, so the
+    // arena read here covers every entry counted in it.
     arena.used().saturating_sub(entry_bytes)
 }
 

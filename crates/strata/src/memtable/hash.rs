@@ -357,7 +357,9 @@ impl MemTableRep for HashRep {
                 slot.store(bucket, AtomicOrdering::Release);
             }
         }
-        self.entry_bytes.fetch_add(payload, AtomicOrdering::Relaxed);
+        // Release, paired with the Acquire in `memory_usage` (see
+        // `arena_overhead`).
+        self.entry_bytes.fetch_add(payload, AtomicOrdering::Release);
         self.len.fetch_add(1, AtomicOrdering::Release);
         drop(w);
         // The cached snapshot is stale now; free it.
@@ -385,7 +387,7 @@ impl MemTableRep for HashRep {
     }
 
     fn memory_usage(&self) -> MemUsage {
-        let entry_bytes = self.entry_bytes.load(AtomicOrdering::Relaxed);
+        let entry_bytes = self.entry_bytes.load(AtomicOrdering::Acquire);
         MemUsage {
             entry_bytes,
             metadata_bytes: self.base_bytes + arena_overhead(&self.arena, entry_bytes),

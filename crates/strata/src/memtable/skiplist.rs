@@ -317,8 +317,10 @@ impl SkipListRep {
 impl MemTableRep for SkipListRep {
     fn insert(&self, internal_key: &[u8], value: &[u8]) {
         self.insert_node(internal_key, value);
+        // Release, paired with the Acquire in `memory_usage`: whoever sees
+        // this entry's bytes also sees the arena bytes it took.
         self.entry_bytes
-            .fetch_add(internal_key.len() + value.len(), AtomicOrdering::Relaxed);
+            .fetch_add(internal_key.len() + value.len(), AtomicOrdering::Release);
         self.len.fetch_add(1, AtomicOrdering::Relaxed);
     }
 
@@ -340,7 +342,7 @@ impl MemTableRep for SkipListRep {
     }
 
     fn memory_usage(&self) -> MemUsage {
-        let entry_bytes = self.entry_bytes.load(AtomicOrdering::Relaxed);
+        let entry_bytes = self.entry_bytes.load(AtomicOrdering::Acquire);
         MemUsage {
             entry_bytes,
             // Towers, headers, alignment, the head node and abandoned block

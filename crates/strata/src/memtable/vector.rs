@@ -133,6 +133,12 @@ impl VectorRep {
         self.rebuilds.fetch_add(1, AtomicOrdering::Relaxed);
         let snap = Arc::new(copy);
         self.cache.put(n, &snap);
+        // A freeze that sorted the storage while this copy was being built
+        // may have cleared the cache before the put; the storage serves
+        // every read from now on, so the copy would only hold memory.
+        if self.state.read().sorted {
+            self.cache.clear();
+        }
         snap
     }
 
