@@ -97,7 +97,8 @@ impl AdaptivePolicy {
             }
         }
         let l = self.max_bucket_load_for_linklist;
-        if !(l >= 0.0) {
+        // NaN is refused too.
+        if l.is_nan() || l < 0.0 {
             return Err(format!(
                 "adaptive policy max_bucket_load_for_linklist must not be negative, not {l}"
             ));
