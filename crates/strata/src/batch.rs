@@ -162,6 +162,13 @@ impl<'a> DecodedBatch<'a> {
         }
         let seqno = u64::from_le_bytes(bytes[..8].try_into().map_err(|_| "header")?);
         let count = u32::from_le_bytes(bytes[8..12].try_into().map_err(|_| "header")?);
+        // Every update's sequence number must be a valid one.
+        if seqno.saturating_add(u64::from(count)) > crate::key::MAX_SEQNO + 1 {
+            return Err(format!(
+                "write batch of {count} updates at sequence number {seqno} runs past the largest, {}",
+                crate::key::MAX_SEQNO
+            ));
+        }
         Ok(DecodedBatch {
             seqno,
             count,
@@ -231,6 +238,22 @@ fn decode_record<'a>(src: &mut &'a [u8]) -> Result<BatchEntry<'a>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_batch_running_past_the_largest_sequence_number_is_refused() {
+        let header = |seqno: u64, count: u32| {
+            let mut b = seqno.to_le_bytes().to_vec();
+            b.extend_from_slice(&count.to_le_bytes());
+            b
+        };
+        let max = crate::key::MAX_SEQNO;
+        assert!(DecodedBatch::parse(&header(max, 1)).is_ok(), "last valid");
+        let e = DecodedBatch::parse(&header(max, 2))
+            .err()
+            .expect("past the largest");
+        assert!(e.contains("runs past the largest"), "{e}");
+        assert!(DecodedBatch::parse(&header(u64::MAX, 2)).is_err());
+    }
 
     #[test]
     fn encoded_batch_decodes_to_same_records() {

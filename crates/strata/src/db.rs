@@ -40,6 +40,9 @@ use crate::stats::Statistics;
 use crate::version::{FileMeta, LevelIter, Version};
 use crate::vfs::{FileLock, Vfs};
 
+/// Longest `CURRENT` accepted (a manifest name and a newline).
+const MAX_CURRENT_BYTES: u64 = 4096;
+
 /// Id of the default keyspace.
 pub const DEFAULT_KEYSPACE_ID: u32 = 0;
 /// Name of the default keyspace.
@@ -873,7 +876,20 @@ impl DbInner {
         let mut last_seqno: SeqNo = 0;
         let mut old_manifest = None;
         if exists {
-            let name = vfs.read_all(&current)?;
+            // CURRENT holds one short line; a huge one is damage, not
+            // something to read into memory.
+            let f = vfs.open(&current)?;
+            let size = f.len();
+            if size > MAX_CURRENT_BYTES {
+                return Err(Error::corruption(
+                    &current,
+                    0,
+                    format!("CURRENT is {size} bytes; it should hold one manifest name"),
+                ));
+            }
+            let mut name = vec![0u8; size as usize];
+            f.read_exact_at(&mut name, 0)?;
+            drop(f);
             let name = std::str::from_utf8(&name)
                 .ok()
                 .map(str::trim_end)
@@ -965,6 +981,10 @@ impl DbInner {
         let replay: Vec<u64> = logs.iter().copied().filter(|&l| l >= min_log).collect();
         let mut mems: BTreeMap<u32, MemTable> = BTreeMap::new();
         let mut key_buf = Vec::new();
+        // The writer logs batches in sequence order (one leader assigns
+        // numbers and appends); a batch that does not come after the one
+        // before it would put two versions of a key at one sequence number.
+        let mut next_replay_seqno: SeqNo = 0;
         for (i, &log) in replay.iter().enumerate() {
             let is_last = i + 1 == replay.len();
             let lpath = filename::log_path(path, log);
@@ -979,6 +999,18 @@ impl DbInner {
                 let offset = reader.last_record_offset();
                 let batch =
                     DecodedBatch::parse(&rec).map_err(|e| Error::corruption(&lpath, offset, e))?;
+                if batch.seqno < next_replay_seqno {
+                    return Err(Error::corruption(
+                        &lpath,
+                        offset,
+                        format!(
+                            "write batch at sequence number {} follows one that reached {}",
+                            batch.seqno,
+                            next_replay_seqno - 1
+                        ),
+                    ));
+                }
+                next_replay_seqno = batch.seqno + u64::from(batch.count);
                 for (j, entry) in batch.iter().enumerate() {
                     let entry = entry.map_err(|e| Error::corruption(&lpath, offset, e))?;
                     let seq = batch.seqno + j as u64;
@@ -1235,6 +1267,12 @@ impl DbInner {
             return Ok(Arc::clone(&ks.shared));
         }
         let id = st.next_keyspace_id;
+        if id > crate::manifest::MAX_KEYSPACE_ID {
+            return Err(Error::InvalidArgument(format!(
+                "cannot create keyspace {name:?}: every keyspace id up to {} has been used",
+                crate::manifest::MAX_KEYSPACE_ID
+            )));
+        }
         let log_number = self.wal.lock().number;
         let edit = VersionEdit {
             added_keyspaces: vec![(id, name.to_string())],

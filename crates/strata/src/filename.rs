@@ -11,6 +11,13 @@
 
 use std::path::{Path, PathBuf};
 
+/// The largest file number the engine hands out or accepts. Far beyond any
+/// real database (a file a microsecond for two thousand years), it leaves
+/// room above it so that counting on from a number read from disk cannot
+/// overflow; a manifest naming a larger one is corrupt, and a file named
+/// with a larger one is not the engine's.
+pub const MAX_FILE_NUMBER: u64 = 1 << 56;
+
 /// What a file in the database directory is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FileKind {
@@ -44,6 +51,7 @@ pub fn lock_path(dir: &Path) -> PathBuf {
 
 /// Classifies a directory entry; `None` for files that are not the engine's.
 pub fn parse(name: &str) -> Option<FileKind> {
+    let number = |n: &str| n.parse::<u64>().ok().filter(|&n| n <= MAX_FILE_NUMBER);
     match name {
         "CURRENT" => return Some(FileKind::Current),
         "LOCK" => return Some(FileKind::Lock),
@@ -53,13 +61,13 @@ pub fn parse(name: &str) -> Option<FileKind> {
         return Some(FileKind::Temp);
     }
     if let Some(n) = name.strip_prefix("MANIFEST-") {
-        return n.parse().ok().map(FileKind::Manifest);
+        return number(n).map(FileKind::Manifest);
     }
     if let Some(n) = name.strip_suffix(".log") {
-        return n.parse().ok().map(FileKind::Log);
+        return number(n).map(FileKind::Log);
     }
     if let Some(n) = name.strip_suffix(".sst") {
-        return n.parse().ok().map(FileKind::Table);
+        return number(n).map(FileKind::Table);
     }
     None
 }
@@ -67,6 +75,15 @@ pub fn parse(name: &str) -> Option<FileKind> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_past_the_largest_are_not_ours() {
+        let max = MAX_FILE_NUMBER;
+        assert_eq!(parse(&format!("{max}.sst")), Some(FileKind::Table(max)));
+        assert_eq!(parse(&format!("{}.sst", max + 1)), None);
+        assert_eq!(parse(&format!("{}.log", u64::MAX)), None);
+        assert_eq!(parse(&format!("MANIFEST-{}", u64::MAX)), None);
+    }
 
     #[test]
     fn names_round_trip() {

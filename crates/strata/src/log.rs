@@ -373,6 +373,14 @@ impl LogReader {
                             );
                         };
                         let rec = *rec;
+                        // The writer never writes an empty MIDDLE (only a
+                        // FIRST can be empty, when a block has just a
+                        // header's room left); a run of them would grow
+                        // `ranges` without bound in the record's length.
+                        if ty == TYPE_MIDDLE && start == end {
+                            return self
+                                .damage(rec, format!("empty MIDDLE fragment at offset {at}"));
+                        }
                         ranges.push((start, end));
                         pending_len += end - start;
                         if pending_len > MAX_RECORD_LEN {
@@ -983,10 +991,12 @@ mod tests {
         );
         assert_eq!((good, off), (1, n));
 
-        // A well-formed hand-built fragmented record is accepted.
+        // A well-formed hand-built fragmented record is accepted, an empty
+        // FIRST included (the writer leaves one when a block has just a
+        // header's room).
         let bytes = [
-            physical(TYPE_FIRST, b"ab"),
-            physical(TYPE_MIDDLE, b""),
+            physical(TYPE_FIRST, b""),
+            physical(TYPE_MIDDLE, b"ab"),
             physical(TYPE_MIDDLE, b"c"),
             physical(TYPE_LAST, b"d"),
         ]
@@ -994,6 +1004,21 @@ mod tests {
         let (recs, res, _) = read_all(&bytes, TailPolicy::Strict);
         res.expect("valid");
         assert_eq!(recs, vec![b"abcd".to_vec()]);
+
+        // An empty MIDDLE is never written; a run of them is damage, not
+        // memory spent on nothing.
+        let (good, off, reason) = strict_error(
+            [
+                ok.clone(),
+                physical(TYPE_FIRST, b"a"),
+                physical(TYPE_MIDDLE, b""),
+                physical(TYPE_MIDDLE, b""),
+                physical(TYPE_LAST, b"b"),
+            ]
+            .concat(),
+        );
+        assert_eq!((good, off), (1, n));
+        assert!(reason.contains("empty MIDDLE"), "{reason}");
     }
 
     #[test]

@@ -22,12 +22,49 @@
 //!                     | entries: varint64 | deletions: varint64
 //!   8 DELETED_FILE    keyspace: varint32 | level: varint32 | number: varint64
 //! ```
+//!
+//! File and log numbers are at most [`MAX_FILE_NUMBER`], sequence numbers
+//! at most [`MAX_SEQNO`], keyspace ids at most [`MAX_KEYSPACE_ID`]; an edit
+//! holding a larger one is corrupt.
 
 use crate::coding::{
     get_length_prefixed, get_varint32, get_varint64, put_length_prefixed, put_varint32,
     put_varint64,
 };
-use crate::key::SeqNo;
+use crate::filename::MAX_FILE_NUMBER;
+use crate::key::{MAX_SEQNO, SeqNo};
+
+/// The largest keyspace id. Leaves room so that the next id, counted on
+/// from one read from disk, cannot overflow.
+pub const MAX_KEYSPACE_ID: u32 = 1 << 30;
+
+fn file_number(s: &mut &[u8], what: &str) -> Result<u64, String> {
+    let n = get_varint64(s).ok_or_else(|| format!("bad {what}"))?;
+    if n > MAX_FILE_NUMBER {
+        return Err(format!(
+            "{what} {n} is above the largest, {MAX_FILE_NUMBER}"
+        ));
+    }
+    Ok(n)
+}
+
+fn seqno(s: &mut &[u8], what: &str) -> Result<SeqNo, String> {
+    let n = get_varint64(s).ok_or_else(|| format!("bad {what}"))?;
+    if n > MAX_SEQNO {
+        return Err(format!("{what} {n} is above the largest, {MAX_SEQNO}"));
+    }
+    Ok(n)
+}
+
+fn keyspace_id(s: &mut &[u8]) -> Result<u32, String> {
+    let id = get_varint32(s).ok_or("bad keyspace id")?;
+    if id > MAX_KEYSPACE_ID {
+        return Err(format!(
+            "keyspace id {id} is above the largest, {MAX_KEYSPACE_ID}"
+        ));
+    }
+    Ok(id)
+}
 
 /// The manifest format version this build writes and reads.
 pub const MANIFEST_FORMAT_VERSION: u32 = 1;
@@ -157,42 +194,38 @@ impl VersionEdit {
                 TAG_FORMAT_VERSION => {
                     e.format_version = Some(get_varint32(s).ok_or("bad format version")?)
                 }
-                TAG_NEXT_FILE => {
-                    e.next_file_number = Some(get_varint64(s).ok_or("bad next file number")?)
-                }
-                TAG_LAST_SEQNO => e.last_seqno = Some(get_varint64(s).ok_or("bad last seqno")?),
+                TAG_NEXT_FILE => e.next_file_number = Some(file_number(s, "next file number")?),
+                TAG_LAST_SEQNO => e.last_seqno = Some(seqno(s, "last seqno")?),
                 TAG_ADD_KEYSPACE => {
-                    let id = get_varint32(s).ok_or("bad keyspace id")?;
+                    let id = keyspace_id(s)?;
                     let name = get_length_prefixed(s).ok_or("bad keyspace name")?;
                     let name = String::from_utf8(name.to_vec())
                         .map_err(|_| "keyspace name is not UTF-8")?;
                     e.added_keyspaces.push((id, name));
                 }
-                TAG_DROP_KEYSPACE => e
-                    .dropped_keyspaces
-                    .push(get_varint32(s).ok_or("bad keyspace id")?),
+                TAG_DROP_KEYSPACE => e.dropped_keyspaces.push(keyspace_id(s)?),
                 TAG_LOG_NUMBER => {
-                    let ks = get_varint32(s).ok_or("bad keyspace id")?;
-                    let log = get_varint64(s).ok_or("bad log number")?;
+                    let ks = keyspace_id(s)?;
+                    let log = file_number(s, "log number")?;
                     e.log_numbers.push((ks, log));
                 }
                 TAG_DELETED_FILE => {
-                    let ks = get_varint32(s).ok_or("bad keyspace id")?;
+                    let ks = keyspace_id(s)?;
                     let level = get_varint32(s).ok_or("bad level")?;
-                    let number = get_varint64(s).ok_or("bad file number")?;
+                    let number = file_number(s, "file number")?;
                     e.deleted_files.push((ks, level, number));
                 }
                 TAG_NEW_FILE => {
                     let f = NewFile {
-                        keyspace: get_varint32(s).ok_or("bad keyspace id")?,
+                        keyspace: keyspace_id(s)?,
                         level: get_varint32(s).ok_or("bad level")?,
                         group: get_varint32(s).ok_or("bad column group")?,
-                        number: get_varint64(s).ok_or("bad file number")?,
+                        number: file_number(s, "file number")?,
                         size: get_varint64(s).ok_or("bad file size")?,
                         smallest: get_length_prefixed(s).ok_or("bad smallest key")?.to_vec(),
                         largest: get_length_prefixed(s).ok_or("bad largest key")?.to_vec(),
-                        smallest_seqno: get_varint64(s).ok_or("bad smallest seqno")?,
-                        largest_seqno: get_varint64(s).ok_or("bad largest seqno")?,
+                        smallest_seqno: seqno(s, "smallest seqno")?,
+                        largest_seqno: seqno(s, "largest seqno")?,
                         num_entries: get_varint64(s).ok_or("bad entry count")?,
                         num_deletions: get_varint64(s).ok_or("bad deletion count")?,
                     };
@@ -208,6 +241,33 @@ impl VersionEdit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn values_past_their_limits_are_corrupt() {
+        let field = |tag: u32, v: u64| {
+            let mut b = Vec::new();
+            put_varint32(&mut b, tag);
+            put_varint64(&mut b, v);
+            b
+        };
+        // At the limit: fine.
+        assert!(VersionEdit::decode(&field(TAG_NEXT_FILE, MAX_FILE_NUMBER)).is_ok());
+        assert!(VersionEdit::decode(&field(TAG_LAST_SEQNO, MAX_SEQNO)).is_ok());
+        let e = VersionEdit::decode(&field(TAG_NEXT_FILE, u64::MAX)).unwrap_err();
+        assert!(e.contains("next file number"), "{e}");
+        let e = VersionEdit::decode(&field(TAG_LAST_SEQNO, MAX_SEQNO + 1)).unwrap_err();
+        assert!(e.contains("last seqno"), "{e}");
+        let e = VersionEdit::decode(&field(TAG_DROP_KEYSPACE, u64::from(MAX_KEYSPACE_ID) + 1))
+            .unwrap_err();
+        assert!(e.contains("keyspace id"), "{e}");
+        // Inside a new file too.
+        let mut f = sample();
+        f.new_files[0].largest_seqno = MAX_SEQNO + 1;
+        assert!(VersionEdit::decode(&f.encode()).is_err());
+        let mut f = sample();
+        f.new_files[0].number = MAX_FILE_NUMBER + 1;
+        assert!(VersionEdit::decode(&f.encode()).is_err());
+    }
 
     fn sample() -> VersionEdit {
         VersionEdit {

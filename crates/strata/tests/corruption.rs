@@ -235,3 +235,167 @@ fn salvage_mode_sets_a_corrupt_table_aside_and_reports_the_lost_range() {
     let db = Db::open(dir.path(), options()).expect("normal open");
     assert_eq!(db.get(b"zzz001").expect("get"), Some(b"kept".to_vec()));
 }
+
+/// One write batch as the log holds it: the header (`seqno`, count), then
+/// one put per key into the default keyspace (docs/format/wal.md).
+fn batch_bytes(seqno: u64, puts: &[(&[u8], &[u8])]) -> Vec<u8> {
+    let mut b = seqno.to_le_bytes().to_vec();
+    b.extend_from_slice(&(puts.len() as u32).to_le_bytes());
+    for (k, v) in puts {
+        b.push(1); // put
+        b.push(0); // keyspace 0, a one-byte varint
+        b.push(k.len() as u8);
+        b.extend_from_slice(k);
+        b.push(v.len() as u8);
+        b.extend_from_slice(v);
+    }
+    b
+}
+
+/// A database whose newest log holds `batches`.
+fn db_with_log(dir: &Path, batches: &[Vec<u8>]) -> PathBuf {
+    Db::open(dir, options())
+        .expect("open")
+        .close()
+        .expect("close");
+    let log = dir.join("999999.log");
+    let mut w = LogWriter::new(StdVfs.create(&log).expect("create"));
+    for b in batches {
+        w.add_record(b).expect("add");
+    }
+    w.sync().expect("sync");
+    log
+}
+
+#[test]
+fn log_batches_overlapping_in_sequence_numbers_are_corruption() {
+    // In order: the later batch's value wins.
+    let dir = tempfile::tempdir().expect("tempdir");
+    db_with_log(
+        dir.path(),
+        &[
+            batch_bytes(5, &[(b"k", b"first")]),
+            batch_bytes(6, &[(b"k", b"second")]),
+        ],
+    );
+    let db = Db::open(dir.path(), options()).expect("open");
+    assert_eq!(db.get(b"k").expect("get"), Some(b"second".to_vec()));
+    drop(db);
+
+    // Two batches claiming sequence number 5: two versions of `k` at one
+    // sequence number, which no order can settle.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = db_with_log(
+        dir.path(),
+        &[
+            batch_bytes(5, &[(b"k", b"first")]),
+            batch_bytes(5, &[(b"k", b"second")]),
+        ],
+    );
+    match Db::open(dir.path(), options()) {
+        Err(Error::Corruption { file, reason, .. }) => {
+            assert_eq!(file, log);
+            assert!(reason.contains("follows one that reached 5"), "{reason}");
+        }
+        Err(e) => panic!("expected corruption, got {e}"),
+        Ok(_) => panic!("open must fail"),
+    }
+}
+
+#[test]
+fn a_log_batch_past_the_largest_sequence_number_is_corruption() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = db_with_log(
+        dir.path(),
+        &[batch_bytes(u64::MAX, &[(b"a", b"1"), (b"b", b"2")])],
+    );
+    match Db::open(dir.path(), options()) {
+        Err(Error::Corruption { file, .. }) => assert_eq!(file, log),
+        Err(e) => panic!("expected corruption, got {e}"),
+        Ok(_) => panic!("open must fail"),
+    }
+}
+
+/// A database directory whose only manifest is `edit`.
+fn dir_with_manifest(dir: &Path, edit: &VersionEdit) -> PathBuf {
+    let m = dir.join("MANIFEST-000001");
+    let mut w = LogWriter::new(StdVfs.create(&m).expect("create"));
+    w.add_record(&edit.encode()).expect("add");
+    w.sync().expect("sync");
+    fs::write(dir.join("CURRENT"), b"MANIFEST-000001\n").expect("write");
+    m
+}
+
+#[test]
+fn manifest_values_past_their_limits_are_corruption() {
+    let edits = [
+        VersionEdit {
+            last_seqno: Some(u64::MAX),
+            ..Default::default()
+        },
+        VersionEdit {
+            next_file_number: Some(u64::MAX),
+            ..Default::default()
+        },
+        VersionEdit {
+            added_keyspaces: vec![(u32::MAX, "last".into())],
+            ..Default::default()
+        },
+    ];
+    for edit in edits {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let m = dir_with_manifest(
+            dir.path(),
+            &VersionEdit {
+                format_version: Some(strata::manifest::MANIFEST_FORMAT_VERSION),
+                ..edit.clone()
+            },
+        );
+        match Db::open(dir.path(), options()) {
+            Err(Error::Corruption { file, .. }) => assert_eq!(file, m, "{edit:?}"),
+            Err(e) => panic!("expected corruption for {edit:?}, got {e}"),
+            Ok(_) => panic!("open must fail for {edit:?}"),
+        }
+    }
+}
+
+#[test]
+fn when_keyspace_ids_run_out_creating_one_is_an_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let last = strata::manifest::MAX_KEYSPACE_ID;
+    dir_with_manifest(
+        dir.path(),
+        &VersionEdit {
+            format_version: Some(strata::manifest::MANIFEST_FORMAT_VERSION),
+            added_keyspaces: vec![(0, "default".into()), (last, "last".into())],
+            ..Default::default()
+        },
+    );
+    let db = Db::open(dir.path(), options()).expect("open");
+    let ks = db
+        .keyspace("last", Default::default())
+        .expect("an existing keyspace still opens");
+    ks.put(b"k", b"v").expect("put");
+    match db.keyspace("new", Default::default()) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("keyspace id"), "{m}"),
+        Err(e) => panic!("expected InvalidArgument, got {e}"),
+        Ok(_) => panic!("no id is left"),
+    }
+    assert_eq!(ks.get(b"k").expect("get"), Some(b"v".to_vec()));
+}
+
+#[test]
+fn a_huge_current_is_corruption_not_a_huge_read() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    fill(dir.path(), 10);
+    let mut name = b"MANIFEST-000001".to_vec();
+    name.resize(1 << 20, b' ');
+    fs::write(dir.path().join("CURRENT"), name).expect("write");
+    match Db::open(dir.path(), options()) {
+        Err(Error::Corruption { reason, .. }) => {
+            assert!(reason.contains("1048576 bytes"), "{reason}")
+        }
+        Err(e) => panic!("expected corruption, got {e}"),
+        Ok(_) => panic!("open must fail"),
+    }
+}

@@ -750,7 +750,7 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db.rs:DbInner::open → vfs.rs:Vfs::read_all",
+            "db.rs:DbInner::open",
             "open CURRENT",
             Open,
             "CURRENT",
@@ -759,7 +759,7 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db.rs:DbInner::open → vfs.rs:Vfs::read_all",
+            "db.rs:DbInner::open",
             "read CURRENT",
             Read,
             "CURRENT",

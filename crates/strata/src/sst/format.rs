@@ -322,6 +322,15 @@ pub fn decompress_block(ctype: u8, stored: Vec<u8>) -> std::result::Result<Vec<u
             "compressed block claims {ulen} uncompressed bytes (limit {MAX_BLOCK_SIZE})"
         ));
     }
+    // LZ4 expands at most 255-fold; a larger claim is damage, and checking
+    // it first keeps a corrupt length from allocating up to the limit.
+    if ctype == COMPRESSION_LZ4 && ulen > (src.len() as u64).saturating_mul(255).saturating_add(64)
+    {
+        return Err(format!(
+            "compressed block of {} bytes claims {ulen} uncompressed bytes",
+            src.len()
+        ));
+    }
     let ulen = ulen as usize;
     let mut out = vec![0u8; ulen];
     let n = if ctype == COMPRESSION_LZ4 {
@@ -352,6 +361,24 @@ pub fn decompress_block(ctype: u8, stored: Vec<u8>) -> std::result::Result<Vec<u
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_lz4_block_claiming_more_than_it_can_expand_to_is_refused_before_allocating() {
+        let mut stored = Vec::new();
+        crate::coding::put_varint64(&mut stored, 1 << 20);
+        stored.extend_from_slice(&[0x10, b'x']);
+        let e = decompress_block(COMPRESSION_LZ4, stored).unwrap_err();
+        assert!(e.contains("claims 1048576"), "{e}");
+        // A real block still decodes.
+        let raw = vec![7u8; 100_000];
+        let mut stored = Vec::new();
+        crate::coding::put_varint64(&mut stored, raw.len() as u64);
+        stored.extend_from_slice(&lz4_flex::block::compress(&raw));
+        assert_eq!(
+            decompress_block(COMPRESSION_LZ4, stored).expect("valid"),
+            raw
+        );
+    }
 
     #[test]
     fn compression_parses_and_prints() {
