@@ -248,9 +248,9 @@ mod tests {
         };
         let max = crate::key::MAX_SEQNO;
         assert!(DecodedBatch::parse(&header(max, 1)).is_ok(), "last valid");
-        let e = DecodedBatch::parse(&header(max, 2))
-            .err()
-            .expect("past the largest");
+        let Err(e) = DecodedBatch::parse(&header(max, 2)) else {
+            panic!("a batch past the largest sequence number must be refused");
+        };
         assert!(e.contains("runs past the largest"), "{e}");
         assert!(DecodedBatch::parse(&header(u64::MAX, 2)).is_err());
     }

@@ -253,12 +253,12 @@ mod tests {
         // At the limit: fine.
         assert!(VersionEdit::decode(&field(TAG_NEXT_FILE, MAX_FILE_NUMBER)).is_ok());
         assert!(VersionEdit::decode(&field(TAG_LAST_SEQNO, MAX_SEQNO)).is_ok());
-        let e = VersionEdit::decode(&field(TAG_NEXT_FILE, u64::MAX)).unwrap_err();
+        let e = VersionEdit::decode(&field(TAG_NEXT_FILE, u64::MAX)).expect_err("refused");
         assert!(e.contains("next file number"), "{e}");
-        let e = VersionEdit::decode(&field(TAG_LAST_SEQNO, MAX_SEQNO + 1)).unwrap_err();
+        let e = VersionEdit::decode(&field(TAG_LAST_SEQNO, MAX_SEQNO + 1)).expect_err("refused");
         assert!(e.contains("last seqno"), "{e}");
         let e = VersionEdit::decode(&field(TAG_DROP_KEYSPACE, u64::from(MAX_KEYSPACE_ID) + 1))
-            .unwrap_err();
+            .expect_err("refused");
         assert!(e.contains("keyspace id"), "{e}");
         // Inside a new file too.
         let mut f = sample();
