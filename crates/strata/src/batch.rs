@@ -238,6 +238,50 @@ fn decode_record<'a>(src: &mut &'a [u8]) -> Result<BatchEntry<'a>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// Decodes every update of `bytes` as replay does; returns how many
+    /// decoded before the first error, if any.
+    fn decode_all(bytes: &[u8]) -> Option<usize> {
+        let b = DecodedBatch::parse(bytes).ok()?;
+        let mut n = 0usize;
+        for e in b.iter() {
+            if e.is_err() {
+                break;
+            }
+            n += 1;
+            assert!(n <= b.count as usize, "more updates than the header counts");
+        }
+        Some(n)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Arbitrary bytes, and damaged valid batches, decode to an error or
+        /// to at most the header's count of updates, never a panic.
+        #[test]
+        fn damaged_batches_never_panic(
+            raw in prop::collection::vec(any::<u8>(), 0..200),
+            flips in prop::collection::vec((any::<usize>(), any::<u8>()), 0..4),
+            cut in any::<usize>(),
+        ) {
+            decode_all(&raw);
+            let mut b = WriteBatch::new();
+            b.put(b"key", b"value");
+            b.merge_in(7, b"counter", b"+1");
+            b.delete(b"gone");
+            b.set_seqno(42);
+            let mut bytes = b.encoded().to_vec();
+            prop_assert_eq!(decode_all(&bytes), Some(3));
+            for (at, x) in flips {
+                let i = at % bytes.len();
+                bytes[i] ^= x;
+            }
+            bytes.truncate(cut % (bytes.len() + 1));
+            decode_all(&bytes);
+        }
+    }
 
     #[test]
     fn a_batch_running_past_the_largest_sequence_number_is_refused() {
