@@ -35,6 +35,16 @@ fn flip(path: &Path, offset: usize) {
     fs::write(path, b).expect("write");
 }
 
+/// Opens `dir`, which must fail with `Error::Corruption`; returns the file
+/// it names and the reason.
+fn open_corruption(dir: &Path) -> (PathBuf, String) {
+    match Db::open(dir, options()) {
+        Err(Error::Corruption { file, reason, .. }) => (file, reason),
+        Err(e) => panic!("expected corruption, got {e}"),
+        Ok(_) => panic!("open must fail"),
+    }
+}
+
 /// Writes `n` keys and flushes them into exactly one table file.
 fn fill(dir: &Path, n: u32) {
     let mut o = options();
@@ -91,11 +101,8 @@ fn flipped_bit_in_a_table_footer_fails_open_naming_the_file() {
     let sst = files_with(dir.path(), ".sst");
     let len = fs::metadata(&sst[0]).expect("stat").len() as usize;
     flip(&sst[0], len - 3);
-    match Db::open(dir.path(), options()) {
-        Err(Error::Corruption { file, .. }) => assert_eq!(file, sst[0]),
-        Err(e) => panic!("expected corruption, got {e}"),
-        Ok(_) => panic!("open must fail"),
-    }
+    let (file, _) = open_corruption(dir.path());
+    assert_eq!(file, sst[0]);
 }
 
 #[test]
@@ -142,11 +149,8 @@ fn flipped_bit_in_the_manifest_fails_open_naming_it() {
     fill(dir.path(), 100);
     let m = files_with(dir.path(), "MANIFEST-");
     flip(&m[0], 12);
-    match Db::open(dir.path(), options()) {
-        Err(Error::Corruption { file, .. }) => assert_eq!(file, m[0]),
-        Err(e) => panic!("expected corruption, got {e}"),
-        Ok(_) => panic!("open must fail"),
-    }
+    let (file, _) = open_corruption(dir.path());
+    assert_eq!(file, m[0]);
 }
 
 #[test]
@@ -187,14 +191,9 @@ fn missing_table_file_fails_open_naming_it() {
     fill(dir.path(), 100);
     let sst = files_with(dir.path(), ".sst");
     fs::remove_file(&sst[0]).expect("remove");
-    match Db::open(dir.path(), options()) {
-        Err(Error::Corruption { file, reason, .. }) => {
-            assert_eq!(file, sst[0]);
-            assert!(reason.contains("missing"), "{reason}");
-        }
-        Err(e) => panic!("expected corruption, got {e}"),
-        Ok(_) => panic!("open must fail"),
-    }
+    let (file, reason) = open_corruption(dir.path());
+    assert_eq!(file, sst[0]);
+    assert!(reason.contains("missing"), "{reason}");
 }
 
 #[test]
@@ -292,14 +291,9 @@ fn log_batches_overlapping_in_sequence_numbers_are_corruption() {
             batch_bytes(5, &[(b"k", b"second")]),
         ],
     );
-    match Db::open(dir.path(), options()) {
-        Err(Error::Corruption { file, reason, .. }) => {
-            assert_eq!(file, log);
-            assert!(reason.contains("follows one that reached 5"), "{reason}");
-        }
-        Err(e) => panic!("expected corruption, got {e}"),
-        Ok(_) => panic!("open must fail"),
-    }
+    let (file, reason) = open_corruption(dir.path());
+    assert_eq!(file, log);
+    assert!(reason.contains("follows one that reached 5"), "{reason}");
 }
 
 #[test]
@@ -309,11 +303,8 @@ fn a_log_batch_past_the_largest_sequence_number_is_corruption() {
         dir.path(),
         &[batch_bytes(u64::MAX, &[(b"a", b"1"), (b"b", b"2")])],
     );
-    match Db::open(dir.path(), options()) {
-        Err(Error::Corruption { file, .. }) => assert_eq!(file, log),
-        Err(e) => panic!("expected corruption, got {e}"),
-        Ok(_) => panic!("open must fail"),
-    }
+    let (file, _) = open_corruption(dir.path());
+    assert_eq!(file, log);
 }
 
 /// A database directory whose only manifest is `edit`.
@@ -351,11 +342,8 @@ fn manifest_values_past_their_limits_are_corruption() {
                 ..edit.clone()
             },
         );
-        match Db::open(dir.path(), options()) {
-            Err(Error::Corruption { file, .. }) => assert_eq!(file, m, "{edit:?}"),
-            Err(e) => panic!("expected corruption for {edit:?}, got {e}"),
-            Ok(_) => panic!("open must fail for {edit:?}"),
-        }
+        let (file, _) = open_corruption(dir.path());
+        assert_eq!(file, m, "{edit:?}");
     }
 }
 
@@ -391,11 +379,6 @@ fn a_huge_current_is_corruption_not_a_huge_read() {
     let mut name = b"MANIFEST-000001".to_vec();
     name.resize(1 << 20, b' ');
     fs::write(dir.path().join("CURRENT"), name).expect("write");
-    match Db::open(dir.path(), options()) {
-        Err(Error::Corruption { reason, .. }) => {
-            assert!(reason.contains("1048576 bytes"), "{reason}")
-        }
-        Err(e) => panic!("expected corruption, got {e}"),
-        Ok(_) => panic!("open must fail"),
-    }
+    let (_, reason) = open_corruption(dir.path());
+    assert!(reason.contains("1048576 bytes"), "{reason}");
 }
