@@ -1483,10 +1483,21 @@ pub fn ratios(records: &[Record]) -> String {
                 r.engine == "strata" && r.workload == m.name && r.variant != "adaptive" && r.ops > 0
             })
             .max_by(|a, b| a.ops_per_sec.total_cmp(&b.ops_per_sec));
+        let per_round = best
+            .map(|b| paired_ratios(&round_figures(ad), &round_figures(b)))
+            .filter(|r| r.len() > 1)
+            .map_or(String::new(), |r| {
+                let lo = r.iter().copied().fold(f64::INFINITY, f64::min);
+                let hi = r.iter().copied().fold(0.0, f64::max);
+                format!(
+                    "; per round {lo:.2}-{hi:.2}×, median {:.2}×",
+                    median_f64(&r)
+                )
+            });
         ratio_row(
             &mut s,
             &format!(
-                "adaptive / best fixed kind ({}) on `{}`; adaptive chose {}",
+                "adaptive / best fixed kind ({}) on `{}`; adaptive chose {}{per_round}",
                 best.map_or("n/a", |b| b.variant.as_str()),
                 m.name,
                 reps_summary(ad)
@@ -1498,6 +1509,40 @@ pub fn ratios(records: &[Record]) -> String {
         );
     }
     s
+}
+
+/// The per-round ops/s a median record of the mixes carries.
+fn round_figures(r: &Record) -> Vec<f64> {
+    r.extra
+        .get("rounds_ops_per_sec")
+        .and_then(|v| v.as_array())
+        .map(|v| v.iter().filter_map(|x| x.as_f64()).collect())
+        .unwrap_or_default()
+}
+
+/// Per-round throughput ratios `a[i] / b[i]`, rounds paired by number (both
+/// kinds ran in every round, in alternating order); empty when the round
+/// counts differ. On a noisy host the median of these is steadier than the
+/// ratio of two medians.
+fn paired_ratios(a: &[f64], b: &[f64]) -> Vec<f64> {
+    if a.len() != b.len() {
+        return Vec::new();
+    }
+    a.iter()
+        .zip(b)
+        .filter(|(_, y)| **y > 0.0)
+        .map(|(x, y)| x / y)
+        .collect()
+}
+
+fn median_f64(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
 }
 
 /// Each Strata kind against its RocksDB counterpart on the workload the
@@ -1853,6 +1898,17 @@ mod tests {
             db_root: dir.to_path_buf(),
             json: None,
         }
+    }
+
+    #[test]
+    fn rounds_pair_by_number() {
+        let r = paired_ratios(&[90.0, 120.0, 100.0], &[100.0, 100.0, 50.0]);
+        assert_eq!(r, vec![0.9, 1.2, 2.0]);
+        assert_eq!(median_f64(&r), 1.2);
+        assert_eq!(median_f64(&[1.0, 3.0]), 2.0);
+        // A kind that stopped at the budget ran one round: no pairs.
+        assert!(paired_ratios(&[90.0], &[100.0, 100.0]).is_empty());
+        assert!(paired_ratios(&[1.0], &[0.0]).is_empty());
     }
 
     #[test]

@@ -31,7 +31,7 @@ use crate::level_filter::{LevelFilter, LevelMask};
 use crate::log::{LogReader, LogWriter, TailPolicy};
 use crate::lookup::Lookup;
 use crate::manifest::{MANIFEST_FORMAT_VERSION, NewFile, VersionEdit};
-use crate::memtable::MemTable;
+use crate::memtable::{MemTable, SwitchDue};
 use crate::options::{
     KeyspaceOptions, MAX_KEY_BYTES, MAX_VALUE_BYTES, Options, ReadOptions, WriteOptions,
 };
@@ -1613,13 +1613,18 @@ impl DbInner {
             }
             let mut wait = false;
             let mut switch = Vec::new();
+            let mut rehome = Vec::new();
             let mut slow = false;
             for id in touched {
                 let Some(ks) = st.keyspaces.get(id) else {
                     continue;
                 };
                 let l0 = ks.version.levels[0].len();
-                let full = ks.mem.is_full(ks.opts.write_buffer_size);
+                let due = ks.mem.switch_due(ks.opts.write_buffer_size);
+                if due == Some(SwitchDue::Representation) {
+                    rehome.push(*id);
+                }
+                let full = due == Some(SwitchDue::Full);
                 let too_many_memtables = full && ks.imms.len() + 1 >= ks.opts.max_write_buffers;
                 if l0 >= ks.opts.level0_stop_trigger || too_many_memtables {
                     wait = true;
@@ -1628,6 +1633,13 @@ impl DbInner {
                 } else if l0 >= ks.opts.level0_slowdown_trigger {
                     slow = true;
                 }
+            }
+            if !rehome.is_empty() {
+                // Needs no room in the tree: the entries stay in memory.
+                drop(st);
+                self.rehome_memtables(&rehome);
+                st = self.state.lock();
+                continue;
             }
             if slow && !slowed && !wait && switch.is_empty() {
                 // Delay this group a little so compaction keeps up, once.
@@ -1694,6 +1706,40 @@ impl DbInner {
             .filter(|(_, k)| k.log_number == oldest && !k.mem.is_empty() && k.imms.is_empty())
             .map(|(id, _)| *id)
             .collect()
+    }
+
+    /// Moves the entries of each memtable of `ids` into the representation
+    /// its adaptive policy picked ([`MemTable::rehomed`]) and installs the
+    /// copy in its place. The copy is made without the state lock: only the
+    /// write leader changes a keyspace's mutable memtable.
+    /// REQUIRES: this thread is the write leader.
+    fn rehome_memtables(&self, ids: &[u32]) {
+        let current: Vec<(u32, Arc<MemTable>, Arc<KeyspaceOptions>)> = {
+            let st = self.state.lock();
+            ids.iter()
+                .filter_map(|id| {
+                    let ks = st.keyspaces.get(id)?;
+                    Some((*id, Arc::clone(&ks.mem), Arc::clone(&ks.opts)))
+                })
+                .collect()
+        };
+        let copies: Vec<_> = current
+            .into_iter()
+            .map(|(id, old, opts)| {
+                let mem_id = self.next_memtable_id.fetch_add(1, Ordering::Relaxed);
+                let copy = Arc::new(old.rehomed(&opts, mem_id));
+                (id, old, copy)
+            })
+            .collect();
+        let mut st = self.state.lock();
+        for (id, old, copy) in copies {
+            if let Some(ks) = st.keyspaces.get_mut(&id)
+                && Arc::ptr_eq(&ks.mem, &old)
+            {
+                ks.mem = copy;
+                publish(ks);
+            }
+        }
     }
 
     /// Starts a new log and moves the memtables of `ids` (those not empty)

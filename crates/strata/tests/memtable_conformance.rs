@@ -811,3 +811,74 @@ fn adaptive_decision_is_visible_in_stats() {
             .contains("range reads")
     );
 }
+
+#[test]
+fn adaptive_first_buffer_changes_representation_in_place() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = || {
+        let mut mo = MemTableOptions::fixed_prefix(5);
+        mo.adaptive.min_ops = 100;
+        mo.adaptive.first_buffer_fraction = 0.25;
+        Options {
+            default_keyspace: KeyspaceOptions {
+                write_buffer_size: 64 << 10,
+                ..KeyspaceOptions::default()
+            }
+            .memtable(MemTableKind::Adaptive)
+            .memtable_options(mo),
+            ..Options::default()
+        }
+    };
+    let logs = |dir: &std::path::Path| {
+        std::fs::read_dir(dir)
+            .expect("read_dir")
+            .filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "log"))
+            })
+            .count()
+    };
+    let db = Db::open(dir.path(), options()).expect("open");
+    let logs_at_open = logs(dir.path());
+    let key = |i: u32| format!("key{i:05}").into_bytes();
+    // Insert-only past a quarter of the buffer (200 entries of about 120
+    // bytes with overhead) and short of a full one.
+    for i in 0..200u32 {
+        db.put(&key(i), &[i as u8; 100]).expect("put");
+    }
+    let s = db.stats().keyspaces.into_iter().next().expect("keyspace");
+    assert_eq!(s.memtable_rep, "vector", "{s:?}");
+    let d = s.memtable_decision.clone().expect("decided");
+    assert!(d.contains("changed representation early"), "{d}");
+    // The entries moved: nothing was flushed and no log was started.
+    assert!(s.levels.iter().all(|(files, _)| *files == 0), "{s:?}");
+    assert_eq!(s.immutable_memtables, 0);
+    assert_eq!(logs(dir.path()), logs_at_open);
+    let moved: u64 = d
+        .rsplit_once(", ")
+        .and_then(|(_, t)| t.split(' ').next()?.parse().ok())
+        .expect("moved count in the decision");
+    assert!(moved > 0 && moved < 200, "{d}");
+    // Every entry reads back, from the copy and after replaying the log.
+    let check = |db: &Db| {
+        for i in 0..200u32 {
+            assert_eq!(db.get(&key(i)).expect("get"), Some(vec![i as u8; 100]));
+        }
+        let mut it = db
+            .default_keyspace()
+            .iter(ReadOptions::default())
+            .expect("iter");
+        it.seek_to_first();
+        let mut n = 0u32;
+        while it.valid() {
+            assert_eq!(it.key(), key(n).as_slice());
+            n += 1;
+            it.next();
+        }
+        assert_eq!(n, 200);
+    };
+    check(&db);
+    db.close().expect("close");
+    let db = Db::open(dir.path(), options()).expect("reopen");
+    check(&db);
+}

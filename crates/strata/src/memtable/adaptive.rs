@@ -137,6 +137,9 @@ pub struct AdaptiveDecision {
     pub observed: OpCounts,
     /// Why, in words.
     pub reason: String,
+    /// Entries moved in from the previous buffer when the first buffer
+    /// changed representation early (`None`: a switch at a full buffer).
+    pub moved: Option<u64>,
 }
 
 impl fmt::Display for AdaptiveDecision {
@@ -146,7 +149,14 @@ impl fmt::Display for AdaptiveDecision {
             f,
             "{}: {} (previous buffer: {} inserts, {} point reads, {} range reads)",
             self.kind, self.reason, o.inserts, o.point_reads, o.range_reads
-        )
+        )?;
+        if let Some(n) = self.moved {
+            write!(
+                f,
+                "; first buffer changed representation early, {n} entries moved"
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -169,6 +179,7 @@ pub fn decide(
         kind,
         observed,
         reason,
+        moved: None,
     };
     if total < policy.min_ops {
         return made(

@@ -455,6 +455,16 @@ pub struct MemTable {
     probe: Option<FirstBufferProbe>,
 }
 
+/// Why a memtable must make way for another ([`MemTable::switch_due`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SwitchDue {
+    /// It is full: it becomes immutable, is flushed, and a new log starts.
+    Full,
+    /// An adaptive first buffer has seen enough to pick another
+    /// representation: its entries move to one ([`MemTable::rehomed`]).
+    Representation,
+}
+
 /// What an adaptive keyspace's first buffer needs to decide early.
 struct FirstBufferProbe {
     /// Bytes after which the buffer may be switched early.
@@ -542,7 +552,10 @@ impl MemTable {
                     && self.kind == MemTableKind::Adaptive
                     && prev.kind == current =>
             {
-                prev.clone()
+                AdaptiveDecision {
+                    moved: None,
+                    ..prev.clone()
+                }
             }
             _ => adaptive::decide(
                 &mo.adaptive,
@@ -650,19 +663,29 @@ impl MemTable {
 
     /// True when the memtable should be switched: it holds
     /// `write_buffer_size` bytes, or its representation is out of reserved
-    /// room (`vector-static`), or it is an adaptive keyspace's first buffer
-    /// and what it has seen calls for another representation.
+    /// room (`vector-static`).
     pub fn is_full(&self, write_buffer_size: usize) -> bool {
-        let used = self.memory_usage().total();
-        used >= write_buffer_size || self.rep.at_capacity() || self.probe_calls_for_switch(used)
+        self.switch_due(write_buffer_size) == Some(SwitchDue::Full)
     }
 
-    /// An adaptive keyspace's first buffer is switched early, once it holds
-    /// `first_buffer_fraction` of the buffer and `min_ops` operations, if
-    /// [`adaptive::decide`] would pick another representation: a whole first
-    /// buffer in the wrong one costs throughput, while a switch that changes
-    /// nothing would only add a small level-0 file. The check runs once: if
-    /// it keeps the representation, the buffer fills up as usual.
+    /// Whether the memtable must make way for another, and how; `None`
+    /// while it has room. Checked by the write leader before each write.
+    pub fn switch_due(&self, write_buffer_size: usize) -> Option<SwitchDue> {
+        let used = self.memory_usage().total();
+        if used >= write_buffer_size || self.rep.at_capacity() {
+            Some(SwitchDue::Full)
+        } else if self.probe_calls_for_switch(used) {
+            Some(SwitchDue::Representation)
+        } else {
+            None
+        }
+    }
+
+    /// An adaptive keyspace's first buffer changes representation early,
+    /// once it holds `first_buffer_fraction` of the buffer and `min_ops`
+    /// operations, if [`adaptive::decide`] would pick another one: a whole
+    /// first buffer in the wrong one costs throughput. The check runs once:
+    /// if it keeps the representation, the buffer fills up as usual.
     fn probe_calls_for_switch(&self, used: usize) -> bool {
         let Some(p) = &self.probe else {
             return false;
@@ -681,6 +704,32 @@ impl MemTable {
             return false;
         }
         true
+    }
+
+    /// The memtable that takes this one's place when
+    /// [`SwitchDue::Representation`] is due: the representation
+    /// [`MemTable::successor`] picks, holding a copy of every entry, on the
+    /// same log. No log switch, no flush and no small level-0 file: the
+    /// entries only move to another structure. Readers of this memtable keep
+    /// reading it (it is not changed); new readers see the copy.
+    /// REQUIRES: no concurrent writer (the write leader calls this).
+    pub fn rehomed(&self, opts: &KeyspaceOptions, id: u64) -> Self {
+        let mut next = self.successor(opts, id, self.log_number);
+        // Not `self.iter()`: the copy is not a range read of the workload.
+        let mut it = Arc::clone(&self.rep).iter();
+        it.seek_to_first();
+        let mut moved = 0u64;
+        while it.valid() {
+            next.rep.insert(it.key(), it.value());
+            moved += 1;
+            it.next();
+        }
+        next.largest_seqno = AtomicU64::new(self.largest_seqno());
+        next.deletions = AtomicUsize::new(self.deletions.load(AtomicOrdering::Relaxed));
+        if let Some(d) = &mut next.decision {
+            d.moved = Some(moved);
+        }
+        next
     }
 
     /// The entries a full buffer of this memtable's average entry size would
@@ -1099,12 +1148,14 @@ mod tests {
             );
         }
         assert!(first.memory_usage().total() >= quarter);
-        assert!(!first.is_full(o.write_buffer_size));
+        assert_eq!(first.switch_due(o.write_buffer_size), None);
         drive(&first, 0, 40, 0);
-        assert!(
-            first.is_full(o.write_buffer_size),
+        assert_eq!(
+            first.switch_due(o.write_buffer_size),
+            Some(SwitchDue::Representation),
             "100 operations seen, point-read heavy: a hash buffer is due"
         );
+        assert!(!first.is_full(o.write_buffer_size));
         // A mix the skiplist suits (range reads) keeps filling the buffer:
         // switching would change nothing.
         let ranged = MemTable::for_keyspace(&o, 4, 4);
@@ -1117,10 +1168,10 @@ mod tests {
             );
         }
         drive(&ranged, 0, 0, 40);
-        assert!(!ranged.is_full(o.write_buffer_size));
+        assert!(ranged.switch_due(o.write_buffer_size).is_none());
         drive(&ranged, 0, 400, 0);
         assert!(
-            !ranged.is_full(o.write_buffer_size),
+            ranged.switch_due(o.write_buffer_size).is_none(),
             "the probe ran once and kept the skiplist"
         );
         // Its successors are whole buffers.
@@ -1135,7 +1186,7 @@ mod tests {
         }
         drive(&second, 0, 200, 0);
         assert!(second.memory_usage().total() >= quarter);
-        assert!(!second.is_full(o.write_buffer_size));
+        assert!(second.switch_due(o.write_buffer_size).is_none());
         // A fixed kind never switches early.
         let fixed = MemTable::for_keyspace(&o.clone().memtable(MemTableKind::SkipList), 3, 3);
         drive(&fixed, 200, 200, 0);
@@ -1147,7 +1198,53 @@ mod tests {
                 false,
             );
         }
-        assert!(!fixed.is_full(o.write_buffer_size));
+        assert!(fixed.switch_due(o.write_buffer_size).is_none());
+    }
+
+    #[test]
+    fn an_early_switch_moves_every_entry_into_the_new_representation() {
+        let mut o = adaptive_opts(true);
+        o.write_buffer_size = 1 << 20;
+        let first = MemTable::for_keyspace(&o, 1, 7);
+        let mut keys = Vec::new();
+        for i in 0..300u64 {
+            // Some keys twice, some deleted: every version moves.
+            let k = (i % 200).to_be_bytes();
+            let ik = make_internal_key(&k, i + 1, ValueKind::Put);
+            first.add(&ik, &i.to_le_bytes(), i + 1, false);
+            keys.push((ik, i.to_le_bytes().to_vec()));
+        }
+        for i in 0..5u64 {
+            let ik = make_internal_key(&i.to_be_bytes(), 301 + i, ValueKind::Delete);
+            first.add(&ik, b"", 301 + i, true);
+            keys.push((ik, Vec::new()));
+        }
+        drive(&first, 0, 2000, 0);
+        let reads_before = first.op_counts();
+        let moved = first.rehomed(&o, 2);
+        assert_eq!(first.op_counts(), reads_before, "the copy is not a read");
+        assert_eq!(moved.rep_kind(), MemTableKind::HashLinkList);
+        assert_eq!(moved.log_number, 7, "same log: nothing was flushed");
+        assert_eq!(moved.largest_seqno(), 305);
+        assert_eq!(moved.deletions.load(AtomicOrdering::Relaxed), 5);
+        assert_eq!(moved.len(), keys.len());
+        let d = moved.decision().expect("decided");
+        assert_eq!(d.moved, Some(keys.len() as u64));
+        assert!(d.to_string().contains("305 entries moved"), "{d}");
+        keys.sort_by(|a, b| compare_internal(&a.0, &b.0));
+        let mut it = moved.iter();
+        it.seek_to_first();
+        for (k, v) in &keys {
+            assert!(it.valid());
+            assert_eq!((it.key(), it.value()), (k.as_slice(), v.as_slice()));
+            it.next();
+        }
+        assert!(!it.valid());
+        // The copy's own buffer is no longer a first buffer: it fills up,
+        // and its successor decides afresh without the moved count.
+        assert_eq!(moved.switch_due(o.write_buffer_size), None);
+        let next = moved.successor(&o, 3, 8);
+        assert_eq!(next.decision().expect("decided").moved, None);
     }
 
     #[test]
