@@ -69,8 +69,9 @@
 //! entries from a recent key); 372,000 inserts each (`--num` / 2), the
 //! median of `--mix-rounds` (default 3) rounds by ops/s, kinds in
 //! alternating order (a run that stops at the budget is not repeated). The
-//! report sets the adaptive kind's throughput next to the best fixed kind's
-//! and lists the representations the adaptive one chose (from
+//! report sets the adaptive kind's throughput next to the best fixed kind's,
+//! with the per-round ratios of the two (rounds paired by number) and their
+//! median, and lists the representations the adaptive one chose (from
 //! `KeyspaceStats::memtable_rep` / `memtable_decision`).
 
 use std::collections::{BTreeMap, HashSet};

@@ -4,11 +4,12 @@
 //! The first buffer is a skiplist. Once it holds `first_buffer_fraction` of
 //! the write buffer (default an eighth) and has seen `min_ops` operations,
 //! [`decide`] runs once on what it saw: if that picks another
-//! representation, the buffer is switched then rather than after a whole
-//! buffer in the wrong one (with a point-read-heavy mix, a whole first buffer
-//! as a skiplist cost about a tenth of the best fixed kind's throughput);
-//! otherwise it fills up as usual, and no small level-0 file is made for
-//! nothing. While mutable, an adaptive memtable
+//! representation, its entries move into one then
+//! ([`super::MemTable::rehomed`]: same log, no flush) rather than after a
+//! whole buffer in the wrong one (with a point-read-heavy mix, a whole first
+//! buffer as a skiplist cost about a tenth of the best fixed kind's
+//! throughput); otherwise it fills up as usual. While mutable, an adaptive
+//! memtable
 //! counts inserts, point reads ([`super::MemTable::get`]) and range reads
 //! (iterator creations, [`super::MemTable::iter`]); reads of immutable
 //! memtables (which every kind serves from sorted data) are not counted. At
@@ -60,9 +61,9 @@ pub struct AdaptivePolicy {
     /// `hash-skiplist` (default 16). Not negative.
     pub max_bucket_load_for_linklist: f64,
     /// Fraction of the write buffer after which the first buffer (nothing
-    /// observed before it) is switched early, once it has seen `min_ops`
-    /// operations and if they call for another representation (default
-    /// 0.125; 1.0: never early). Greater than 0.
+    /// observed before it) changes representation early, once it has seen
+    /// `min_ops` operations and if they call for another representation
+    /// (default 0.125; 1.0: never early). Greater than 0.
     pub first_buffer_fraction: f64,
 }
 
