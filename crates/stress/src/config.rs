@@ -26,6 +26,10 @@ pub struct DbConfig {
     /// Fixed prefix length for the memtable's prefix extractor (0: none;
     /// hashed memtable kinds then get 6, which groups 100 keys per prefix).
     pub prefix_len: usize,
+    /// With the adaptive memtable: range reads never call for a skiplist,
+    /// so the first buffer after every open moves its entries to a hash
+    /// kind while the workload reads it (and a prefix of 6 is the default).
+    pub adaptive_churn: bool,
 }
 
 impl Default for DbConfig {
@@ -40,6 +44,7 @@ impl Default for DbConfig {
             block_size: 4096,
             block_cache_bytes: 8 << 20,
             prefix_len: 0,
+            adaptive_churn: false,
         }
     }
 }
@@ -50,14 +55,17 @@ impl DbConfig {
     pub fn keyspace_options(&self) -> KeyspaceOptions {
         let d = KeyspaceOptions::default();
         let prefix = match self.prefix_len {
-            0 if self.memtable.is_hashed() => 6,
+            0 if self.memtable.is_hashed() || self.adaptive_churn => 6,
             n => n,
         };
-        let memtable_options = if prefix > 0 {
+        let mut memtable_options = if prefix > 0 {
             MemTableOptions::fixed_prefix(prefix)
         } else {
             d.memtable_options.clone()
         };
+        if self.adaptive_churn {
+            memtable_options.adaptive.min_range_share_for_skiplist = 1.0;
+        }
         KeyspaceOptions {
             memtable_options,
             write_buffer_size: self.write_buffer_size,

@@ -93,6 +93,11 @@ struct StressArgs {
     /// or 6 for the hashed memtable kinds, which need one).
     #[arg(long, default_value_t = 0)]
     prefix_len: usize,
+    /// With --memtable adaptive: range reads never call for a skiplist, so
+    /// the first buffer after every open changes representation in place
+    /// (to a hash kind) under the running workload.
+    #[arg(long)]
+    adaptive_churn: bool,
     /// Random seed (default: from the clock; printed).
     #[arg(long)]
     seed: Option<u64>,
@@ -124,6 +129,9 @@ impl StressArgs {
             .memtable
             .parse()
             .map_err(|e| format!("--memtable: {e}"))?;
+        if self.adaptive_churn && memtable != MemTableKind::Adaptive {
+            return Err("--adaptive-churn needs --memtable adaptive".into());
+        }
         let compression: Compression = self
             .compression
             .parse()
@@ -138,6 +146,7 @@ impl StressArgs {
             block_size: self.block_size,
             block_cache_bytes: self.block_cache_bytes,
             prefix_len: self.prefix_len,
+            adaptive_churn: self.adaptive_churn,
         })
     }
 
@@ -170,6 +179,9 @@ impl StressArgs {
         ];
         if let Some(c) = self.counter_keys {
             v.push(format!("--counter-keys={c}"));
+        }
+        if self.adaptive_churn {
+            v.push("--adaptive-churn".into());
         }
         v
     }
@@ -310,8 +322,19 @@ fn cmd_run(a: RunArgs) -> Result<u8, String> {
         done.store(true, Ordering::SeqCst);
     });
     let st = h.db.stats();
+    // The representation of the default keyspace's buffer, and for an
+    // adaptive one why it was chosen.
+    let memtable = st
+        .keyspaces
+        .iter()
+        .find(|k| k.id == 0)
+        .map(|k| match &k.memtable_decision {
+            Some(d) => format!("{} ({d})", k.memtable_rep),
+            None => k.memtable_rep.clone(),
+        })
+        .unwrap_or_default();
     println!(
-        "{} in {:.1} s; flushes {}, compactions {}, tree {}; failures: {}",
+        "{} in {:.1} s; flushes {}, compactions {}, tree {}, memtable {memtable}; failures: {}",
         stats.line(),
         t0.elapsed().as_secs_f64(),
         st.flushes,

@@ -451,7 +451,7 @@ pub struct MemTable {
     point_reads: AtomicU64,
     range_reads: AtomicU64,
     /// An adaptive keyspace's first buffer (nothing observed yet): when it
-    /// may be switched early; see [`MemTable::is_full`].
+    /// may change representation early; see [`MemTable::switch_due`].
     probe: Option<FirstBufferProbe>,
 }
 
@@ -467,7 +467,7 @@ pub enum SwitchDue {
 
 /// What an adaptive keyspace's first buffer needs to decide early.
 struct FirstBufferProbe {
-    /// Bytes after which the buffer may be switched early.
+    /// Bytes after which the buffer may change representation early.
     bytes: usize,
     policy: AdaptivePolicy,
     /// Hash buckets a hash buffer of this keyspace would have (`None`: no
