@@ -661,15 +661,10 @@ impl MemTable {
         self.rep.memory_usage()
     }
 
-    /// True when the memtable should be switched: it holds
-    /// `write_buffer_size` bytes, or its representation is out of reserved
-    /// room (`vector-static`).
-    pub fn is_full(&self, write_buffer_size: usize) -> bool {
-        self.switch_due(write_buffer_size) == Some(SwitchDue::Full)
-    }
-
     /// Whether the memtable must make way for another, and how; `None`
-    /// while it has room. Checked by the write leader before each write.
+    /// while it has room. Full: it holds `write_buffer_size` bytes, or its
+    /// representation is out of reserved room (`vector-static`). Checked by
+    /// the write leader before each write.
     pub fn switch_due(&self, write_buffer_size: usize) -> Option<SwitchDue> {
         let used = self.memory_usage().total();
         if used >= write_buffer_size || self.rep.at_capacity() {
@@ -996,7 +991,7 @@ mod tests {
         let dynamic = MemTable::with_options(MemTableKind::Vector, &o, 64 * 1024, 1, 1);
         assert!(dynamic.memory_usage().metadata_bytes < empty.metadata_bytes);
         for i in 0..64u64 {
-            assert!(!m.is_full(usize::MAX));
+            assert_ne!(m.switch_due(usize::MAX), Some(SwitchDue::Full));
             m.add(
                 &make_internal_key(&i.to_be_bytes(), i + 1, ValueKind::Put),
                 b"v",
@@ -1004,7 +999,11 @@ mod tests {
                 false,
             );
         }
-        assert!(m.is_full(usize::MAX), "64 slots reserved, 64 used");
+        assert_eq!(
+            m.switch_due(usize::MAX),
+            Some(SwitchDue::Full),
+            "64 slots reserved, 64 used"
+        );
         assert_eq!(m.counters().regrowths, 0);
         // The slot array did not move: only per-entry overhead was added.
         assert!(m.memory_usage().metadata_bytes < empty.metadata_bytes + 64 * 64);
@@ -1155,7 +1154,7 @@ mod tests {
             Some(SwitchDue::Representation),
             "100 operations seen, point-read heavy: a hash buffer is due"
         );
-        assert!(!first.is_full(o.write_buffer_size));
+        assert_ne!(first.switch_due(o.write_buffer_size), Some(SwitchDue::Full));
         // A mix the skiplist suits (range reads) keeps filling the buffer:
         // switching would change nothing.
         let ranged = MemTable::for_keyspace(&o, 4, 4);
