@@ -32,6 +32,7 @@ use crate::log::{LogReader, LogWriter, TailPolicy};
 use crate::lookup::Lookup;
 use crate::manifest::{MANIFEST_FORMAT_VERSION, NewFile, VersionEdit};
 use crate::memtable::{MemTable, SwitchDue};
+use crate::retained::{RetainedTable, RetainedTableIter};
 use crate::options::{
     KeyspaceOptions, MAX_KEY_BYTES, MAX_VALUE_BYTES, Options, ReadOptions, WriteOptions,
 };
@@ -1870,7 +1871,13 @@ impl DbInner {
             }
             let mut visit = |k: &[u8], val: &[u8]| lookup.visit(k, val);
             match f.retained() {
-                Some(m) => m.get(seek, &mut visit),
+                // The file's filter answers for its retained entries (the
+                // same user keys): a probe is cheaper than a search.
+                Some(t) => {
+                    if f.table.may_contain(key) {
+                        t.get(seek, &mut visit);
+                    }
+                }
                 None => {
                     f.table.get(key, seek, &mut visit)?;
                 }
@@ -1908,8 +1915,8 @@ impl DbInner {
         };
         for f in sv.version.levels[0].iter().filter(|f| in_range(f)) {
             match f.retained() {
-                Some(m) => children.push(Box::new(RetainedIter {
-                    inner: m.iter(),
+                Some(t) => children.push(Box::new(RetainedIter {
+                    inner: t.iter(),
                     table: Arc::clone(&f.table),
                 })),
                 None => children.push(Box::new(f.table.iter())),
@@ -2097,7 +2104,13 @@ impl DbInner {
                     Arc::clone(&self.stats),
                 )?;
                 if opts.retain_flushed_memtables {
-                    meta.retain(Arc::clone(imm));
+                    // The second pass over the memtable copies its entries
+                    // into the layout retained tables read from; a
+                    // memtable too large for it is not retained.
+                    let entry_bytes = imm.memory_usage().entry_bytes;
+                    if let Some(t) = RetainedTable::build(imm.iter().as_mut(), entry_bytes)? {
+                        meta.retain(Arc::new(t));
+                    }
                 }
                 vec![(0usize, Arc::new(meta))]
             }
@@ -2568,7 +2581,7 @@ fn publish(ks: &mut KeyspaceState) {
 /// filter answers for it: both hold the same user keys (the memtable may
 /// hold more versions of them, never another key).
 struct RetainedIter {
-    inner: Box<dyn InternalIterator>,
+    inner: RetainedTableIter,
     table: Arc<TableReader>,
 }
 

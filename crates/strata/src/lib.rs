@@ -49,6 +49,7 @@ pub mod manifest;
 pub mod memtable;
 pub mod merge;
 pub mod options;
+pub mod retained;
 pub mod version;
 
 pub use batch::WriteBatch;

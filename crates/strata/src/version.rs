@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{SeqNo, compare_internal, user_key};
 use crate::manifest::NewFile;
-use crate::memtable::MemTable;
+use crate::retained::RetainedTable;
 use crate::sst::{TableIter, TableReader};
 use crate::vfs::Vfs;
 
@@ -34,9 +34,10 @@ pub struct FileMeta {
     pub(crate) being_compacted: AtomicBool,
     obsolete: AtomicBool,
     vfs: Arc<dyn Vfs>,
-    /// The memtable this level-0 file was flushed from, kept to serve its
-    /// reads (memtable retention); freed with the file or by the budget.
-    retained: parking_lot::RwLock<Option<Arc<MemTable>>>,
+    /// The entries of the memtable this level-0 file was flushed from, kept
+    /// to serve its reads (memtable retention); freed with the file or by
+    /// the budget.
+    retained: parking_lot::RwLock<Option<Arc<RetainedTable>>>,
 }
 
 impl FileMeta {
@@ -62,14 +63,14 @@ impl FileMeta {
     }
 
     /// The retained memtable serving this file's reads, if any.
-    pub fn retained(&self) -> Option<Arc<MemTable>> {
+    pub fn retained(&self) -> Option<Arc<RetainedTable>> {
         self.retained.read().clone()
     }
 
-    /// Serves this file's reads from `mem` (which holds every entry the file
-    /// holds, and possibly older versions no reader can see).
-    pub(crate) fn retain(&self, mem: Arc<MemTable>) {
-        *self.retained.write() = Some(mem);
+    /// Serves this file's reads from `table` (which holds every entry the
+    /// file holds, and possibly older versions no reader can see).
+    pub(crate) fn retain(&self, table: Arc<RetainedTable>) {
+        *self.retained.write() = Some(table);
     }
 
     /// Stops serving reads from the retained memtable; returns its bytes.
@@ -77,7 +78,7 @@ impl FileMeta {
         self.retained
             .write()
             .take()
-            .map_or(0, |m| m.memory_usage().total())
+            .map_or(0, |t| t.memory_bytes())
     }
 
     /// Bytes of the retained memtable (0 if none).
@@ -85,7 +86,7 @@ impl FileMeta {
         self.retained
             .read()
             .as_ref()
-            .map_or(0, |m| m.memory_usage().total())
+            .map_or(0, |t| t.memory_bytes())
     }
 
     /// The manifest record of this file at `level`.
