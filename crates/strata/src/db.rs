@@ -1821,9 +1821,14 @@ impl DbInner {
             if st.closed {
                 return Err(Error::Closed);
             }
-            let pending = ids
-                .iter()
-                .any(|id| st.keyspaces.get(id).is_some_and(|k| !k.imms.is_empty()));
+            // A flush still running may be attaching its retained copy
+            // (`retain_flushed`); waiting for it makes a retained table
+            // visible once `flush` returns.
+            let pending = ids.iter().any(|id| {
+                st.keyspaces
+                    .get(id)
+                    .is_some_and(|k| !k.imms.is_empty() || k.flushing)
+            });
             if !pending {
                 return Ok(());
             }
@@ -2103,15 +2108,6 @@ impl DbInner {
                     self.cache.clone(),
                     Arc::clone(&self.stats),
                 )?;
-                if opts.retain_flushed_memtables {
-                    // The second pass over the memtable copies its entries
-                    // into the layout retained tables read from; a
-                    // memtable too large for it is not retained.
-                    let entry_bytes = imm.memory_usage().entry_bytes;
-                    if let Some(t) = RetainedTable::build(imm.iter().as_mut(), entry_bytes)? {
-                        meta.retain(Arc::new(t));
-                    }
-                }
                 vec![(0usize, Arc::new(meta))]
             }
             None => Vec::new(),
@@ -2136,13 +2132,7 @@ impl DbInner {
         let obsolete_logs = {
             let mut st = self.state.lock();
             let k = st.keyspaces.get_mut(&id).ok_or(Error::Closed)?;
-            if let Some((_, f)) = added.first()
-                && f.retained().is_some()
-            {
-                k.retained.push_back(Arc::downgrade(f));
-                enforce_retention_budget(k);
-            }
-            k.version = Arc::new(k.version.apply(id, &[], added));
+            k.version = Arc::new(k.version.apply(id, &[], added.clone()));
             if k.imms.first().is_some_and(|m| Arc::ptr_eq(m, imm)) {
                 k.imms.remove(0);
             }
@@ -2171,7 +2161,39 @@ impl DbInner {
             // A log left behind is removed at the next open.
             let _ = self.vfs.remove(&filename::log_path(&self.path, l));
         }
+        if opts.retain_flushed_memtables
+            && let Some((_, f)) = added.first()
+        {
+            self.retain_flushed(id, imm, f);
+        }
         Ok(())
+    }
+
+    /// Memtable retention: copies the flushed memtable `imm` into a
+    /// [`RetainedTable`] that serves the reads of its level-0 file `f`.
+    /// Runs after the flush is installed, so that writers waiting for the
+    /// memtable's room do not wait for the copy too; until it is attached,
+    /// reads go to the file, which holds the same entries. Retention is a
+    /// cache: a memtable the layout cannot hold (4 GiB or more) is simply
+    /// not retained.
+    fn retain_flushed(&self, id: u32, imm: &MemTable, f: &Arc<FileMeta>) {
+        let entry_bytes = imm.memory_usage().entry_bytes;
+        let Ok(Some(table)) = RetainedTable::build(imm.iter().as_mut(), entry_bytes) else {
+            return;
+        };
+        f.retain(Arc::new(table));
+        let mut st = self.state.lock();
+        let Some(k) = st.keyspaces.get_mut(&id) else {
+            f.release_retained();
+            return;
+        };
+        if k.version.levels[0].iter().any(|g| Arc::ptr_eq(g, f)) {
+            k.retained.push_back(Arc::downgrade(f));
+            enforce_retention_budget(k);
+        } else {
+            // Compacted out of level 0 while the copy was made.
+            f.release_retained();
+        }
     }
 
     fn compaction_loop(self: Arc<Self>) {
