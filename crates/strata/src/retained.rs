@@ -16,9 +16,10 @@
 //! - `prefixes`: for each entry, 8 bytes of its user key taken just past the
 //!   prefix that every key in the table shares, as a big-endian `u64`.
 //!
-//! A seek binary-searches `prefixes` (8 bytes an entry, so its hot upper
-//! levels stay in cache) and compares whole keys only among the entries
-//! whose prefix equals the target's. Because all keys share the skipped
+//! A seek binary-searches a sample of every 64th prefix (small enough to
+//! stay in cache), then the one run of 64 prefixes the sample points to, and
+//! compares whole keys only among the entries whose prefix equals the
+//! target's. Because all keys share the skipped
 //! prefix, the 8 bytes after it order the keys: for user keys `a < b`,
 //! `prefix(a) <= prefix(b)` (bytes past a short key count as zero), so a
 //! prefix smaller than the target's means a smaller key and a larger one a
@@ -34,6 +35,10 @@ use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{compare_internal, user_key};
 
+/// One prefix in this many is copied into the samples (64: a run of
+/// prefixes is 512 bytes, eight cache lines).
+const SAMPLE_EVERY: usize = 64;
+
 /// Where one entry lives in `data`.
 #[derive(Clone, Copy, Debug)]
 struct Slot {
@@ -48,6 +53,9 @@ pub struct RetainedTable {
     data: Vec<u8>,
     slots: Vec<Slot>,
     prefixes: Vec<u64>,
+    /// Every `SAMPLE_EVERY`th prefix: small enough to stay in cache, so a
+    /// seek misses it only for the one run of `prefixes` it then searches.
+    samples: Vec<u64>,
     /// The user-key prefix every entry shares.
     common: Vec<u8>,
 }
@@ -111,6 +119,7 @@ impl RetainedTable {
             data,
             slots,
             prefixes: Vec::new(),
+            samples: Vec::new(),
             common: Vec::new(),
         };
         if let (Some(first), Some(last)) = (table.slots.first(), table.slots.last()) {
@@ -125,6 +134,7 @@ impl RetainedTable {
             .iter()
             .map(|s| prefix_after(user_key(table.key_of(*s)), skip))
             .collect();
+        table.samples = table.prefixes.iter().step_by(SAMPLE_EVERY).copied().collect();
         Ok(Some(table))
     }
 
@@ -142,7 +152,7 @@ impl RetainedTable {
     pub fn memory_bytes(&self) -> usize {
         self.data.capacity()
             + self.slots.capacity() * std::mem::size_of::<Slot>()
-            + self.prefixes.capacity() * std::mem::size_of::<u64>()
+            + (self.prefixes.capacity() + self.samples.capacity()) * std::mem::size_of::<u64>()
             + self.common.capacity()
             + std::mem::size_of::<Self>()
     }
@@ -180,7 +190,12 @@ impl RetainedTable {
             Ordering::Equal => {}
         }
         let tp = prefix_after(tu, skip);
-        let lo = self.prefixes.partition_point(|&p| p < tp);
+        // The samples narrow the search to one run of SAMPLE_EVERY prefixes
+        // (the sample before it is < tp, the one after it >= tp).
+        let j = self.samples.partition_point(|&p| p < tp);
+        let start = j.saturating_sub(1) * SAMPLE_EVERY;
+        let end = (j * SAMPLE_EVERY).min(n);
+        let lo = start + self.prefixes[start..end].partition_point(|&p| p < tp);
         // Entries whose prefix equals the target's are few (often none):
         // gallop to their end, then compare whole keys among them.
         let mut step = 1;
@@ -316,7 +331,7 @@ mod tests {
         /// table was copied from.
         #[test]
         fn reads_match_the_memtable_it_was_copied_from(
-            keys in prop::collection::vec((user_key_strategy(), 1u64..6, any::<bool>()), 0..120),
+            keys in prop::collection::vec((user_key_strategy(), 1u64..6, any::<bool>()), 0..400),
             probes in prop::collection::vec((user_key_strategy(), 0u64..8), 1..24),
         ) {
             // Distinct (user key, seqno) pairs: an internal key is unique.
@@ -408,7 +423,8 @@ mod tests {
         let m = memtable(&keys);
         let t = retained(&m);
         assert!(t.memory_bytes() >= m.memory_usage().entry_bytes);
-        // Slots and prefixes: 20 bytes an entry beyond the entries.
-        assert!(t.memory_bytes() <= m.memory_usage().entry_bytes + 20 * 1000 + 4096);
+        // Slots, prefixes and samples: about 20 bytes an entry beyond the
+        // entries.
+        assert!(t.memory_bytes() <= m.memory_usage().entry_bytes + 21 * 1000 + 4096);
     }
 }
