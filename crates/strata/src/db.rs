@@ -32,10 +32,10 @@ use crate::log::{LogReader, LogWriter, TailPolicy};
 use crate::lookup::Lookup;
 use crate::manifest::{MANIFEST_FORMAT_VERSION, NewFile, VersionEdit};
 use crate::memtable::{MemTable, SwitchDue};
-use crate::retained::{RetainedTable, RetainedTableIter};
 use crate::options::{
     KeyspaceOptions, MAX_KEY_BYTES, MAX_VALUE_BYTES, Options, ReadOptions, WriteOptions,
 };
+use crate::retained::{RetainedTable, RetainedTableIter};
 use crate::sst::{TableBuilder, TableReader};
 use crate::stats::Statistics;
 use crate::version::{FileMeta, LevelIter, Version};

@@ -114,7 +114,9 @@ impl RetainedTable {
             it.next();
         }
         it.status()?;
+        // `data` was sized from the hint; the slots grew by doubling.
         data.shrink_to_fit();
+        slots.shrink_to_fit();
         let mut table = RetainedTable {
             data,
             slots,
@@ -134,7 +136,12 @@ impl RetainedTable {
             .iter()
             .map(|s| prefix_after(user_key(table.key_of(*s)), skip))
             .collect();
-        table.samples = table.prefixes.iter().step_by(SAMPLE_EVERY).copied().collect();
+        table.samples = table
+            .prefixes
+            .iter()
+            .step_by(SAMPLE_EVERY)
+            .copied()
+            .collect();
         Ok(Some(table))
     }
 
@@ -314,12 +321,23 @@ mod tests {
         it.valid().then(|| (it.key().to_vec(), it.value().to_vec()))
     }
 
+    /// A point-read visitor that keeps the first three entries it sees.
+    fn first_three(out: &mut Vec<(Vec<u8>, Vec<u8>)>) -> impl FnMut(&[u8], &[u8]) -> bool + '_ {
+        |k, v| {
+            out.push((k.to_vec(), v.to_vec()));
+            out.len() < 3
+        }
+    }
+
     /// Keys drawn so that many share long prefixes, some are prefixes of
     /// others, and some are shorter than the prefix the table shares.
     fn user_key_strategy() -> impl Strategy<Value = Vec<u8>> {
         (
             prop::sample::select(vec![&b""[..], b"user", b"user:0000000", b"user:0000001"]),
-            prop::collection::vec(prop::sample::select(vec![0u8, b'0', b'5', b'9', 0xff]), 0..12),
+            prop::collection::vec(
+                prop::sample::select(vec![0u8, b'0', b'5', b'9', 0xff]),
+                0..12,
+            ),
         )
             .prop_map(|(head, tail)| [head, &tail[..]].concat())
     }
@@ -375,16 +393,9 @@ mod tests {
                     b.seek_for_prev(&target);
                     prop_assert_eq!(at(a.as_ref()), at(&b));
 
-                    let collect = |get: &dyn Fn(&mut dyn FnMut(&[u8], &[u8]) -> bool)| {
-                        let mut out = Vec::new();
-                        get(&mut |k: &[u8], v: &[u8]| {
-                            out.push((k.to_vec(), v.to_vec()));
-                            out.len() < 3
-                        });
-                        out
-                    };
-                    let want = collect(&|f| m.get(&target, f));
-                    let got = collect(&|f| t.get(&target, f));
+                    let (mut want, mut got) = (Vec::new(), Vec::new());
+                    m.get(&target, &mut first_three(&mut want));
+                    t.get(&target, &mut first_three(&mut got));
                     prop_assert_eq!(want, got);
                 }
             }

@@ -75,10 +75,7 @@ impl FileMeta {
 
     /// Stops serving reads from the retained memtable; returns its bytes.
     pub(crate) fn release_retained(&self) -> usize {
-        self.retained
-            .write()
-            .take()
-            .map_or(0, |t| t.memory_bytes())
+        self.retained.write().take().map_or(0, |t| t.memory_bytes())
     }
 
     /// Bytes of the retained memtable (0 if none).

@@ -30,6 +30,9 @@ pub struct DbConfig {
     /// so the first buffer after every open moves its entries to a hash
     /// kind while the workload reads it (and a prefix of 6 is the default).
     pub adaptive_churn: bool,
+    /// Memtable retention, with a budget of two write buffers (so that
+    /// the budget releases some before compaction does).
+    pub retain_memtables: bool,
 }
 
 impl Default for DbConfig {
@@ -45,6 +48,7 @@ impl Default for DbConfig {
             block_cache_bytes: 8 << 20,
             prefix_len: 0,
             adaptive_churn: false,
+            retain_memtables: false,
         }
     }
 }
@@ -83,6 +87,12 @@ impl DbConfig {
             // never receives merges, but a batch may mix keyspaces and
             // the operator is harmless there.
             merge_operator: Some(Arc::new(U64AddOperator)),
+            retain_flushed_memtables: self.retain_memtables,
+            retained_memtable_bytes: if self.retain_memtables {
+                2 * self.write_buffer_size as u64
+            } else {
+                0
+            },
             ..d
         }
     }

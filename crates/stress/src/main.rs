@@ -98,6 +98,10 @@ struct StressArgs {
     /// (to a hash kind) under the running workload.
     #[arg(long)]
     adaptive_churn: bool,
+    /// Memtable retention: flushed memtables serve their level-0 files' reads,
+    /// with a budget of two write buffers so that some are released early.
+    #[arg(long)]
+    retain_memtables: bool,
     /// Random seed (default: from the clock; printed).
     #[arg(long)]
     seed: Option<u64>,
@@ -147,6 +151,7 @@ impl StressArgs {
             block_cache_bytes: self.block_cache_bytes,
             prefix_len: self.prefix_len,
             adaptive_churn: self.adaptive_churn,
+            retain_memtables: self.retain_memtables,
         })
     }
 
@@ -182,6 +187,9 @@ impl StressArgs {
         }
         if self.adaptive_churn {
             v.push("--adaptive-churn".into());
+        }
+        if self.retain_memtables {
+            v.push("--retain-memtables".into());
         }
         v
     }
@@ -268,6 +276,7 @@ fn cmd_run(a: RunArgs) -> Result<u8, String> {
     }));
     let layout = a.stress.layout()?;
     let db_cfg = a.stress.db_config()?;
+    let db_retains = db_cfg.retain_memtables;
     let exp = expected_path(&a.db, &a.expected_state);
     if !exp.exists() && dir_has_entries(&a.db) {
         return Err(format!(
@@ -333,6 +342,12 @@ fn cmd_run(a: RunArgs) -> Result<u8, String> {
             None => k.memtable_rep.clone(),
         })
         .unwrap_or_default();
+    let retained: usize = st.keyspaces.iter().map(|k| k.retained_memtables).sum();
+    let memtable = if db_retains {
+        format!("{memtable}, {retained} retained")
+    } else {
+        memtable
+    };
     println!(
         "{} in {:.1} s; flushes {}, compactions {}, tree {}, memtable {memtable}; failures: {}",
         stats.line(),
