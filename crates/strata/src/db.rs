@@ -1990,7 +1990,10 @@ impl DbInner {
                     return;
                 }
                 let skipped = merged.filter_skips() > 0;
-                shared.filter_gate.record(skipped);
+                // The gate counts a scan as saved only when a level it
+                // skipped would have been read: skipping a lazy level whose
+                // seek lands before a file spares nothing.
+                shared.filter_gate.record(merged.filter_saved_reads() > 0);
                 // A scan a record answered leaves that record in place; storing
                 // its observation again would cost two key copies and a map
                 // insert per repeated scan for no new claim.

@@ -40,6 +40,14 @@ pub trait InternalIterator: Send {
     /// whoever reads the value calls this first. [`MergingIterator`] does,
     /// on the child it makes current.
     fn settle(&mut self) {}
+    /// Whether `seek(target)` would read anything (a block, a node). False
+    /// when the source answers it from what it already holds: a lazy level
+    /// whose target lies before a file or past its last one. A scan that
+    /// skips such a source spares nothing; iterator reduction's gate counts
+    /// only the skips that spare a read. The default, true, is safe.
+    fn seek_reads(&self, _target: &[u8]) -> bool {
+        true
+    }
     /// The first error met, if any.
     fn status(&self) -> Result<()>;
 }
@@ -94,6 +102,9 @@ pub struct MergingIterator {
     direction: Direction,
     dormant: Vec<bool>,
     any_dormant: bool,
+    /// Children (by index, below 64) the reducer left dormant whose seek
+    /// would have read nothing ([`InternalIterator::seek_reads`]).
+    free_skips: u64,
     /// Exclusive user-key end of the range in which dormant children hold
     /// nothing (`None`: unbounded).
     reduced_hi: Option<Vec<u8>>,
@@ -137,6 +148,7 @@ impl MergingIterator {
             direction: Direction::Forward,
             dormant: vec![false; n],
             any_dormant: false,
+            free_skips: 0,
             reduced_hi: None,
             reducer: None,
             observed_lo: None,
@@ -181,6 +193,17 @@ impl MergingIterator {
             .iter()
             .zip(&self.deferred)
             .filter(|(d, p)| **d && !**p)
+            .count() as u64
+    }
+
+    /// Of [`Self::filter_skips`], those that spared a read: the children
+    /// whose seek would have read something had the scan not skipped them.
+    pub fn filter_saved_reads(&self) -> u64 {
+        self.dormant
+            .iter()
+            .zip(&self.deferred)
+            .enumerate()
+            .filter(|(i, (d, p))| **d && !**p && (*i >= 64 || self.free_skips & (1 << i) == 0))
             .count() as u64
     }
 
@@ -468,6 +491,9 @@ impl InternalIterator for MergingIterator {
                 {
                     self.dormant[i] = true;
                     self.any_dormant = true;
+                    if i < 64 && !self.children[i].seek_reads(target) {
+                        self.free_skips |= 1 << i;
+                    }
                 }
             }
             self.reduced_hi = hi;

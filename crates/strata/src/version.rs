@@ -460,6 +460,17 @@ impl InternalIterator for LevelIter {
     fn settle(&mut self) {
         self.load_pending();
     }
+    fn seek_reads(&self, target: &[u8]) -> bool {
+        // As `seek`: past the last file, or (lazy) before the file that
+        // can hold the target, the answer is known without a read.
+        let i = self
+            .files
+            .partition_point(|f| compare_internal(&f.largest, target) == Ordering::Less);
+        match self.files.get(i) {
+            None => false,
+            Some(f) => !(self.lazy && compare_internal(target, &f.smallest) != Ordering::Greater),
+        }
+    }
     fn may_contain_user_key(&self, user_key: &[u8]) -> bool {
         // The only file whose range can hold the key: the first one ending
         // at or after it.
@@ -583,6 +594,30 @@ mod tests {
         lazy.settle();
         assert!(!lazy.pending);
         assert_eq!(lazy.value(), b"v40-9");
+    }
+
+    #[test]
+    fn seek_reads_says_whether_a_seek_opens_a_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let files = level(dir.path(), false);
+        let mut eager = LevelIter::new(files.clone());
+        let mut lazy = LevelIter::new_lazy(files);
+        let mut reads = [0, 0];
+        for k in 0..90u32 {
+            let t = make_seek_key(format!("k{k:04}").as_bytes(), crate::key::MAX_SEQNO);
+            for (n, it) in [&mut eager, &mut lazy].into_iter().enumerate() {
+                let predicted = it.seek_reads(&t);
+                it.seek(&t);
+                // A seek that read stands on an opened file.
+                let read = !it.pending && it.current.is_some();
+                assert_eq!(predicted, read, "iterator {n}, key {k}");
+                reads[n] += usize::from(read);
+            }
+        }
+        // Keys 0-79 lie at or before the last file's end; a lazy level
+        // reads only for targets inside a file past its first key (9 in
+        // each of three files).
+        assert_eq!(reads, [80, 27]);
     }
 
     #[test]
