@@ -103,9 +103,12 @@ fn repeated_short_scans_seek_fewer_children_with_reduction() {
     }
 }
 
+/// The key past both levels' other keys that [`two_level_tree`] writes.
+const FAR: u32 = 50_000;
+
 /// Every key below 30,000 in a deep level, and the even keys below 20,000
-/// rewritten into level 1: scans below 20,000 draw from both levels, scans
-/// above from the deep one only.
+/// (plus [`FAR`]) rewritten into level 1: scans below 20,000 draw from both
+/// levels, scans between 20,000 and 30,000 from the deep one only.
 fn two_level_tree(db: &Db) {
     for i in 0..30_000u32 {
         db.put(&key(i), b"old").expect("put");
@@ -115,6 +118,10 @@ fn two_level_tree(db: &Db) {
         for i in (0..20_000u32).step_by(2) {
             db.put(&key(i), b"new").expect("put");
         }
+        // One key far past the others: the upper level's last file spans
+        // the hole 20,000-49,999, so a seek into the hole reads that file
+        // (a skip there spares a read) rather than being answered lazily.
+        db.put(&key(FAR), b"far").expect("put");
         db.flush().expect("flush");
     }
     db.wait_for_background_work().expect("settle");
