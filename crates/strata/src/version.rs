@@ -305,6 +305,22 @@ impl LevelIter {
         self.current = self.files.get(index).map(|f| f.table.iter());
     }
 
+    /// How `seek(target)` is answered, from the file key ranges alone.
+    fn seek_plan(&self, target: &[u8]) -> SeekPlan {
+        let i = self
+            .files
+            .partition_point(|f| compare_internal(&f.largest, target) == Ordering::Less);
+        match self.files.get(i) {
+            None => SeekPlan::PastEnd,
+            // Every earlier file ends before the target and this one starts
+            // at or after it: the level's next entry is this file's first.
+            Some(f) if self.lazy && compare_internal(target, &f.smallest) != Ordering::Greater => {
+                SeekPlan::FirstOf(i)
+            }
+            Some(_) => SeekPlan::Read(i),
+        }
+    }
+
     /// Reads the entry a lazy seek stood on.
     fn load_pending(&mut self) {
         if !self.pending {
@@ -369,6 +385,16 @@ impl LevelIter {
     }
 }
 
+/// How a level answers a seek ([`LevelIter::seek_plan`]).
+enum SeekPlan {
+    /// No file ends at or after the target.
+    PastEnd,
+    /// Lazy: the next entry is file `i`'s first, known without a read.
+    FirstOf(usize),
+    /// File `i` must be opened and sought.
+    Read(usize),
+}
+
 impl InternalIterator for LevelIter {
     fn valid(&self) -> bool {
         self.pending || self.current.as_ref().is_some_and(|c| c.valid())
@@ -396,27 +422,24 @@ impl InternalIterator for LevelIter {
         }
     }
     fn seek(&mut self, target: &[u8]) {
-        let i = self
-            .files
-            .partition_point(|f| compare_internal(&f.largest, target) == Ordering::Less);
-        if i >= self.files.len() {
-            self.pending = false;
-            self.current = None;
-            return;
+        match self.seek_plan(target) {
+            SeekPlan::PastEnd => {
+                self.pending = false;
+                self.current = None;
+            }
+            SeekPlan::FirstOf(i) => {
+                self.index = i;
+                self.current = None;
+                self.pending = true;
+            }
+            SeekPlan::Read(i) => {
+                self.open(i);
+                if let Some(c) = self.current.as_mut() {
+                    c.seek(target);
+                }
+                self.skip_forward();
+            }
         }
-        if self.lazy && compare_internal(target, &self.files[i].smallest) != Ordering::Greater {
-            // Every earlier file ends before the target and this one starts
-            // at or after it: the level's next entry is this file's first.
-            self.index = i;
-            self.current = None;
-            self.pending = true;
-            return;
-        }
-        self.open(i);
-        if let Some(c) = self.current.as_mut() {
-            c.seek(target);
-        }
-        self.skip_forward();
     }
     fn seek_for_prev(&mut self, target: &[u8]) {
         let i = self
@@ -461,15 +484,7 @@ impl InternalIterator for LevelIter {
         self.load_pending();
     }
     fn seek_reads(&self, target: &[u8]) -> bool {
-        // As `seek`: past the last file, or (lazy) before the file that
-        // can hold the target, the answer is known without a read.
-        let i = self
-            .files
-            .partition_point(|f| compare_internal(&f.largest, target) == Ordering::Less);
-        match self.files.get(i) {
-            None => false,
-            Some(f) => !(self.lazy && compare_internal(target, &f.smallest) != Ordering::Greater),
-        }
+        matches!(self.seek_plan(target), SeekPlan::Read(_))
     }
     fn may_contain_user_key(&self, user_key: &[u8]) -> bool {
         // The only file whose range can hold the key: the first one ending
