@@ -35,7 +35,7 @@ use crate::memtable::{MemTable, SwitchDue};
 use crate::options::{
     KeyspaceOptions, MAX_KEY_BYTES, MAX_VALUE_BYTES, Options, ReadOptions, WriteOptions,
 };
-use crate::retained::{RetainedTable, RetainedTableIter};
+use crate::retained::{RetainedTableBuilder, RetainedTableIter};
 use crate::sst::{TableBuilder, TableReader};
 use crate::stats::Statistics;
 use crate::version::{FileMeta, LevelIter, Version};
@@ -1049,7 +1049,18 @@ impl DbInner {
             let number = next_file_number;
             next_file_number += 1;
             let mut it = mem.iter();
-            let out = build_table(&vfs, path, number, it.as_mut(), o, 0, &[], false, &|| false)?;
+            let out = build_table(
+                &vfs,
+                path,
+                number,
+                it.as_mut(),
+                o,
+                0,
+                &[],
+                false,
+                &|| false,
+                None,
+            )?;
             if let Some(rec) = out {
                 let rec = NewFile {
                     keyspace: *id,
@@ -2085,6 +2096,11 @@ impl DbInner {
                 .ok_or(Error::Closed)?
         };
         let mut it = imm.iter();
+        // Retention copies each entry as the flush writes it: no second walk
+        // of the skiplist, and the copy holds exactly the file's entries.
+        let mut copy = opts
+            .retain_flushed_memtables
+            .then(|| RetainedTableBuilder::new(imm.memory_usage().entry_bytes));
         let out = build_table(
             &self.vfs,
             &self.path,
@@ -2095,6 +2111,7 @@ impl DbInner {
             snapshots,
             false,
             &|| false,
+            copy.as_mut(),
         )?;
         let added = match out {
             Some(rec) => {
@@ -2164,24 +2181,20 @@ impl DbInner {
             // A log left behind is removed at the next open.
             let _ = self.vfs.remove(&filename::log_path(&self.path, l));
         }
-        if opts.retain_flushed_memtables
-            && let Some((_, f)) = added.first()
-        {
-            self.retain_flushed(id, imm, f);
+        if let (Some(copy), Some((_, f))) = (copy, added.first()) {
+            self.retain_flushed(id, copy, f);
         }
         Ok(())
     }
 
-    /// Memtable retention: copies the flushed memtable `imm` into a
-    /// [`RetainedTable`] that serves the reads of its level-0 file `f`.
-    /// Runs after the flush is installed, so that writers waiting for the
-    /// memtable's room do not wait for the copy too; until it is attached,
-    /// reads go to the file, which holds the same entries. Retention is a
-    /// cache: a memtable the layout cannot hold (4 GiB or more) is simply
-    /// not retained.
-    fn retain_flushed(&self, id: u32, imm: &MemTable, f: &Arc<FileMeta>) {
-        let entry_bytes = imm.memory_usage().entry_bytes;
-        let Ok(Some(table)) = RetainedTable::build(imm.iter().as_mut(), entry_bytes) else {
+    /// Memtable retention: attaches the copy of the flushed entries to their
+    /// level-0 file `f`, whose reads it then serves. Runs after the flush
+    /// is installed, so that writers waiting for the memtable's room do not
+    /// wait for the copy's index too; until it is attached, reads go to the
+    /// file, which holds the same entries. Retention is a cache: entries
+    /// the layout cannot hold (4 GiB or more) are simply not retained.
+    fn retain_flushed(&self, id: u32, copy: RetainedTableBuilder, f: &Arc<FileMeta>) {
+        let Some(table) = copy.finish() else {
             return;
         };
         f.retain(Arc::new(table));
@@ -2699,6 +2712,7 @@ fn build_table(
     snapshots: &[SeqNo],
     bottommost: bool,
     stop: &dyn Fn() -> bool,
+    mut copy: Option<&mut RetainedTableBuilder>,
 ) -> Result<Option<NewFile>> {
     let p = filename::table_path(dir, number);
     let f = vfs.create(&p)?;
@@ -2708,7 +2722,17 @@ fn build_table(
         bottommost,
         merge: opts.merge_operator.as_deref(),
     };
-    let r = compaction::compact_entries(input, &policy, &mut |k, v| b.add(k, v), stop);
+    let r = compaction::compact_entries(
+        input,
+        &policy,
+        &mut |k, v| {
+            if let Some(c) = copy.as_deref_mut() {
+                c.add(k, v);
+            }
+            b.add(k, v)
+        },
+        stop,
+    );
     let r = r.and_then(|_| {
         if b.num_entries() == 0 {
             Ok(None)

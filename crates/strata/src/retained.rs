@@ -86,63 +86,13 @@ impl RetainedTable {
     /// bytes). `Ok(None)` when the entries take 4 GiB or more, which 32-bit
     /// slots cannot address; errors are the iterator's.
     pub fn build(it: &mut dyn InternalIterator, entry_bytes: usize) -> Result<Option<Self>> {
-        if u32::try_from(entry_bytes).is_err() {
-            return Ok(None);
-        }
-        let mut data = Vec::with_capacity(entry_bytes);
-        let mut slots = Vec::new();
+        let mut b = RetainedTableBuilder::new(entry_bytes);
         it.seek_to_first();
-        while it.valid() {
-            let (k, v) = (it.key(), it.value());
-            let (Ok(offset), Ok(key_len), Ok(value_len)) = (
-                u32::try_from(data.len()),
-                u32::try_from(k.len()),
-                u32::try_from(v.len()),
-            ) else {
-                return Ok(None);
-            };
-            if u32::try_from(data.len() + k.len() + v.len()).is_err() {
-                return Ok(None);
-            }
-            data.extend_from_slice(k);
-            data.extend_from_slice(v);
-            slots.push(Slot {
-                offset,
-                key_len,
-                value_len,
-            });
+        while it.valid() && b.add(it.key(), it.value()) {
             it.next();
         }
         it.status()?;
-        // `data` was sized from the hint; the slots grew by doubling.
-        data.shrink_to_fit();
-        slots.shrink_to_fit();
-        let mut table = RetainedTable {
-            data,
-            slots,
-            prefixes: Vec::new(),
-            samples: Vec::new(),
-            common: Vec::new(),
-        };
-        if let (Some(first), Some(last)) = (table.slots.first(), table.slots.last()) {
-            let a = user_key(table.key_of(*first));
-            let b = user_key(table.key_of(*last));
-            let n = a.iter().zip(b).take_while(|(x, y)| x == y).count();
-            table.common = a[..n].to_vec();
-        }
-        let skip = table.common.len();
-        table.prefixes = table
-            .slots
-            .iter()
-            .map(|s| prefix_after(user_key(table.key_of(*s)), skip))
-            .collect();
-        table.samples = table
-            .prefixes
-            .iter()
-            .step_by(SAMPLE_EVERY)
-            .copied()
-            .collect();
-        Ok(Some(table))
+        Ok(b.finish())
     }
 
     /// Number of entries.
@@ -232,6 +182,103 @@ impl RetainedTable {
             pos: self.slots.len(),
             table: Arc::clone(self),
         }
+    }
+}
+
+/// Collects entries, in order, into a [`RetainedTable`]. The flush feeds it
+/// each entry it writes to the level-0 file, so the copy costs no second
+/// walk of the skiplist and holds exactly the file's entries.
+pub struct RetainedTableBuilder {
+    data: Vec<u8>,
+    slots: Vec<Slot>,
+    /// Set once the entries outgrow 32-bit offsets; the copy is then given
+    /// up and its memory freed.
+    too_large: bool,
+}
+
+impl RetainedTableBuilder {
+    /// `entry_bytes` is a capacity hint for the entries' key and value
+    /// bytes; a hint of 4 GiB or more gives up at once.
+    pub fn new(entry_bytes: usize) -> Self {
+        let too_large = u32::try_from(entry_bytes).is_err();
+        RetainedTableBuilder {
+            data: Vec::with_capacity(if too_large { 0 } else { entry_bytes }),
+            slots: Vec::new(),
+            too_large,
+        }
+    }
+
+    /// Appends one entry; keys must come in internal-key order. False once
+    /// the copy has been given up (the entries take 4 GiB or more), after
+    /// which further entries are ignored.
+    pub fn add(&mut self, key: &[u8], value: &[u8]) -> bool {
+        if self.too_large {
+            return false;
+        }
+        let end = self.data.len() + key.len() + value.len();
+        let (Ok(offset), Ok(key_len), Ok(value_len), Ok(_)) = (
+            u32::try_from(self.data.len()),
+            u32::try_from(key.len()),
+            u32::try_from(value.len()),
+            u32::try_from(end),
+        ) else {
+            self.too_large = true;
+            self.data = Vec::new();
+            self.slots = Vec::new();
+            return false;
+        };
+        debug_assert!(
+            self.slots.last().is_none_or(|s| compare_internal(
+                &self.data[s.offset as usize..][..s.key_len as usize],
+                key
+            ) == Ordering::Less),
+            "retained entries must come in order"
+        );
+        self.data.extend_from_slice(key);
+        self.data.extend_from_slice(value);
+        self.slots.push(Slot {
+            offset,
+            key_len,
+            value_len,
+        });
+        true
+    }
+
+    /// The finished table; `None` if the copy was given up.
+    pub fn finish(self) -> Option<RetainedTable> {
+        if self.too_large {
+            return None;
+        }
+        let (mut data, mut slots) = (self.data, self.slots);
+        // `data` was sized from the hint; the slots grew by doubling.
+        data.shrink_to_fit();
+        slots.shrink_to_fit();
+        let mut table = RetainedTable {
+            data,
+            slots,
+            prefixes: Vec::new(),
+            samples: Vec::new(),
+            common: Vec::new(),
+        };
+        if let (Some(first), Some(last)) = (table.slots.first(), table.slots.last()) {
+            let a = user_key(table.key_of(*first));
+            let b = user_key(table.key_of(*last));
+            let n = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+            table.common = a[..n].to_vec();
+        }
+        let skip = table.common.len();
+        table.prefixes = table
+            .slots
+            .iter()
+            .map(|s| prefix_after(user_key(table.key_of(*s)), skip))
+            .collect();
+        table.samples = table
+            .prefixes
+            .iter()
+            .step_by(SAMPLE_EVERY)
+            .copied()
+            .collect();
+        Some(table)
     }
 }
 
@@ -437,5 +484,23 @@ mod tests {
         // Slots, prefixes and samples: about 20 bytes an entry beyond the
         // entries.
         assert!(t.memory_bytes() <= m.memory_usage().entry_bytes + 21 * 1000 + 4096);
+    }
+
+    #[test]
+    fn entries_past_32_bit_offsets_are_not_retained() {
+        // A hint past what 32-bit offsets address gives up before copying.
+        let mut b = RetainedTableBuilder::new(1 << 32);
+        assert!(!b.add(b"k", b"v"));
+        assert!(b.finish().is_none());
+        // A builder given a small hint still takes entries past it.
+        let mut b = RetainedTableBuilder::new(1);
+        let m = memtable(&[(b"a".to_vec(), 1, false), (b"b".to_vec(), 2, false)]);
+        let mut it = m.iter();
+        it.seek_to_first();
+        while it.valid() {
+            assert!(b.add(it.key(), it.value()));
+            it.next();
+        }
+        assert_eq!(b.finish().map(|t| t.len()), Some(2));
     }
 }

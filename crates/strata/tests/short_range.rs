@@ -402,6 +402,55 @@ fn retained_memtables_serve_level0_reads_and_respect_the_budget() {
 }
 
 #[test]
+fn a_retained_copy_holds_what_its_file_holds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut o = options(true, false);
+    o.default_keyspace.write_buffer_size = 4 << 20;
+    o.default_keyspace.retained_memtable_bytes = 64 << 20;
+    let db = Db::open(dir.path(), o).expect("open");
+    let value = |round: u32, i: u32| format!("{round:03}-{i:04}-{}", "x".repeat(80)).into_bytes();
+    // Forty overwrites of 200 keys with no snapshot: the file keeps the
+    // newest version of each, and so does its copy.
+    for round in 0..40 {
+        for i in 0..200 {
+            db.put(&key(i), &value(round, i)).expect("put");
+        }
+    }
+    db.flush().expect("flush");
+    let ks = &db.stats().keyspaces[0];
+    assert_eq!(ks.retained_memtables, 1, "{ks:?}");
+    assert!(
+        ks.retained_memtable_bytes < 200 * 200,
+        "only the newest versions are copied: {ks:?}"
+    );
+    // A snapshot keeps the versions it sees in the next file, and in its
+    // copy.
+    let snap = db.snapshot();
+    for i in 0..200 {
+        db.put(&key(i), &value(99, i)).expect("put");
+    }
+    db.flush().expect("flush");
+    assert_eq!(db.stats().keyspaces[0].retained_memtables, 2);
+    for i in (0..200).step_by(7) {
+        assert_eq!(db.get(&key(i)).expect("get"), Some(value(99, i)));
+        assert_eq!(
+            db.default_keyspace().get_at(&key(i), &snap).expect("get"),
+            Some(value(39, i))
+        );
+    }
+    let old = short_scan(&db, &key(10), 5, Some(snap.seqno()));
+    let new = short_scan(&db, &key(10), 5, None);
+    assert_eq!(
+        old,
+        (10..15).map(|i| (key(i), value(39, i))).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        new,
+        (10..15).map(|i| (key(i), value(99, i))).collect::<Vec<_>>()
+    );
+}
+
+#[test]
 fn the_default_retention_budget_holds_a_full_level0() {
     // With the automatic budget (0), every level-0 file below the
     // compaction trigger keeps its memtable: a memtable is counted a little
