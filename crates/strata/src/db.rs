@@ -2616,8 +2616,7 @@ fn publish(ks: &mut KeyspaceState) {
 }
 
 /// A retained memtable read in place of its level-0 file. The file's point
-/// filter answers for it: both hold the same user keys (the memtable may
-/// hold more versions of them, never another key).
+/// filter answers for it: the copy holds exactly the file's entries.
 struct RetainedIter {
     inner: RetainedTableIter,
     table: Arc<TableReader>,
