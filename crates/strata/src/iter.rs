@@ -292,6 +292,7 @@ impl MergingIterator {
             self.deferred.iter_mut().for_each(|d| *d = false);
             self.any_dormant = false;
             self.any_deferred = false;
+            self.free_skips = 0;
         }
     }
 

@@ -186,8 +186,8 @@ pub struct KeyspaceOptions {
     /// made scans with uniform start keys 1.2-1.8× faster
     /// (docs/BENCHMARKS.md).
     pub retain_flushed_memtables: bool,
-    /// Byte budget of retained memtables (as the memtables count their
-    /// memory); past it the oldest are released. 0 (the default) means
+    /// Byte budget of retained memtables (each copy's entries, slots and
+    /// prefixes); past it the oldest are released. 0 (the default) means
     /// room for the memtables of a full level 0:
     /// `(level0_compaction_trigger + 1) * write_buffer_size`, 320 MiB with
     /// the other defaults (see [`KeyspaceOptions::retention_budget`]).

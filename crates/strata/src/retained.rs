@@ -493,14 +493,8 @@ mod tests {
         assert!(!b.add(b"k", b"v"));
         assert!(b.finish().is_none());
         // A builder given a small hint still takes entries past it.
-        let mut b = RetainedTableBuilder::new(1);
         let m = memtable(&[(b"a".to_vec(), 1, false), (b"b".to_vec(), 2, false)]);
-        let mut it = m.iter();
-        it.seek_to_first();
-        while it.valid() {
-            assert!(b.add(it.key(), it.value()));
-            it.next();
-        }
-        assert_eq!(b.finish().map(|t| t.len()), Some(2));
+        let t = RetainedTable::build(m.iter().as_mut(), 1).expect("build");
+        assert_eq!(t.map(|t| t.len()), Some(2));
     }
 }

@@ -67,8 +67,8 @@ impl FileMeta {
         self.retained.read().clone()
     }
 
-    /// Serves this file's reads from `table` (which holds every entry the
-    /// file holds, and possibly older versions no reader can see).
+    /// Serves this file's reads from `table`, a copy of exactly the
+    /// entries the file holds.
     pub(crate) fn retain(&self, table: Arc<RetainedTable>) {
         *self.retained.write() = Some(table);
     }
