@@ -28,9 +28,13 @@ use crate::gate::{self, SavingsGate};
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{SeekKey, SeqNo, ValueKind, append_internal_key, user_key};
 use crate::level_filter::{LevelFilter, LevelMask};
-use crate::log::{LogReader, LogWriter, TailPolicy};
+use crate::log::LogWriter;
 use crate::lookup::Lookup;
 use crate::manifest::{MANIFEST_FORMAT_VERSION, NewFile, VersionEdit};
+use crate::recovery::{
+    self, CleanupFacts, DbId, Disposition, FILE_NUMBER_RESERVATION, LostTable, ManifestState,
+    Owner, RecoveredKeyspace, RecoveryReport,
+};
 use crate::memtable::{MemTable, SwitchDue};
 use crate::options::{
     KeyspaceOptions, MAX_KEY_BYTES, MAX_VALUE_BYTES, Options, ReadOptions, WriteOptions,
@@ -40,9 +44,6 @@ use crate::sst::{TableBuilder, TableReader};
 use crate::stats::Statistics;
 use crate::version::{FileMeta, LevelIter, Version};
 use crate::vfs::{FileLock, Vfs};
-
-/// Longest `CURRENT` accepted (a manifest name and a newline).
-const MAX_CURRENT_BYTES: u64 = 4096;
 
 /// Id of the default keyspace.
 pub const DEFAULT_KEYSPACE_ID: u32 = 0;
@@ -107,6 +108,9 @@ struct State {
     keyspaces: BTreeMap<u32, KeyspaceState>,
     next_keyspace_id: u32,
     next_file_number: u64,
+    /// File numbers below this are recorded as allocated in the manifest;
+    /// a number is reserved there before any file is created with it.
+    reserved_file_numbers: u64,
     /// Closed write-ahead logs still on disk, ascending, with their sizes.
     /// The current log is not listed; its size is `DbInner::current_wal_bytes`.
     closed_logs: Vec<(u64, u64)>,
@@ -114,6 +118,10 @@ struct State {
     snapshots: BTreeMap<SeqNo, usize>,
     running_compactions: usize,
     running_flushes: usize,
+    /// The last compaction's I/O failure, cleared by the next success (not
+    /// sticky: see `note_compaction_failure`).
+    compaction_error: Option<Error>,
+    compaction_failures: u64,
     closed: bool,
 }
 
@@ -166,48 +174,18 @@ struct WalState {
     closed_unsynced: Vec<(u64, LogWriter)>,
 }
 
+/// Pause after a failed compaction before the next is picked; doubles on
+/// each failure in a row, up to the maximum.
+const COMPACTION_RETRY_MIN: Duration = Duration::from_millis(200);
+const COMPACTION_RETRY_MAX: Duration = Duration::from_secs(10);
+
 /// How long a writer waiting for its group spins before it sleeps.
 const WRITER_SPIN: Duration = Duration::from_micros(20);
 
-/// What recovery found.
-#[derive(Clone, Debug, Default)]
-pub struct RecoveryReport {
-    /// Write-ahead logs replayed.
-    pub logs_replayed: usize,
-    /// Entries replayed into memtables.
-    pub entries_replayed: u64,
-    /// Bytes dropped from the tail of the last log (torn or corrupt), with
-    /// the offset and reason.
-    pub wal_tail_dropped: Option<(PathBuf, u64, u64, String)>,
-    /// Files removed because no version referenced them.
-    pub obsolete_files_removed: usize,
-    /// Tables skipped as corrupt (only with `Options::skip_corrupt_tables`).
-    pub lost_tables: Vec<LostTable>,
-}
-
-/// A corrupt table that salvage mode left out of the database.
-#[derive(Clone, Debug)]
-pub struct LostTable {
-    pub keyspace: u32,
-    pub level: u32,
-    /// Where the file was, and where it was moved (under `lost/`).
-    pub file: PathBuf,
-    pub moved_to: Option<PathBuf>,
-    /// The user-key range whose data may be lost or stale: keys in it may
-    /// be missing, or show an older value (or a deleted key its old value)
-    /// from a deeper level.
-    pub smallest_key: Vec<u8>,
-    pub largest_key: Vec<u8>,
-    pub entries: u64,
-    pub error: String,
-}
-
-/// Errors that mean a file's bytes are damaged (as opposed to I/O failing).
+/// Errors that mean a file's bytes are damaged (as opposed to I/O failing,
+/// or a file of a newer format, which salvage must not set aside).
 fn is_damage(e: &Error) -> bool {
-    matches!(
-        e,
-        Error::Corruption { .. } | Error::UnsupportedVersion { .. }
-    )
+    matches!(e, Error::Corruption { .. })
 }
 
 /// Moves a damaged table to `lost/` beside the database (never deletes it)
@@ -220,18 +198,11 @@ fn set_aside_table(
     e: &Error,
 ) -> Result<LostTable> {
     let file = filename::table_path(dir, f.number);
-    let mut moved_to = None;
-    if vfs.exists(&file) {
-        let lost = dir.join("lost");
-        vfs.create_dir_all(&lost)?;
-        let name = file
-            .file_name()
-            .map(|n| n.to_os_string())
-            .unwrap_or_default();
-        let to = lost.join(name);
-        vfs.rename(&file, &to)?;
-        moved_to = Some(to);
-    }
+    let moved_to = if vfs.exists(&file) {
+        Some(recovery::set_aside(vfs, dir, &file)?)
+    } else {
+        None
+    };
     Ok(LostTable {
         keyspace,
         level: f.level,
@@ -247,6 +218,9 @@ fn set_aside_table(
 pub(crate) struct DbInner {
     path: PathBuf,
     opts: Options,
+    /// The database's identity: in its manifest, every log header and every
+    /// table's properties.
+    db_id: DbId,
     vfs: Arc<dyn Vfs>,
     /// The database lock; released at shutdown so that a reopen in this
     /// process works even while stale keyspace handles exist.
@@ -536,8 +510,30 @@ impl Db {
         opts.validate()?;
         let inner = DbInner::open(path.as_ref(), opts)?;
         let inner = Arc::new(inner);
-        DbInner::start_threads(&inner);
+        if !inner.opts.read_only {
+            DbInner::start_threads(&inner);
+        }
         Ok(Db { inner })
+    }
+
+    /// Opens the database at `path` read-only ([`Options::read_only`]):
+    /// nothing on disk changes, no lock is taken, and writes fail with
+    /// [`Error::OpenedReadOnly`]. What the write-ahead logs hold is replayed
+    /// into memory only.
+    pub fn open_read_only(path: impl AsRef<Path>, mut opts: Options) -> Result<Db> {
+        opts.read_only = true;
+        Db::open(path, opts)
+    }
+
+    /// The database's identity, chosen when it was created (recorded in its
+    /// manifest, every write-ahead log header and every table).
+    pub fn id(&self) -> recovery::DbId {
+        self.inner.db_id
+    }
+
+    /// Whether the database was opened read-only.
+    pub fn is_read_only(&self) -> bool {
+        self.inner.opts.read_only
     }
 
     /// The directory of the database.
@@ -648,6 +644,11 @@ impl Db {
             DbInner::bg_error(&st)?;
             if st.closed {
                 return Err(Error::Closed);
+            }
+            if st.running_compactions == 0
+                && let Some(e) = &st.compaction_error
+            {
+                return Err(e.duplicate());
             }
             let busy = st.running_flushes > 0
                 || st.running_compactions > 0
@@ -835,34 +836,59 @@ impl Keyspace {
     }
 }
 
-/// Per-keyspace data gathered while recovering.
-struct RecoveredKeyspace {
-    name: String,
-    log_number: u64,
-    files: BTreeMap<u64, NewFile>,
-}
-
 impl DbInner {
+    /// Opens the database: reads the manifest, opens its tables, replays
+    /// the write-ahead logs; then (unless read-only) flushes what was
+    /// replayed, writes a fresh manifest and log, and removes what it can
+    /// prove is its own and obsolete. See `recovery.rs` for the rules.
     fn open(path: &Path, opts: Options) -> Result<DbInner> {
         let vfs = Arc::clone(&opts.vfs);
+        let read_only = opts.read_only;
         if !vfs.exists(path) {
-            if !opts.create_if_missing {
+            if read_only || !opts.create_if_missing {
                 return Err(Error::NotFound {
                     path: path.to_path_buf(),
                 });
             }
             vfs.create_dir_all(path)?;
         }
-        let lock = vfs.lock(&filename::lock_path(path))?;
-        let current = filename::current_path(path);
-        let exists = vfs.exists(&current);
+        // A read-only open takes no lock: it changes nothing, and a writer
+        // may hold the lock meanwhile.
+        let lock = if read_only {
+            None
+        } else {
+            Some(vfs.lock(&filename::lock_path(path))?)
+        };
+        let mut report = RecoveryReport::default();
+        let mut exists = vfs.exists(&filename::current_path(path));
+        if !exists {
+            let names = vfs.list(path)?;
+            let found = recovery::engine_files(&names);
+            if !found.is_empty() {
+                let rebuilt = if opts.skip_corrupt_tables && !read_only {
+                    recovery::newest_readable_manifest(&*vfs, path)?
+                } else {
+                    None
+                };
+                let Some(name) = rebuilt else {
+                    return Err(recovery::missing_current(path, &found));
+                };
+                let number = match filename::parse(&name) {
+                    Some(FileKind::Manifest(n)) => n,
+                    _ => return Err(recovery::missing_current(path, &found)),
+                };
+                write_current(&*vfs, path, number)?;
+                report.current_rebuilt = Some(name);
+                exists = true;
+            }
+        }
         if exists && opts.error_if_exists {
             return Err(Error::InvalidArgument(format!(
                 "database at {} already exists (error_if_exists is set)",
                 path.display()
             )));
         }
-        if !exists && !opts.create_if_missing {
+        if !exists && (read_only || !opts.create_if_missing) {
             return Err(Error::NotFound {
                 path: path.to_path_buf(),
             });
@@ -872,42 +898,22 @@ impl DbInner {
             (opts.block_cache_bytes > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_bytes)));
 
         // Read the manifest named by CURRENT, or start empty.
-        let mut keyspaces: BTreeMap<u32, RecoveredKeyspace> = BTreeMap::new();
-        let mut next_file_number: u64 = 2;
-        let mut last_seqno: SeqNo = 0;
+        let mut manifest = ManifestState::default();
         let mut old_manifest = None;
         if exists {
-            // CURRENT holds one short line; a huge one is damage, not
-            // something to read into memory.
-            let f = vfs.open(&current)?;
-            let size = f.len();
-            if size > MAX_CURRENT_BYTES {
-                return Err(Error::corruption(
-                    &current,
-                    0,
-                    format!("CURRENT is {size} bytes; it should hold one manifest name"),
-                ));
-            }
-            let mut name = vec![0u8; size as usize];
-            f.read_exact_at(&mut name, 0)?;
-            drop(f);
-            let name = std::str::from_utf8(&name)
-                .ok()
-                .map(str::trim_end)
-                .filter(|n| matches!(filename::parse(n), Some(FileKind::Manifest(_))))
-                .ok_or_else(|| Error::corruption(&current, 0, "CURRENT does not name a manifest"))?
-                .to_string();
+            let name = recovery::read_current(&*vfs, path)?;
             let mpath = path.join(&name);
-            replay_manifest(
-                &*vfs,
-                &mpath,
-                &mut keyspaces,
-                &mut next_file_number,
-                &mut last_seqno,
-            )?;
+            recovery::replay_manifest(&*vfs, &mpath, &mut manifest)?;
             old_manifest = Some(mpath);
         }
-        keyspaces
+        // Every number below this was recorded as allocated before this open.
+        let allocated_below = manifest.next_file_number;
+        let (db_id, id_known) = match manifest.db_id {
+            Some(id) => (id, true),
+            None => (recovery::new_db_id(), false),
+        };
+        manifest
+            .keyspaces
             .entry(DEFAULT_KEYSPACE_ID)
             .or_insert_with(|| RecoveredKeyspace {
                 name: DEFAULT_KEYSPACE.into(),
@@ -915,7 +921,6 @@ impl DbInner {
                 files: BTreeMap::new(),
             });
 
-        let mut report = RecoveryReport::default();
         let names = vfs.list(path)?;
         let mut logs: Vec<u64> = names
             .iter()
@@ -925,6 +930,13 @@ impl DbInner {
             })
             .collect();
         logs.sort_unstable();
+        if let Some(m) = &old_manifest {
+            recovery::check_manifest_tail(m, &manifest, &logs)?;
+            if let Some((off, bytes, reason)) = &manifest.tail_dropped {
+                report.manifest_tail_dropped = Some((m.clone(), *off, *bytes, reason.clone()));
+            }
+        }
+        // Never reuse a name that is taken, ours or not.
         let max_existing = names
             .iter()
             .filter_map(|n| match filename::parse(n) {
@@ -933,12 +945,13 @@ impl DbInner {
             })
             .max()
             .unwrap_or(0);
-        next_file_number = next_file_number.max(max_existing + 1);
+        let mut next_file_number = manifest.next_file_number.max(2).max(max_existing + 1);
+        let mut last_seqno = manifest.last_seqno;
 
         // Open the tables every keyspace references.
         let mut versions: BTreeMap<u32, Version> = BTreeMap::new();
         let mut ks_opts: BTreeMap<u32, Arc<KeyspaceOptions>> = BTreeMap::new();
-        for (&id, rk) in &keyspaces {
+        for (&id, rk) in &manifest.keyspaces {
             let o = if id == DEFAULT_KEYSPACE_ID {
                 opts.default_keyspace.clone()
             } else {
@@ -978,31 +991,34 @@ impl DbInner {
         }
 
         // Replay write-ahead logs into fresh memtables.
-        let min_log = keyspaces.values().map(|k| k.log_number).min().unwrap_or(0);
+        let min_log = manifest
+            .keyspaces
+            .values()
+            .map(|k| k.log_number)
+            .min()
+            .unwrap_or(0);
         let replay: Vec<u64> = logs.iter().copied().filter(|&l| l >= min_log).collect();
         let mut mems: BTreeMap<u32, MemTable> = BTreeMap::new();
         let mut key_buf = Vec::new();
+        let mut entries_replayed = 0u64;
         // The writer logs batches in sequence order (one leader assigns
         // numbers and appends); a batch that does not come after the one
         // before it would put two versions of a key at one sequence number.
         let mut next_replay_seqno: SeqNo = 0;
-        for (i, &log) in replay.iter().enumerate() {
-            let is_last = i + 1 == replay.len();
-            let lpath = filename::log_path(path, log);
-            let policy = if is_last {
-                TailPolicy::StopAtDamage
-            } else {
-                TailPolicy::Strict
-            };
-            let mut reader = LogReader::open(&*vfs, &lpath, policy)?;
-            report.logs_replayed += 1;
-            while let Some(rec) = reader.next_record()? {
-                let offset = reader.last_record_offset();
+        let keyspaces = &manifest.keyspaces;
+        let outcome = recovery::replay_logs(
+            &*vfs,
+            path,
+            &replay,
+            id_known.then_some(&db_id),
+            opts.wal_recovery,
+            &mut report,
+            &mut |lpath, log, offset, rec| {
                 let batch =
-                    DecodedBatch::parse(&rec).map_err(|e| Error::corruption(&lpath, offset, e))?;
+                    DecodedBatch::parse(rec).map_err(|e| Error::corruption(lpath, offset, e))?;
                 if batch.seqno < next_replay_seqno {
                     return Err(Error::corruption(
-                        &lpath,
+                        lpath,
                         offset,
                         format!(
                             "write batch at sequence number {} follows one that reached {}",
@@ -1013,7 +1029,7 @@ impl DbInner {
                 }
                 next_replay_seqno = batch.seqno + u64::from(batch.count);
                 for (j, entry) in batch.iter().enumerate() {
-                    let entry = entry.map_err(|e| Error::corruption(&lpath, offset, e))?;
+                    let entry = entry.map_err(|e| Error::corruption(lpath, offset, e))?;
                     let seq = batch.seqno + j as u64;
                     last_seqno = last_seqno.max(seq);
                     let Some(rk) = keyspaces.get(&entry.keyspace) else {
@@ -1032,12 +1048,44 @@ impl DbInner {
                     key_buf.clear();
                     append_internal_key(&mut key_buf, entry.key, seq, entry.kind as u8);
                     mem.add(&key_buf, entry.value, seq, entry.kind == ValueKind::Delete);
-                    report.entries_replayed += 1;
+                    entries_replayed += 1;
                 }
-            }
-            if let Some((off, bytes, reason)) = reader.dropped() {
-                report.wal_tail_dropped = Some((lpath.clone(), off, bytes, reason));
-            }
+                Ok(())
+            },
+        )?;
+        report.entries_replayed = entries_replayed;
+
+        if read_only {
+            return Ok(Self::assemble(
+                path,
+                opts,
+                vfs,
+                None,
+                cache,
+                stats,
+                db_id,
+                manifest,
+                versions,
+                ks_opts,
+                mems,
+                next_file_number,
+                next_file_number,
+                last_seqno,
+                None,
+                None,
+                report,
+            ));
+        }
+
+        // Logs recovery went past damage in are copied to lost/ before
+        // anything can retire them: the copy is complete before the new
+        // manifest stops needing the original.
+        let mut applied_logs = outcome.applied;
+        for log in outcome.partial {
+            let from = filename::log_path(path, log);
+            let to = copy_aside(&*vfs, path, &from)?;
+            report.logs_set_aside.push((from, to));
+            applied_logs.insert(log);
         }
 
         // Flush what was replayed to level 0, so the old logs can go.
@@ -1052,6 +1100,7 @@ impl DbInner {
             let out = build_table(
                 &vfs,
                 path,
+                &db_id,
                 number,
                 it.as_mut(),
                 o,
@@ -1078,18 +1127,21 @@ impl DbInner {
             vfs.sync_dir(path)?;
         }
 
-        // A new log for new writes, and a new manifest holding everything.
+        // A new log for new writes, and a new manifest holding everything,
+        // with a reservation of file numbers above what is in use.
         let wal_number = next_file_number;
         next_file_number += 1;
         let manifest_number = next_file_number;
         next_file_number += 1;
+        let reserved = next_file_number + FILE_NUMBER_RESERVATION;
         let mut snapshot = VersionEdit {
             format_version: Some(MANIFEST_FORMAT_VERSION),
-            next_file_number: Some(next_file_number),
+            db_id: Some(db_id),
+            next_file_number: Some(reserved),
             last_seqno: Some(last_seqno),
             ..Default::default()
         };
-        for (&id, rk) in &keyspaces {
+        for (&id, rk) in &manifest.keyspaces {
             snapshot.added_keyspaces.push((id, rk.name.clone()));
             snapshot.log_numbers.push((id, wal_number));
             for (level, f) in versions[&id].all_files() {
@@ -1097,44 +1149,113 @@ impl DbInner {
             }
         }
         let mlog = write_new_manifest(&*vfs, path, manifest_number, &snapshot)?;
-        let wal_file = vfs.create(&filename::log_path(path, wal_number))?;
+        let wal = create_wal(&*vfs, path, wal_number, &db_id)?;
         vfs.sync_dir(path)?;
 
-        // Remove what no version references.
+        // Remove what the database wrote and no longer needs; leave (and
+        // report) whatever it cannot prove it wrote.
         let live_tables: std::collections::HashSet<u64> = versions
             .values()
             .flat_map(|v| v.all_files().map(|(_, f)| f.number).collect::<Vec<_>>())
             .collect();
+        let facts = CleanupFacts {
+            allocated_below,
+            wal_number,
+            manifest_number,
+            live_tables: &live_tables,
+            applied_logs: &applied_logs,
+        };
         for n in vfs.list(path)? {
-            let remove = match filename::parse(&n) {
-                Some(FileKind::Log(k)) => k < wal_number,
-                Some(FileKind::Table(k)) => !live_tables.contains(&k),
-                Some(FileKind::Manifest(k)) => k != manifest_number,
-                Some(FileKind::Temp) => true,
-                _ => false,
+            let Some(kind) = filename::parse(&n) else {
+                continue;
             };
-            if remove {
-                vfs.remove(&path.join(&n))?;
-                report.obsolete_files_removed += 1;
+            let p = path.join(&n);
+            let mut owner = || match kind {
+                FileKind::Log(_) if id_known => recovery::log_owner(&*vfs, &p, &db_id),
+                FileKind::Table(k) => table_owner(&vfs, &p, k, &db_id),
+                FileKind::Manifest(_) if old_manifest.as_ref() == Some(&p) => Owner::Ours,
+                FileKind::Manifest(_) => recovery::manifest_owner(&*vfs, &p, &db_id),
+                FileKind::Temp => recovery::temp_owner(&*vfs, path, &n),
+                _ => Owner::Unmarked,
+            };
+            match recovery::decide(kind, &facts, &mut owner) {
+                Disposition::Keep => {}
+                Disposition::Remove => {
+                    vfs.remove(&p)?;
+                    report.obsolete_files_removed += 1;
+                }
+                Disposition::Leave(why) => report.left_in_place.push((p, why)),
             }
         }
         vfs.sync_dir(path)?;
 
+        let mut inner = Self::assemble(
+            path,
+            opts,
+            vfs,
+            lock,
+            cache,
+            stats,
+            db_id,
+            manifest,
+            versions,
+            ks_opts,
+            BTreeMap::new(),
+            next_file_number,
+            reserved,
+            last_seqno,
+            Some((wal, wal_number)),
+            Some(ManifestWriter {
+                log: mlog,
+                number: manifest_number,
+            }),
+            report,
+        );
+        for ks in inner.state.get_mut().keyspaces.values_mut() {
+            ks.log_number = wal_number;
+        }
+        Ok(inner)
+    }
+
+    /// Builds the open database from what recovery produced. `mems` become
+    /// the keyspaces' memtables (a read-only open keeps what it replayed
+    /// there); `wal` and `manifest` are absent for a read-only open.
+    #[allow(clippy::too_many_arguments)]
+    fn assemble(
+        path: &Path,
+        opts: Options,
+        vfs: Arc<dyn Vfs>,
+        lock: Option<Box<dyn FileLock>>,
+        cache: Option<Arc<BlockCache>>,
+        stats: Arc<Statistics>,
+        db_id: DbId,
+        manifest: ManifestState,
+        mut versions: BTreeMap<u32, Version>,
+        ks_opts: BTreeMap<u32, Arc<KeyspaceOptions>>,
+        mut mems: BTreeMap<u32, MemTable>,
+        next_file_number: u64,
+        reserved_file_numbers: u64,
+        last_seqno: SeqNo,
+        wal: Option<(LogWriter, u64)>,
+        manifest_writer: Option<ManifestWriter>,
+        report: RecoveryReport,
+    ) -> DbInner {
+        let wal_number = wal.as_ref().map_or(0, |w| w.1);
         let next_memtable_id = AtomicU64::new(1);
         let mut state_ks = BTreeMap::new();
         let mut next_keyspace_id = 1;
-        for (id, rk) in keyspaces {
+        for (id, rk) in manifest.keyspaces {
             let o = Arc::clone(&ks_opts[&id]);
             let version = Arc::new(
                 versions
                     .remove(&id)
                     .unwrap_or_else(|| Version::empty(o.num_levels)),
             );
-            let mem = Arc::new(MemTable::for_keyspace(
-                &o,
-                next_memtable_id.fetch_add(1, Ordering::Relaxed),
-                wal_number,
-            ));
+            let mem_id = next_memtable_id.fetch_add(1, Ordering::Relaxed);
+            let mem = Arc::new(match mems.remove(&id) {
+                Some(m) => m,
+                None => MemTable::for_keyspace(&o, mem_id, wal_number),
+            });
             let sv = Arc::new(SuperVersion {
                 mem: Arc::clone(&mem),
                 imms: Vec::new(),
@@ -1160,7 +1281,7 @@ impl DbInner {
                     mem,
                     imms: Vec::new(),
                     version,
-                    log_number: wal_number,
+                    log_number: rk.log_number,
                     flushing: false,
                     compact_cursor: vec![Vec::new(); levels],
                     shared,
@@ -1170,22 +1291,33 @@ impl DbInner {
                 },
             );
         }
-
-        Ok(DbInner {
+        let (writer, wal_number) = match wal {
+            Some((w, n)) => (Some(w), n),
+            None => (None, 0),
+        };
+        let manifest_writer = manifest_writer.unwrap_or_else(|| ManifestWriter {
+            log: LogWriter::new(Box::new(RefusingFile)),
+            number: 0,
+        });
+        DbInner {
             path: path.to_path_buf(),
             vfs,
-            lock: Mutex::new(Some(lock)),
+            db_id,
+            lock: Mutex::new(lock),
             cache,
             stats,
             state: Mutex::new(State {
                 keyspaces: state_ks,
                 next_keyspace_id,
                 next_file_number,
+                reserved_file_numbers,
                 closed_logs: Vec::new(),
                 bg_error: None,
                 snapshots: BTreeMap::new(),
                 running_compactions: 0,
                 running_flushes: 0,
+                compaction_error: None,
+                compaction_failures: 0,
                 closed: false,
             }),
             bg_cv: Condvar::new(),
@@ -1193,13 +1325,10 @@ impl DbInner {
             writers_cv: Condvar::new(),
             wal: Mutex::new(WalState {
                 closed_unsynced: Vec::new(),
-                writer: Some(LogWriter::new(wal_file)),
+                writer,
                 number: wal_number,
             }),
-            manifest: Mutex::new(ManifestWriter {
-                log: mlog,
-                number: manifest_number,
-            }),
+            manifest: Mutex::new(manifest_writer),
             last_seqno: AtomicU64::new(last_seqno),
             shutting_down: AtomicBool::new(false),
             threads: Mutex::new(Vec::new()),
@@ -1208,7 +1337,38 @@ impl DbInner {
             db_handles: std::sync::atomic::AtomicUsize::new(1),
             current_wal_bytes: AtomicU64::new(0),
             opts,
-        })
+        }
+    }
+
+    /// A file number, reserved in the manifest before it is handed out (see
+    /// [`FILE_NUMBER_RESERVATION`]). Takes the manifest lock only when the
+    /// reservation runs out. REQUIRES: neither the manifest nor the state
+    /// lock is held.
+    fn allocate_file_number(&self) -> Result<u64> {
+        {
+            let mut st = self.state.lock();
+            if st.next_file_number < st.reserved_file_numbers {
+                return Ok(st.new_file_number());
+            }
+        }
+        let mut manifest = self.manifest.lock();
+        let ceiling = {
+            let mut st = self.state.lock();
+            if st.next_file_number < st.reserved_file_numbers {
+                return Ok(st.new_file_number());
+            }
+            st.next_file_number + FILE_NUMBER_RESERVATION
+        };
+        let edit = VersionEdit {
+            next_file_number: Some(ceiling),
+            ..Default::default()
+        };
+        self.log_edit(&mut manifest, &edit)?;
+        // Others allocate only below the old ceiling while the manifest lock
+        // is held, so the number taken here is inside the new reservation.
+        let mut st = self.state.lock();
+        st.reserved_file_numbers = st.reserved_file_numbers.max(ceiling);
+        Ok(st.new_file_number())
     }
 
     fn start_threads(inner: &Arc<DbInner>) {
@@ -1252,6 +1412,13 @@ impl DbInner {
         self.lock.lock().take();
     }
 
+    fn check_writable(&self, operation: &'static str) -> Result<()> {
+        if self.opts.read_only {
+            return Err(Error::OpenedReadOnly { operation });
+        }
+        Ok(())
+    }
+
     fn check_open(&self) -> Result<()> {
         if self.shutting_down.load(Ordering::Acquire) {
             return Err(Error::Closed);
@@ -1278,6 +1445,7 @@ impl DbInner {
             publish(ks);
             return Ok(Arc::clone(&ks.shared));
         }
+        self.check_writable("create a keyspace")?;
         let id = st.next_keyspace_id;
         if id > crate::manifest::MAX_KEYSPACE_ID {
             return Err(Error::InvalidArgument(format!(
@@ -1368,9 +1536,15 @@ impl DbInner {
         let (number, snapshot) = {
             let mut st = self.state.lock();
             let number = st.new_file_number();
+            // The new manifest's own number may be the last reserved one;
+            // its snapshot then reserves more.
+            if st.next_file_number >= st.reserved_file_numbers {
+                st.reserved_file_numbers = st.next_file_number + FILE_NUMBER_RESERVATION;
+            }
             let mut e = VersionEdit {
                 format_version: Some(MANIFEST_FORMAT_VERSION),
-                next_file_number: Some(st.next_file_number),
+                db_id: Some(self.db_id),
+                next_file_number: Some(st.reserved_file_numbers),
                 last_seqno: Some(self.last_seqno.load(Ordering::Acquire)),
                 ..Default::default()
             };
@@ -1414,6 +1588,7 @@ impl DbInner {
 
     fn write(&self, opts: WriteOptions, batch: WriteBatch) -> Result<()> {
         self.check_open()?;
+        self.check_writable("write")?;
         if batch.is_empty() {
             return Ok(());
         }
@@ -1758,8 +1933,8 @@ impl DbInner {
     /// to the immutable queue.
     /// REQUIRES: this thread is the write leader.
     fn switch_memtables(&self, ids: &[u32]) -> Result<()> {
-        let new_log = {
-            let mut st = self.state.lock();
+        {
+            let st = self.state.lock();
             Self::bg_error(&st)?;
             if !ids
                 .iter()
@@ -1767,10 +1942,10 @@ impl DbInner {
             {
                 return Ok(());
             }
-            st.new_file_number()
-        };
-        let file = match self.vfs.create(&filename::log_path(&self.path, new_log)) {
-            Ok(f) => f,
+        }
+        let new_log = self.allocate_file_number()?;
+        let writer = match create_wal(&*self.vfs, &self.path, new_log, &self.db_id) {
+            Ok(w) => w,
             Err(e) => {
                 self.set_bg_error(e.duplicate());
                 return Err(e);
@@ -1786,7 +1961,7 @@ impl DbInner {
             // fsyncs it before its own (found by strata-stress; test
             // engine_bugs::synced_write_after_a_log_switch_keeps_earlier_acknowledged_writes).
             let old_number = std::mem::replace(&mut wal.number, new_log);
-            if let Some(mut old) = wal.writer.replace(LogWriter::new(file)) {
+            if let Some(mut old) = wal.writer.replace(writer) {
                 if let Err(e) = old.flush() {
                     wal.writer = None;
                     drop(wal);
@@ -1825,6 +2000,7 @@ impl DbInner {
 
     fn flush_keyspaces(&self, ids: Vec<u32>) -> Result<()> {
         self.check_open()?;
+        self.check_writable("flush")?;
         self.submit(Request::Switch(ids.clone()))?;
         let mut st = self.state.lock();
         loop {
@@ -2057,15 +2233,16 @@ impl DbInner {
                             });
                         if let Some((id, imm)) = found {
                             st.running_flushes += 1;
-                            let number = st.new_file_number();
-                            break (id, imm, number, st.snapshot_list());
+                            break (id, imm, st.snapshot_list());
                         }
                     }
                     self.bg_cv.wait(&mut st);
                 }
             };
-            let (id, imm, number, snapshots) = job;
-            let r = self.flush_memtable(id, &imm, number, &snapshots);
+            let (id, imm, snapshots) = job;
+            let r = self
+                .allocate_file_number()
+                .and_then(|number| self.flush_memtable(id, &imm, number, &snapshots));
             let mut st = self.state.lock();
             st.running_flushes -= 1;
             if let Some(k) = st.keyspaces.get_mut(&id) {
@@ -2104,6 +2281,7 @@ impl DbInner {
         let out = build_table(
             &self.vfs,
             &self.path,
+            &self.db_id,
             number,
             it.as_mut(),
             &opts,
@@ -2140,7 +2318,7 @@ impl DbInner {
             // The oldest memtable left after this one decides the log number.
             let next_log = k.imms.get(1).map_or(k.mem.log_number, |m| m.log_number);
             let edit = VersionEdit {
-                next_file_number: Some(st.next_file_number),
+                next_file_number: Some(st.reserved_file_numbers),
                 last_seqno: Some(self.last_seqno.load(Ordering::Acquire)),
                 log_numbers: vec![(id, next_log)],
                 new_files: added.iter().map(|(l, f)| f.record(id, *l)).collect(),
@@ -2213,6 +2391,7 @@ impl DbInner {
     }
 
     fn compaction_loop(self: Arc<Self>) {
+        let mut backoff = COMPACTION_RETRY_MIN;
         loop {
             let task = {
                 let mut st = self.state.lock();
@@ -2235,13 +2414,46 @@ impl DbInner {
                 f.being_compacted.store(false, Ordering::Release);
             }
             self.state.lock().running_compactions -= 1;
-            if let Err(e) = r
-                && !matches!(e, Error::Closed)
-            {
-                self.set_bg_error(e);
-            }
             self.bg_cv.notify_all();
+            match r {
+                Ok(()) => {
+                    backoff = COMPACTION_RETRY_MIN;
+                    self.state.lock().compaction_error = None;
+                }
+                Err(e) => {
+                    self.note_compaction_failure(&e);
+                    // Pause before picking again: the same compaction would
+                    // most likely fail the same way at once.
+                    let deadline = Instant::now() + backoff;
+                    let mut st = self.state.lock();
+                    while !st.closed && Instant::now() < deadline {
+                        self.bg_cv.wait_until(&mut st, deadline);
+                    }
+                    backoff = (backoff * 2).min(COMPACTION_RETRY_MAX);
+                }
+            }
         }
+    }
+
+    /// Records a failed compaction. Damage in its inputs is sticky: the
+    /// database turns read-only until it is reopened, and salvage can set
+    /// the table aside. An I/O failure (a full disk, say) is not: the inputs
+    /// are still live, the partial outputs were removed, and the log still
+    /// takes writes, so writes go on and the compaction is retried after a
+    /// pause; `wait_for_background_work` reports the failure meanwhile. (A
+    /// failed manifest write inside the compaction is sticky on its own, in
+    /// `log_edit`.)
+    fn note_compaction_failure(&self, e: &Error) {
+        if matches!(e, Error::Closed) {
+            return;
+        }
+        if e.is_corruption() {
+            self.set_bg_error(e.duplicate());
+            return;
+        }
+        let mut st = self.state.lock();
+        st.compaction_error = Some(e.duplicate());
+        st.compaction_failures += 1;
     }
 
     /// Carries out a compaction task whose inputs are marked as being
@@ -2311,7 +2523,7 @@ impl DbInner {
         let edit = {
             let st = self.state.lock();
             VersionEdit {
-                next_file_number: Some(st.next_file_number),
+                next_file_number: Some(st.reserved_file_numbers),
                 deleted_files: deleted.clone(),
                 new_files: added.iter().map(|(l, f)| f.record(id, *l)).collect(),
                 ..Default::default()
@@ -2397,10 +2609,12 @@ impl DbInner {
                 outputs.push(finish(b, number)?);
             }
             if builder.is_none() {
-                let number = self.state.lock().new_file_number();
+                let number = self.allocate_file_number()?;
                 let p = filename::table_path(&self.path, number);
                 let f = self.vfs.create(&p)?;
-                builder = Some((TableBuilder::new(f, p, table_opts.clone()), number));
+                let mut b = TableBuilder::new(f, p, table_opts.clone());
+                b.set_owner(&self.db_id, number);
+                builder = Some((b, number));
             }
             if let Some((b, _)) = builder.as_mut() {
                 b.add(k, v)?;
@@ -2428,6 +2642,7 @@ impl DbInner {
 
     fn compact_range(&self, id: u32, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<()> {
         self.check_open()?;
+        self.check_writable("compact")?;
         self.flush_keyspaces(vec![id])?;
         let last_nonempty = {
             let st = self.state.lock();
@@ -2486,9 +2701,7 @@ impl DbInner {
                 self.state.lock().running_compactions -= 1;
                 self.bg_cv.notify_all();
                 if let Err(e) = r {
-                    if !matches!(e, Error::Closed) {
-                        self.set_bg_error(e.duplicate());
-                    }
+                    self.note_compaction_failure(&e);
                     return Err(e);
                 }
                 break;
@@ -2704,6 +2917,7 @@ fn finish_table(b: TableBuilder, number: u64) -> Result<NewFile> {
 fn build_table(
     vfs: &Arc<dyn Vfs>,
     dir: &Path,
+    db_id: &DbId,
     number: u64,
     input: &mut dyn InternalIterator,
     opts: &KeyspaceOptions,
@@ -2716,6 +2930,7 @@ fn build_table(
     let p = filename::table_path(dir, number);
     let f = vfs.create(&p)?;
     let mut b = TableBuilder::new(f, p.clone(), opts.table_options(level));
+    b.set_owner(db_id, number);
     let policy = DropPolicy {
         snapshots,
         bottommost,
@@ -2797,119 +3012,104 @@ fn write_new_manifest(
     let mut log = LogWriter::new(vfs.create(&dir.join(&name))?);
     log.add_record(&snapshot.encode())?;
     log.sync()?;
-    let tmp = dir.join("CURRENT.tmp");
+    write_current(vfs, dir, number)?;
+    Ok(log)
+}
+
+/// Points CURRENT at manifest `number`: a new temporary file (created
+/// exclusively, never through a link), synced, renamed over CURRENT.
+fn write_current(vfs: &dyn Vfs, dir: &Path, number: u64) -> Result<()> {
+    let tmp_name = recovery::current_temp_name(number);
+    let tmp = dir.join(&tmp_name);
+    // A leftover of a crash at this very step is ours to replace; anything
+    // else by that name makes the exclusive create below fail.
+    if vfs.exists(&tmp) && recovery::temp_owner(vfs, dir, &tmp_name) == Owner::Ours {
+        vfs.remove(&tmp)?;
+    }
     let mut f = vfs.create(&tmp)?;
-    f.append(format!("{name}\n").as_bytes())?;
+    f.append(format!("{}\n", filename::manifest_name(number)).as_bytes())?;
     f.sync()?;
     drop(f);
     vfs.rename(&tmp, &filename::current_path(dir))?;
     // The rename is durable only once the directory is synced.
-    vfs.sync_dir(dir)?;
-    Ok(log)
+    vfs.sync_dir(dir)
 }
 
-/// Applies every edit of a manifest.
-fn replay_manifest(
-    vfs: &dyn Vfs,
-    mpath: &Path,
-    keyspaces: &mut BTreeMap<u32, RecoveredKeyspace>,
-    next_file_number: &mut u64,
-    last_seqno: &mut SeqNo,
-) -> Result<()> {
-    if !vfs.exists(mpath) {
-        return Err(Error::corruption(
-            mpath,
-            0,
-            "manifest named by CURRENT is missing",
-        ));
-    }
-    // A crash while appending an edit leaves a torn last record; that edit
-    // was never acknowledged, so it is dropped. Damage before the end is
-    // corruption.
-    let mut reader = LogReader::open(vfs, mpath, TailPolicy::StopAtDamage)?;
-    let mut first = true;
-    while let Some(rec) = reader.next_record()? {
-        let offset = reader.last_record_offset();
-        let edit = VersionEdit::decode(&rec).map_err(|e| Error::corruption(mpath, offset, e))?;
-        if first {
-            let v = edit.format_version.ok_or_else(|| {
-                Error::corruption(
-                    mpath,
-                    offset,
-                    "manifest does not start with a format version",
-                )
-            })?;
-            if v > MANIFEST_FORMAT_VERSION {
-                return Err(Error::UnsupportedVersion {
-                    file: mpath.to_path_buf(),
-                    found: v,
-                    supported: MANIFEST_FORMAT_VERSION,
-                });
-            }
-            first = false;
-        }
-        if let Some(n) = edit.next_file_number {
-            *next_file_number = (*next_file_number).max(n);
-        }
-        if let Some(s) = edit.last_seqno {
-            *last_seqno = (*last_seqno).max(s);
-        }
-        for (id, name) in &edit.added_keyspaces {
-            keyspaces.entry(*id).or_insert_with(|| RecoveredKeyspace {
-                name: name.clone(),
-                log_number: 0,
-                files: BTreeMap::new(),
-            });
-        }
-        for id in &edit.dropped_keyspaces {
-            keyspaces.remove(id);
-        }
-        for (id, log) in &edit.log_numbers {
-            if let Some(k) = keyspaces.get_mut(id) {
-                k.log_number = k.log_number.max(*log);
-            }
-        }
-        for (id, _level, number) in &edit.deleted_files {
-            if let Some(k) = keyspaces.get_mut(id) {
-                k.files.remove(number);
-            }
-        }
-        for f in &edit.new_files {
-            let k = keyspaces.get_mut(&f.keyspace).ok_or_else(|| {
-                Error::corruption(
-                    mpath,
-                    offset,
-                    format!("file {} of unknown keyspace {}", f.number, f.keyspace),
-                )
-            })?;
-            if f.level as usize >= 64 {
-                return Err(Error::corruption(
-                    mpath,
-                    offset,
-                    format!("file {} at impossible level {}", f.number, f.level),
-                ));
-            }
-            k.files.insert(f.number, f.clone());
-        }
-    }
-    if first {
-        return Err(match reader.dropped() {
-            Some((off, _, reason)) => {
-                Error::corruption(mpath, off, format!("first record unreadable: {reason}"))
-            }
-            None => Error::corruption(mpath, 0, "manifest holds no records"),
-        });
-    }
-    if let Some((off, _bytes, reason)) = reader.dropped()
-        && !reader_tail_is_torn(&reason)
-    {
-        return Err(Error::corruption(mpath, off, reason));
-    }
-    Ok(())
+/// Creates write-ahead log `number` and writes its header (naming the
+/// database and the log), handed to the OS at once so that a log on disk
+/// without its header is one a crash cut at creation.
+fn create_wal(vfs: &dyn Vfs, dir: &Path, number: u64, db_id: &DbId) -> Result<LogWriter> {
+    let mut w = LogWriter::new(vfs.create(&filename::log_path(dir, number))?);
+    w.add_record(&recovery::wal_header(db_id, number))?;
+    w.flush()?;
+    Ok(w)
 }
 
-/// Whether a log reader's damage report describes a torn tail (a record cut
-/// short by a crash) rather than damage to complete bytes.
-fn reader_tail_is_torn(reason: &str) -> bool {
-    reason.contains("torn") || reason.starts_with("truncated")
+/// Copies `file` into `lost/` beside it, synced, before the original may be
+/// retired; the copy's path.
+fn copy_aside(vfs: &dyn Vfs, dir: &Path, file: &Path) -> Result<PathBuf> {
+    let lost = dir.join("lost");
+    vfs.create_dir_all(&lost)?;
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut to = lost.join(&name);
+    let mut i = 1;
+    while vfs.exists(&to) {
+        to = lost.join(format!("{name}.{i}"));
+        i += 1;
+    }
+    let bytes = vfs.read_all(file)?;
+    let mut w = vfs.create(&to)?;
+    w.append(&bytes)?;
+    w.sync()?;
+    vfs.sync_dir(&lost)?;
+    Ok(to)
+}
+
+/// Who wrote table `path`: the owner recorded in its properties. A table
+/// too damaged to say is unmarked (cleanup then goes by its number alone).
+fn table_owner(vfs: &Arc<dyn Vfs>, path: &Path, number: u64, db_id: &DbId) -> Owner {
+    let Ok(file) = vfs.open(path) else {
+        return Owner::Other("unreadable".into());
+    };
+    let stats = Arc::new(Statistics::default());
+    match TableReader::open(file, path.to_path_buf(), number, None, stats) {
+        Ok(t) => {
+            let owner = &t.properties().owner_db_id;
+            if owner.is_empty() {
+                Owner::Unmarked
+            } else if owner.as_slice() == db_id.as_slice() {
+                Owner::Ours
+            } else {
+                Owner::Other("a table of another database".into())
+            }
+        }
+        Err(_) => Owner::Unmarked,
+    }
+}
+
+/// The manifest sink of a read-only database: every write is refused (the
+/// write paths refuse earlier; this is the last line).
+struct RefusingFile;
+
+impl crate::vfs::WritableFile for RefusingFile {
+    fn append(&mut self, _data: &[u8]) -> Result<()> {
+        Err(Error::OpenedReadOnly {
+            operation: "write the manifest",
+        })
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn len(&self) -> u64 {
+        0
+    }
 }

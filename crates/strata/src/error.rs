@@ -42,6 +42,9 @@ pub enum Error {
     },
     /// The path holds no database and `create_if_missing` is off.
     NotFound { path: PathBuf },
+    /// The database was opened read-only ([`crate::Options::read_only`]);
+    /// the operation would change it.
+    OpenedReadOnly { operation: &'static str },
     /// The database has been closed.
     Closed,
 }
@@ -101,6 +104,7 @@ impl Error {
                 supported: *supported,
             },
             Error::NotFound { path } => Error::NotFound { path: path.clone() },
+            Error::OpenedReadOnly { operation } => Error::OpenedReadOnly { operation },
             Error::Closed => Error::Closed,
         }
     }
@@ -144,6 +148,11 @@ impl fmt::Display for Error {
                 path.display()
             ),
             Error::Closed => write!(f, "database is closed"),
+            Error::OpenedReadOnly { operation } => write!(
+                f,
+                "cannot {operation}: the database was opened read-only (open it without \
+                 read_only / --read-only to change it)"
+            ),
         }
     }
 }

@@ -49,11 +49,13 @@ pub mod manifest;
 pub mod memtable;
 pub mod merge;
 pub mod options;
+pub mod recovery;
 pub mod retained;
 pub mod version;
 
 pub use batch::WriteBatch;
-pub use db::{Db, DbStats, Keyspace, KeyspaceStats, LostTable, RecoveryReport, Snapshot};
+pub use db::{Db, DbStats, Keyspace, KeyspaceStats, Snapshot};
+pub use recovery::{LostTable, RecoveryReport, WalDamage, WalRecoveryMode};
 pub use db_iter::DbIter;
 pub use memtable::MemTableKind;
 pub use merge::MergeOperator;

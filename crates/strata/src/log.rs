@@ -275,8 +275,34 @@ pub struct LogReader {
     /// End of the last fragment of the last record returned.
     good_end: usize,
     last_record_offset: u64,
-    dropped: Option<(u64, u64, String)>,
+    dropped: Option<Dropped>,
     state: ReaderState,
+}
+
+/// What a [`TailPolicy::StopAtDamage`] reader stopped at.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dropped {
+    /// End of the last good record (any block padding after it counts as
+    /// dropped).
+    pub offset: u64,
+    /// Bytes from `offset` to the end of the file.
+    pub bytes: u64,
+    /// What was wrong at the damage.
+    pub reason: String,
+    /// Logical records with a valid checksum that start after the damage.
+    /// Zero means nothing readable follows: the damage is a tail, which a
+    /// crash in the middle of an append can leave. More than zero means
+    /// complete records follow the damage, which no crash leaves.
+    pub valid_records_after: usize,
+    /// Where the first of those records starts.
+    pub next_valid_offset: Option<u64>,
+}
+
+impl Dropped {
+    /// Whether nothing readable follows the damage (a crash's torn tail).
+    pub fn is_tail(&self) -> bool {
+        self.valid_records_after == 0
+    }
 }
 
 impl LogReader {
@@ -408,12 +434,76 @@ impl LogReader {
     }
 
     /// Under [`TailPolicy::StopAtDamage`], once damage has been reached:
-    /// `(offset, bytes, reason)` where `offset` is the end of the last good
-    /// record (any block padding after it counts as dropped) and `bytes` runs
-    /// from there to the end of the file. `None` when nothing was dropped
-    /// (or the reader has not reached the damage yet).
-    pub fn dropped(&self) -> Option<(u64, u64, String)> {
-        self.dropped.clone()
+    /// where, why, and whether valid records follow it. `None` when nothing
+    /// was dropped (or the reader has not reached the damage yet).
+    pub fn dropped(&self) -> Option<&Dropped> {
+        self.dropped.as_ref()
+    }
+
+    /// After damage under [`TailPolicy::StopAtDamage`], resumes reading at
+    /// the next physical record with a valid checksum (recovery that skips
+    /// damaged records). Returns the byte range skipped, or `None` when
+    /// nothing valid follows (the reader stays at the end). A resumed
+    /// reader may stop again at later damage; `dropped` then describes the
+    /// latest.
+    pub fn skip_damage(&mut self) -> Option<(u64, u64)> {
+        let d = self.dropped.as_ref()?;
+        let next = usize::try_from(d.next_valid_offset?).ok()?;
+        let from = d.offset;
+        self.pos = next;
+        self.good_end = next;
+        self.dropped = None;
+        self.state = ReaderState::Reading;
+        Some((from, next as u64 - from))
+    }
+
+    /// Logical records (FULL or FIRST fragments with a valid checksum)
+    /// starting after byte `from`, and the offset of the first. Every offset is tried, since a damaged
+    /// length field hides where the next record starts; a candidate must
+    /// fit its block, have a known type and match its checksum, so random
+    /// bytes almost never pass and the CRC is rarely computed.
+    fn valid_records_after(&self, from: usize) -> (usize, Option<usize>) {
+        let len = self.data.len();
+        let mut count = 0;
+        let mut first = None;
+        let mut at = from + 1;
+        while at + HEADER_SIZE <= len {
+            match self.valid_physical_at(at) {
+                // Only the start of a logical record counts: the MIDDLE and
+                // LAST fragments of the damaged record itself may survive a
+                // torn write of a record that spans pages.
+                Some((ty, end)) if ty == TYPE_FULL || ty == TYPE_FIRST => {
+                    count += 1;
+                    first.get_or_insert(at);
+                    at = end;
+                }
+                Some((_, end)) => at = end,
+                None => at += 1,
+            }
+        }
+        (count, first)
+    }
+
+    /// The type and end of a valid physical record starting at `at`, if one
+    /// does.
+    fn valid_physical_at(&self, at: usize) -> Option<(u8, usize)> {
+        let leftover = BLOCK_SIZE - at % BLOCK_SIZE;
+        if leftover < HEADER_SIZE {
+            return None;
+        }
+        let header = self.data.get(at..at + HEADER_SIZE)?;
+        let ty = header[8];
+        if !(TYPE_FULL..=TYPE_LAST).contains(&ty) {
+            return None;
+        }
+        let length = usize::try_from(decode_fixed32(&header[4..])?).ok()?;
+        if length > leftover - HEADER_SIZE {
+            return None;
+        }
+        let start = at + HEADER_SIZE;
+        let payload = self.data.get(start..start + length)?;
+        let masked = decode_fixed32(header)?;
+        (unmask_crc(masked) == record_crc(ty, payload)).then_some((ty, start + length))
     }
 
     /// Size of the log file in bytes.
@@ -435,8 +525,15 @@ impl LogReader {
                 Err(e)
             }
             TailPolicy::StopAtDamage => {
-                let dropped = (self.data.len() - self.good_end) as u64;
-                self.dropped = Some((self.good_end as u64, dropped, reason));
+                let bytes = (self.data.len() - self.good_end) as u64;
+                let (valid_records_after, next) = self.valid_records_after(at);
+                self.dropped = Some(Dropped {
+                    offset: self.good_end as u64,
+                    bytes,
+                    reason,
+                    valid_records_after,
+                    next_valid_offset: next.map(|n| n as u64),
+                });
                 self.state = ReaderState::Done;
                 Ok(None)
             }
@@ -749,9 +846,10 @@ mod tests {
         let mut r = LogReader::open(&vfs, &path, TailPolicy::StopAtDamage).expect("open");
         assert_eq!(r.next_record().expect("read"), Some(b"first".to_vec()));
         assert_eq!(r.next_record().expect("read"), None);
-        let (off, bytes, _) = r.dropped().expect("torn record reported");
-        assert_eq!(off, (HEADER_SIZE + 5) as u64);
-        assert_eq!(bytes, ((HEADER_SIZE + 100) / 2) as u64);
+        let d = r.dropped().expect("torn record reported");
+        assert_eq!(d.offset, (HEADER_SIZE + 5) as u64);
+        assert_eq!(d.bytes, ((HEADER_SIZE + 100) / 2) as u64);
+        assert!(d.is_tail());
     }
 
     #[test]
@@ -780,7 +878,9 @@ mod tests {
         if cut == good_end {
             assert_eq!(r.dropped(), None, "cut at {cut}");
         } else {
-            let (off, bytes, reason) = r.dropped().expect("dropped reported");
+            let d = r.dropped().expect("dropped reported");
+            assert!(d.is_tail(), "cut at {cut}: nothing valid follows a cut");
+            let (off, bytes, reason) = (d.offset, d.bytes, d.reason.clone());
             assert_eq!(
                 (off, bytes),
                 (good_end as u64, (cut - good_end) as u64),
@@ -858,7 +958,17 @@ mod tests {
         for (i, rec) in recs.iter().enumerate() {
             assert!(*rec == w.records[i], "flip {byte}:{bit} record {i} wrong");
         }
-        let (off, dropped, _) = r.dropped().expect("damage reported");
+        let d = r.dropped().expect("damage reported");
+        let (off, dropped) = (d.offset, d.bytes);
+        // A flip in a record that a later record follows is damage with
+        // valid records after it, never a tail.
+        let later_records = w.records.len() - idx - 1;
+        if later_records > 0 {
+            assert!(
+                !d.is_tail(),
+                "flip {byte}:{bit}: {later_records} records follow, none found"
+            );
+        }
         assert_eq!(off as usize, w.spans[idx].0, "flip {byte}:{bit}");
         assert_eq!(dropped as usize, bytes.len() - w.spans[idx].0);
 
@@ -919,7 +1029,9 @@ mod tests {
         let (recs, res, r) = read_all(&bytes, TailPolicy::StopAtDamage);
         res.expect("no error");
         assert_eq!(recs, w.records);
-        let (off, n, reason) = r.dropped().expect("dropped");
+        let d = r.dropped().expect("dropped");
+        assert!(d.is_tail());
+        let (off, n, reason) = (d.offset, d.bytes, d.reason.clone());
         assert_eq!((off, n), (w.bytes.len() as u64, 4096));
         assert!(reason.contains("zero-filled"), "{reason}");
         let (recs, res, _) = read_all(&bytes, TailPolicy::Strict);
@@ -977,7 +1089,7 @@ mod tests {
         res.expect("no error");
         assert_eq!(recs, vec![b"ok".to_vec()]);
         assert_eq!(
-            r.dropped().map(|d| (d.0, d.1)),
+            r.dropped().map(|d| (d.offset, d.bytes)),
             Some((n, bytes.len() as u64 - n))
         );
 
@@ -1106,5 +1218,41 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn damage_followed_by_records_is_not_a_tail_and_can_be_skipped() {
+        let w = sizes_log(&[10, 20, 30, 40]);
+        let mut bytes = w.bytes.clone();
+        // Corrupt the length field of the second record: where it ends is
+        // no longer known, yet the records after it must still be found.
+        bytes[w.spans[1].0 + 5] ^= 0x40;
+        let (recs, res, mut r) = read_all(&bytes, TailPolicy::StopAtDamage);
+        res.expect("no error under StopAtDamage");
+        assert_eq!(recs, w.records[..1].to_vec());
+        let d = r.dropped().expect("damage").clone();
+        assert_eq!(d.valid_records_after, 2);
+        assert!(!d.is_tail());
+        assert_eq!(d.next_valid_offset, Some(w.spans[2].0 as u64));
+        let skipped = r.skip_damage().expect("resumes");
+        assert_eq!(skipped, (w.spans[1].0 as u64, (w.spans[2].0 - w.spans[1].0) as u64));
+        let mut rest = Vec::new();
+        while let Some(rec) = r.next_record().expect("read") {
+            rest.push(rec);
+        }
+        assert_eq!(rest, w.records[2..].to_vec());
+        assert_eq!(r.dropped(), None);
+    }
+
+    #[test]
+    fn a_damaged_last_record_is_a_tail_and_nothing_is_skipped_to() {
+        let w = sizes_log(&[10, 20, 30]);
+        let mut bytes = w.bytes.clone();
+        let last = bytes.len() - 3;
+        bytes[last] ^= 1;
+        let (recs, _, mut r) = read_all(&bytes, TailPolicy::StopAtDamage);
+        assert_eq!(recs.len(), 2);
+        assert!(r.dropped().expect("damage").is_tail());
+        assert_eq!(r.skip_damage(), None);
     }
 }

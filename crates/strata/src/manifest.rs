@@ -21,7 +21,14 @@
 //!                     | smallest seqno: varint64 | largest seqno: varint64
 //!                     | entries: varint64 | deletions: varint64
 //!   8 DELETED_FILE    keyspace: varint32 | level: varint32 | number: varint64
+//!   9 DB_ID           id: len-prefixed bytes (16)          (format 2 on)
 //! ```
+//!
+//! Format 2 adds `DB_ID`: the database's identity, chosen at creation and
+//! carried by the first record of every manifest, the header of every
+//! write-ahead log and the properties of every table, so that recovery can
+//! tell the engine's own files from files that only look like them. A
+//! format-1 manifest has none; opening it assigns one.
 //!
 //! File and log numbers are at most [`MAX_FILE_NUMBER`], sequence numbers
 //! at most [`MAX_SEQNO`], keyspace ids at most [`MAX_KEYSPACE_ID`]; an edit
@@ -66,8 +73,8 @@ fn keyspace_id(s: &mut &[u8]) -> Result<u32, String> {
     Ok(id)
 }
 
-/// The manifest format version this build writes and reads.
-pub const MANIFEST_FORMAT_VERSION: u32 = 1;
+/// The manifest format version this build writes (it reads 1 and 2).
+pub const MANIFEST_FORMAT_VERSION: u32 = 2;
 
 const TAG_FORMAT_VERSION: u32 = 1;
 const TAG_NEXT_FILE: u32 = 2;
@@ -77,6 +84,10 @@ const TAG_DROP_KEYSPACE: u32 = 5;
 const TAG_LOG_NUMBER: u32 = 6;
 const TAG_NEW_FILE: u32 = 7;
 const TAG_DELETED_FILE: u32 = 8;
+const TAG_DB_ID: u32 = 9;
+
+/// Bytes of a database id.
+pub const DB_ID_LEN: usize = 16;
 
 /// A table file as recorded in the manifest.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -129,6 +140,8 @@ pub struct VersionEdit {
     pub new_files: Vec<NewFile>,
     /// (keyspace, level, file number)
     pub deleted_files: Vec<(u32, u32, u64)>,
+    /// The database's identity (first record only).
+    pub db_id: Option<[u8; DB_ID_LEN]>,
 }
 
 impl VersionEdit {
@@ -138,6 +151,10 @@ impl VersionEdit {
         if let Some(v) = self.format_version {
             put_varint32(&mut out, TAG_FORMAT_VERSION);
             put_varint32(&mut out, v);
+        }
+        if let Some(id) = &self.db_id {
+            put_varint32(&mut out, TAG_DB_ID);
+            put_length_prefixed(&mut out, id);
         }
         if let Some(n) = self.next_file_number {
             put_varint32(&mut out, TAG_NEXT_FILE);
@@ -193,6 +210,13 @@ impl VersionEdit {
             match tag {
                 TAG_FORMAT_VERSION => {
                     e.format_version = Some(get_varint32(s).ok_or("bad format version")?)
+                }
+                TAG_DB_ID => {
+                    let id = get_length_prefixed(s).ok_or("bad database id")?;
+                    let id: [u8; DB_ID_LEN] = id
+                        .try_into()
+                        .map_err(|_| format!("database id of {} bytes", id.len()))?;
+                    e.db_id = Some(id);
                 }
                 TAG_NEXT_FILE => e.next_file_number = Some(file_number(s, "next file number")?),
                 TAG_LAST_SEQNO => e.last_seqno = Some(seqno(s, "last seqno")?),
@@ -291,6 +315,7 @@ mod tests {
                 num_deletions: 2,
             }],
             deleted_files: vec![(0, 0, 5)],
+            db_id: Some(*b"0123456789abcdef"),
         }
     }
 

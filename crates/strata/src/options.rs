@@ -42,6 +42,15 @@ pub struct Options {
     /// `lost/`) those that are corrupt, reporting the key ranges lost in
     /// `Db::recovery_report`, instead of failing (default false).
     pub skip_corrupt_tables: bool,
+    /// What recovery does with damage in a write-ahead log (default: drop
+    /// only a torn tail of the newest log; refuse anything else).
+    pub wal_recovery: crate::recovery::WalRecoveryMode,
+    /// Open without changing anything on disk: no lock, no log replay into
+    /// new files, no manifest write, no background work, no cleanup; writes
+    /// fail with [`Error::OpenedReadOnly`]. Works on read-only storage and
+    /// beside a process that holds the database open for writing (a reader
+    /// then sees the state as of its open).
+    pub read_only: bool,
     /// Options of the default keyspace.
     pub default_keyspace: KeyspaceOptions,
 }
@@ -59,6 +68,8 @@ impl Default for Options {
             max_total_wal_bytes: 0,
             max_manifest_bytes: 16 << 20,
             skip_corrupt_tables: false,
+            wal_recovery: crate::recovery::WalRecoveryMode::default(),
+            read_only: false,
             default_keyspace: KeyspaceOptions::default(),
         }
     }
@@ -71,17 +82,56 @@ impl fmt::Debug for Options {
             .field("block_cache_bytes", &self.block_cache_bytes)
             .field("flush_threads", &self.flush_threads)
             .field("compaction_threads", &self.compaction_threads)
+            .field("wal_recovery", &self.wal_recovery)
+            .field("read_only", &self.read_only)
             .field("default_keyspace", &self.default_keyspace)
             .finish_non_exhaustive()
     }
 }
 
+/// Largest accepted `write_buffer_size`: 64 GiB.
+pub const MAX_WRITE_BUFFER_BYTES: u64 = 64 << 30;
+/// Largest accepted `target_file_size`: 1 TiB.
+pub const MAX_FILE_BYTES: u64 = 1 << 40;
+/// Largest accepted `block_cache_bytes` and `max_total_wal_bytes`: 1 PiB.
+pub const MAX_BUDGET_BYTES: u64 = 1 << 50;
+
+fn check_at_most(name: &str, value: u64, max: u64) -> Result<()> {
+    if value > max {
+        return Err(Error::InvalidArgument(format!(
+            "{name} {value} is too large: at most {max} bytes"
+        )));
+    }
+    Ok(())
+}
+
+/// Bytes of physical memory, when the system says.
+pub fn physical_memory_bytes() -> Option<u64> {
+    // SAFETY: sysconf takes no pointers and only reads system constants.
+    let (pages, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    (pages > 0 && page > 0).then(|| (pages as u64).saturating_mul(page as u64))
+}
+
 impl Options {
     /// Checks values that would make the engine misbehave.
     pub fn validate(&self) -> Result<()> {
+        check_at_most("block_cache_bytes", self.block_cache_bytes, MAX_BUDGET_BYTES)?;
+        check_at_most("max_total_wal_bytes", self.max_total_wal_bytes, MAX_BUDGET_BYTES)?;
+        check_at_most("max_write_group_bytes", self.max_write_group_bytes as u64, 1 << 30)?;
+
         if self.flush_threads == 0 || self.compaction_threads == 0 {
             return Err(Error::InvalidArgument(
                 "flush_threads and compaction_threads must be at least 1".into(),
+            ));
+        }
+        if self.read_only && self.skip_corrupt_tables {
+            return Err(Error::InvalidArgument(
+                "salvage (skip_corrupt_tables) moves files aside, so it cannot run read-only".into(),
             ));
         }
         self.default_keyspace.validate()
@@ -313,6 +363,25 @@ impl KeyspaceOptions {
         let bad = |s: &str| Err(Error::InvalidArgument(s.to_string()));
         if self.write_buffer_size < 4096 {
             return bad("write_buffer_size must be at least 4096 bytes");
+        }
+        check_at_most("write_buffer_size", self.write_buffer_size as u64, MAX_WRITE_BUFFER_BYTES)?;
+        check_at_most("target_file_size", self.target_file_size, MAX_FILE_BYTES)?;
+        check_at_most("level_filter_bytes", self.level_filter_bytes as u64, 1 << 30)?;
+        check_at_most("max_write_buffers", self.max_write_buffers as u64, 1 << 16)?;
+        // What a memtable allocates when it is created must fit in memory;
+        // asking for more aborts the process instead of failing the open.
+        let up_front = self
+            .memtable_options
+            .up_front_bytes(self.memtable, self.write_buffer_size) as u64;
+        if let Some(mem) = physical_memory_bytes()
+            && up_front > mem / 2
+        {
+            return Err(Error::InvalidArgument(format!(
+                "write_buffer_size {}: a {} memtable reserves {up_front} bytes up front, more \
+                 than half of this machine's {mem} bytes of memory; choose a smaller \
+                 write_buffer_size (or a larger memtable_options.expected_entry_bytes)",
+                self.write_buffer_size, self.memtable
+            )));
         }
         if self.max_write_buffers < 2 {
             return bad("max_write_buffers must be at least 2");

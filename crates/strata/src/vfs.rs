@@ -53,7 +53,10 @@ pub trait FileLock: Send + Sync {}
 pub trait Vfs: Send + Sync + fmt::Debug {
     /// Creates a directory and its parents.
     fn create_dir_all(&self, path: &Path) -> Result<()>;
-    /// Creates (or truncates) a file for appending.
+    /// Creates a new file for appending. Fails if anything exists at
+    /// `path` (a file, a directory or a symbolic link, which is never
+    /// followed): the engine names every file it writes afresh, so an
+    /// existing one is not the engine's to overwrite.
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
     /// Opens a file for positional reads.
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
@@ -67,11 +70,15 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     fn exists(&self, path: &Path) -> bool;
     /// Makes the directory's entries (creations, renames, removals) durable.
     fn sync_dir(&self, dir: &Path) -> Result<()>;
-    /// Takes an exclusive lock on `path` (created if missing), failing with
+    /// Takes an exclusive lock on `path` (created if missing, never
+    /// truncated, never through a symbolic link), failing with
     /// [`Error::Locked`] if it is held elsewhere.
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;
     /// Size of a file in bytes.
     fn file_size(&self, path: &Path) -> Result<u64>;
+    /// True if `path` is a regular file (not a directory, not a symbolic
+    /// link, which is not followed).
+    fn is_regular_file(&self, path: &Path) -> bool;
 
     /// Reads a whole file.
     fn read_all(&self, path: &Path) -> Result<Vec<u8>> {
@@ -174,10 +181,13 @@ impl Vfs for StdVfs {
     }
 
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        use std::os::unix::fs::OpenOptionsExt;
+        // `create_new` is O_CREAT|O_EXCL, which also refuses a symbolic link
+        // (even a dangling one); O_NOFOLLOW says so twice.
         let file = OpenOptions::new()
             .write(true)
-            .create(true)
-            .truncate(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(path)
             .map_err(|e| io_err("create", path, e))?;
         Ok(Box::new(StdWritableFile {
@@ -228,13 +238,24 @@ impl Vfs for StdVfs {
     }
 
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+        use std::os::unix::fs::OpenOptionsExt;
+        // Never truncated and never through a link: the lock file must not
+        // become a way to clobber or create another file.
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(path)
             .map_err(|e| io_err("open lock file", path, e))?;
+        let meta = file.metadata().map_err(|e| io_err("stat", path, e))?;
+        if !meta.is_file() {
+            return Err(Error::InvalidArgument(format!(
+                "lock file {} is not a regular file",
+                path.display()
+            )));
+        }
         match file.try_lock() {
             Ok(()) => Ok(Box::new(StdFileLock { _file: file })),
             Err(std::fs::TryLockError::WouldBlock) => Err(Error::Locked {
@@ -242,6 +263,10 @@ impl Vfs for StdVfs {
             }),
             Err(std::fs::TryLockError::Error(e)) => Err(io_err("lock", path, e)),
         }
+    }
+
+    fn is_regular_file(&self, path: &Path) -> bool {
+        fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
     }
 
     fn file_size(&self, path: &Path) -> Result<u64> {
@@ -263,6 +288,21 @@ mod tests {
         assert!(matches!(StdVfs.lock(&p), Err(Error::Locked { .. })));
         drop(held);
         StdVfs.lock(&p).expect("lock after release");
+    }
+
+    #[test]
+    fn create_refuses_existing_files_and_links() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("f");
+        StdVfs.create(&p).expect("create").sync().expect("sync");
+        assert!(StdVfs.create(&p).is_err(), "an existing file is not replaced");
+        let target = dir.path().join("target");
+        std::fs::write(&target, b"keep me").expect("write");
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&target, &link).expect("symlink");
+        assert!(StdVfs.create(&link).is_err(), "a link is not followed");
+        assert!(StdVfs.lock(&link).is_err(), "the lock is not taken through a link");
+        assert_eq!(std::fs::read(&target).expect("read"), b"keep me");
     }
 
     #[test]

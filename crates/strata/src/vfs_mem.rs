@@ -495,6 +495,10 @@ impl<V: Vfs> Vfs for FaultVfs<V> {
         self.faults.gate(VfsOp::FileSize, &[path])?;
         self.inner.file_size(path)
     }
+
+    fn is_regular_file(&self, path: &Path) -> bool {
+        self.inner.is_regular_file(path)
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -732,6 +736,14 @@ impl Vfs for MemFs {
                 "is a directory",
             ));
         }
+        if st.files.contains_key(path) {
+            return Err(fs_err(
+                "create",
+                path,
+                io::ErrorKind::AlreadyExists,
+                "file exists",
+            ));
+        }
         let inode = InodeRef::default();
         st.files.insert(path.to_path_buf(), Arc::clone(&inode));
         Ok(Box::new(MemWritableFile {
@@ -853,6 +865,10 @@ impl Vfs for MemFs {
         let inode = st.files.get(path).ok_or_else(|| not_found("stat", path))?;
         Ok(inode.lock().data.len() as u64)
     }
+
+    fn is_regular_file(&self, path: &Path) -> bool {
+        self.state.lock().files.contains_key(path)
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -953,6 +969,10 @@ impl Vfs for MemVfs {
 
     fn file_size(&self, path: &Path) -> Result<u64> {
         self.vfs.file_size(path)
+    }
+
+    fn is_regular_file(&self, path: &Path) -> bool {
+        self.vfs.is_regular_file(path)
     }
 }
 
@@ -1066,6 +1086,7 @@ mod tests {
         let p = dir.join("f");
         drop(write(&vfs, &p, b"first", true));
         vfs.sync_dir(&dir).expect("sync dir");
+        vfs.remove(&p).expect("remove");
         drop(write(&vfs, &p, b"second", true));
         assert_eq!(read(&vfs, &p), b"second");
         vfs.power_cut();
@@ -1203,11 +1224,20 @@ mod tests {
                 .after(1)
                 .count(1),
         );
-        assert!(vfs.create(&dir.join("a")).is_ok(), "predicate false");
-        assert!(vfs.create(&dir.join("b")).is_ok(), "first match passes");
-        assert!(vfs.create(&dir.join("a")).is_ok(), "predicate false");
-        assert!(vfs.create(&dir.join("b")).is_err(), "second match fails");
-        assert!(vfs.create(&dir.join("b")).is_ok(), "count used up");
+        // Creation is exclusive: remove each file before making it again.
+        let create = |name: &str| {
+            let p = dir.join(name);
+            let r = vfs.create(&p).map(drop);
+            if r.is_ok() {
+                vfs.remove(&p).expect("remove");
+            }
+            r
+        };
+        assert!(create("a").is_ok(), "predicate false");
+        assert!(create("b").is_ok(), "first match passes");
+        assert!(create("a").is_ok(), "predicate false");
+        assert!(create("b").is_err(), "second match fails");
+        assert!(create("b").is_ok(), "count used up");
         assert_eq!(vfs.op_count(VfsOp::Create), 5);
         assert_eq!(vfs.injected_count(VfsOp::Create), 1);
         assert_eq!(vfs.injected_count(VfsOp::Append), 0);

@@ -105,42 +105,132 @@ fn flipped_bit_in_a_table_footer_fails_open_naming_the_file() {
     assert_eq!(file, sst[0]);
 }
 
-#[test]
-fn flipped_bit_in_the_log_tail_recovers_a_prefix_and_reports_dropped_bytes() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    {
-        let db = Db::open(dir.path(), options()).expect("open");
-        for i in 0..100u32 {
-            db.put(format!("key{i:06}").as_bytes(), b"v").expect("put");
-        }
-        // Closing does not flush: the log holds everything.
-        db.close().expect("close");
+/// A database whose newest log holds 100 unflushed puts `key000000..`;
+/// returns the log and every file's bytes before any damage.
+fn db_with_unflushed_log(dir: &Path) -> PathBuf {
+    let db = Db::open(dir, options()).expect("open");
+    for i in 0..100u32 {
+        db.put(format!("key{i:06}").as_bytes(), b"v").expect("put");
     }
-    let logs = files_with(dir.path(), ".log");
-    let log = logs.last().expect("a log");
-    let len = fs::metadata(log).expect("stat").len() as usize;
-    flip(log, len / 2);
-    let db = Db::open(dir.path(), options()).expect("point-in-time recovery opens");
-    let (path, _off, bytes, reason) = db
-        .recovery_report()
-        .wal_tail_dropped
-        .clone()
-        .expect("reported");
-    assert_eq!(&path, log);
-    assert!(bytes > 0, "{reason}");
-    let present: Vec<bool> = (0..100u32)
+    // Closing does not flush: the log holds everything.
+    db.close().expect("close");
+    files_with(dir, ".log").pop().expect("a log")
+}
+
+/// Every file under `dir` (recursively) with its bytes.
+fn snapshot_files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).expect("read dir") {
+            let p = e.expect("entry").path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.file_name().is_some_and(|n| n != "LOCK") {
+                out.push((p.clone(), fs::read(&p).expect("read")));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn present(db: &Db) -> Vec<bool> {
+    (0..100u32)
         .map(|i| {
             db.get(format!("key{i:06}").as_bytes())
                 .expect("get")
                 .is_some()
         })
-        .collect();
-    let first_missing = present.iter().position(|p| !p).expect("something dropped");
+        .collect()
+}
+
+#[test]
+fn a_damaged_record_in_the_middle_of_the_log_refuses_open_and_changes_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = db_with_unflushed_log(dir.path());
+    let len = fs::metadata(&log).expect("stat").len() as usize;
+    flip(&log, len / 2);
+    let before = snapshot_files(dir.path());
+    let (file, reason) = open_corruption(dir.path());
+    assert_eq!(file, log);
+    assert!(reason.contains("valid records follow"), "{reason}");
+    assert_eq!(snapshot_files(dir.path()), before, "a refused open changed files");
+    // Read-only opens refuse it too.
+    assert!(matches!(
+        Db::open_read_only(dir.path(), options()),
+        Err(Error::Corruption { .. })
+    ));
+}
+
+#[test]
+fn point_in_time_recovery_keeps_the_prefix_and_the_log_in_lost() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = db_with_unflushed_log(dir.path());
+    let len = fs::metadata(&log).expect("stat").len() as usize;
+    flip(&log, len / 2);
+    let original = fs::read(&log).expect("read");
+    let mut o = options();
+    o.wal_recovery = strata::WalRecoveryMode::PointInTime;
+    let db = Db::open(dir.path(), o).expect("point-in-time opens");
+    let report = db.recovery_report().clone();
+    assert_eq!(report.wal_damage.len(), 1);
+    assert_eq!(report.wal_damage[0].file, log);
+    assert!(report.wal_damage[0].records_after > 0);
+    assert_eq!(report.logs_set_aside.len(), 1);
+    let kept = &report.logs_set_aside[0].1;
+    assert_eq!(fs::read(kept).expect("read kept log"), original);
+    let p = present(&db);
+    let first_missing = p.iter().position(|p| !p).expect("something dropped");
     assert!(first_missing > 0);
-    assert!(
-        present[first_missing..].iter().all(|p| !p),
-        "recovered a prefix"
-    );
+    assert!(p[first_missing..].iter().all(|p| !p), "recovered a prefix");
+}
+
+#[test]
+fn skip_damaged_recovery_keeps_every_valid_record() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = db_with_unflushed_log(dir.path());
+    let len = fs::metadata(&log).expect("stat").len() as usize;
+    flip(&log, len / 2);
+    let mut o = options();
+    o.wal_recovery = strata::WalRecoveryMode::SkipDamagedRecords;
+    let db = Db::open(dir.path(), o).expect("skip-damaged opens");
+    let report = db.recovery_report().clone();
+    assert_eq!(report.wal_damage.len(), 1);
+    assert_eq!(report.logs_set_aside.len(), 1);
+    let p = present(&db);
+    let missing = p.iter().filter(|p| !**p).count();
+    assert_eq!(missing, 1, "exactly the damaged put is lost: {p:?}");
+    assert!(p[99], "records after the damage are applied");
+}
+
+#[test]
+fn a_damaged_last_record_is_a_torn_tail_dropped_and_reported() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = db_with_unflushed_log(dir.path());
+    let len = fs::metadata(&log).expect("stat").len() as usize;
+    flip(&log, len - 2);
+    let db = Db::open(dir.path(), options()).expect("a torn tail opens");
+    let (path, _off, bytes, reason) = db
+        .recovery_report()
+        .wal_tail_dropped
+        .clone()
+        .expect("reported");
+    assert_eq!(path, log);
+    assert!(bytes > 0, "{reason}");
+    let p = present(&db);
+    assert_eq!(p.iter().filter(|p| !**p).count(), 1, "{p:?}");
+    assert!(!p[99]);
+    drop(db);
+    // Absolute consistency refuses even a torn tail; the database was
+    // already recovered above, so damage a fresh one.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = db_with_unflushed_log(dir.path());
+    let len = fs::metadata(&log).expect("stat").len() as usize;
+    flip(&log, len - 2);
+    let mut o = options();
+    o.wal_recovery = strata::WalRecoveryMode::AbsoluteConsistency;
+    assert!(matches!(Db::open(dir.path(), o), Err(Error::Corruption { .. })));
 }
 
 #[test]
@@ -173,6 +263,7 @@ fn manifest_of_a_newer_format_is_refused_with_its_version() {
         format_version: Some(99),
         ..Default::default()
     };
+    fs::remove_file(&m[0]).expect("remove");
     let mut w = LogWriter::new(StdVfs.create(&m[0]).expect("create"));
     w.add_record(&edit.encode()).expect("add");
     w.sync().expect("sync");
@@ -253,12 +344,13 @@ fn batch_bytes(seqno: u64, puts: &[(&[u8], &[u8])]) -> Vec<u8> {
 
 /// A database whose newest log holds `batches`.
 fn db_with_log(dir: &Path, batches: &[Vec<u8>]) -> PathBuf {
-    Db::open(dir, options())
-        .expect("open")
-        .close()
-        .expect("close");
+    let db = Db::open(dir, options()).expect("open");
+    let id = db.id();
+    db.close().expect("close");
     let log = dir.join("999999.log");
     let mut w = LogWriter::new(StdVfs.create(&log).expect("create"));
+    w.add_record(&strata::recovery::wal_header(&id, 999999))
+        .expect("header");
     for b in batches {
         w.add_record(b).expect("add");
     }
@@ -311,6 +403,10 @@ fn a_log_batch_past_the_largest_sequence_number_is_corruption() {
 fn dir_with_manifest(dir: &Path, edit: &VersionEdit) -> PathBuf {
     let m = dir.join("MANIFEST-000001");
     let mut w = LogWriter::new(StdVfs.create(&m).expect("create"));
+    let edit = VersionEdit {
+        db_id: edit.db_id.or(Some([7; 16])),
+        ..edit.clone()
+    };
     w.add_record(&edit.encode()).expect("add");
     w.sync().expect("sync");
     fs::write(dir.join("CURRENT"), b"MANIFEST-000001\n").expect("write");

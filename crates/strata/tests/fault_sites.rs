@@ -1567,6 +1567,7 @@ fn salvage_case(case: &Case) {
     let fs = case.vfs.mem_fs();
     let mut bytes = fs.read_all(&bad).expect("read table");
     bytes[20] ^= 0x40;
+    fs.remove(&bad).expect("remove");
     let mut f = fs.create(&bad).expect("rewrite table");
     f.append(&bytes).expect("append");
     f.sync().expect("sync");
@@ -1858,6 +1859,7 @@ fn every_engine_call_of_a_full_workload_is_a_listed_site() {
     let bad = Path::new(DIR).join(newest);
     let mut bytes = fs.read_all(&bad).expect("read");
     bytes[3] ^= 1;
+    fs.remove(&bad).expect("remove");
     let mut f = fs.create(&bad).expect("rewrite");
     f.append(&bytes).expect("append");
     f.sync().expect("sync");

@@ -156,6 +156,7 @@ fn verify_rejects_a_block_whose_restart_point_is_inside_an_entry() {
     strata_stress::fuzz_targets::repair_table_checksums(&mut data);
     assert!(start < end);
 
+    vfs.remove(&path).expect("remove");
     let mut w = vfs.create(&path).expect("rewrite");
     w.append(&data).expect("append");
     w.sync().expect("sync");

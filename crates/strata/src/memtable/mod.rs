@@ -362,6 +362,20 @@ impl MemTableOptions {
         (write_buffer_size / self.expected_entry_bytes.max(1)).max(1)
     }
 
+    /// Bytes a buffer of `kind` allocates when it is created, before any
+    /// write: `vector-static`'s slot array and the hash kinds' bucket array.
+    pub fn up_front_bytes(&self, kind: MemTableKind, write_buffer_size: usize) -> usize {
+        match kind {
+            MemTableKind::VectorStatic => self
+                .static_capacity(write_buffer_size)
+                .saturating_mul(std::mem::size_of::<entry::SharedEntry>()),
+            k if k.is_hashed() => self
+                .bucket_count(write_buffer_size)
+                .saturating_mul(std::mem::size_of::<usize>()),
+            _ => 0,
+        }
+    }
+
     /// Checks the options `kind` uses, for a buffer of `write_buffer_size`.
     pub fn validate(&self, kind: MemTableKind, write_buffer_size: usize) -> Result<()> {
         let bad = |s: String| Err(Error::InvalidArgument(s));

@@ -165,6 +165,13 @@ pub(crate) fn short_successor(dst: &mut Vec<u8>, start: &[u8]) {
 }
 
 impl TableBuilder {
+    /// Records the database and file number that own this table in its
+    /// properties (see [`TableProperties::owner_db_id`]).
+    pub fn set_owner(&mut self, db_id: &[u8], file_number: u64) {
+        self.props.owner_db_id = db_id.to_vec();
+        self.props.owner_file_number = file_number;
+    }
+
     /// Starts a table written to `file` (named `path` in errors).
     pub fn new(file: Box<dyn WritableFile>, path: PathBuf, mut opts: TableBuilderOptions) -> Self {
         opts.block_size = opts.block_size.clamp(1, MAX_BLOCK_SIZE as usize / 2);

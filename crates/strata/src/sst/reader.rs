@@ -77,7 +77,18 @@ pub struct TableProperties {
     /// Data blocks actually stored compressed.
     pub num_compressed_blocks: u64,
     pub bloom_bits_per_key: u32,
+    /// The database that wrote the table and the file number it gave it
+    /// (empty and 0 for tables written before the owner was recorded).
+    /// Recovery removes an unreferenced table only when it carries the
+    /// database's own id.
+    pub owner_db_id: Vec<u8>,
+    pub owner_file_number: u64,
 }
+
+/// Optional fields (absent in older tables): the owner's database id and
+/// the file number.
+const FIELD_OWNER_DB_ID: u64 = 17;
+const FIELD_OWNER_FILE_NUMBER: u64 = 18;
 
 const WIRE_VARINT: u64 = 0;
 const WIRE_BYTES: u64 = 1;
@@ -117,6 +128,12 @@ impl TableProperties {
             put_varint64(dst, field << 1 | WIRE_VARINT);
             put_varint64(dst, v);
         }
+        if !self.owner_db_id.is_empty() {
+            put_varint64(dst, FIELD_OWNER_DB_ID << 1 | WIRE_BYTES);
+            put_length_prefixed(dst, &self.owner_db_id);
+            put_varint64(dst, FIELD_OWNER_FILE_NUMBER << 1 | WIRE_VARINT);
+            put_varint64(dst, self.owner_file_number);
+        }
     }
 
     /// Decodes a properties block read from `offset` of `file`.
@@ -136,6 +153,7 @@ impl TableProperties {
         }
         let mut p = TableProperties::default();
         let mut seen = 0u64;
+        let mut seen_owner = 0u64;
         while !cur.is_empty() {
             let tag = get_varint64(&mut cur).ok_or_else(|| corrupt("bad field tag".into()))?;
             let (field, wire) = (tag >> 1, tag & 1);
@@ -154,6 +172,11 @@ impl TableProperties {
                     9 => &mut p.smallest_seqno,
                     10 => &mut p.largest_seqno,
                     13 => &mut p.num_data_blocks,
+                    FIELD_OWNER_FILE_NUMBER => {
+                        p.owner_file_number = v;
+                        seen_owner |= 1 << FIELD_OWNER_FILE_NUMBER;
+                        continue;
+                    }
                     15 => &mut p.num_compressed_blocks,
                     14 => {
                         p.compression = u8::try_from(v)
@@ -178,6 +201,11 @@ impl TableProperties {
                     .ok_or_else(|| corrupt(format!("bad length of field {field}")))?;
                 match field {
                     11 => p.smallest = b.to_vec(),
+                    FIELD_OWNER_DB_ID => {
+                        p.owner_db_id = b.to_vec();
+                        seen_owner |= 1 << FIELD_OWNER_DB_ID;
+                        continue;
+                    }
                     12 => p.largest = b.to_vec(),
                     1..=NUM_PROPERTY_FIELDS => {
                         return Err(corrupt(format!("field {field} must hold a varint")));
@@ -188,6 +216,12 @@ impl TableProperties {
             if (1..=NUM_PROPERTY_FIELDS).contains(&field) {
                 seen |= 1 << field;
             }
+        }
+        let owner_fields = (1u64 << FIELD_OWNER_DB_ID) | (1u64 << FIELD_OWNER_FILE_NUMBER);
+        match seen_owner & owner_fields {
+            0 => {}
+            x if x == owner_fields => {}
+            _ => return Err(corrupt("owner id and owner file number must come together".into())),
         }
         let all = ((1u64 << (NUM_PROPERTY_FIELDS + 1)) - 1) & !1;
         if seen != all {
@@ -1550,11 +1584,23 @@ mod tests {
             compression: Compression::Zstd,
             num_compressed_blocks: 1,
             bloom_bits_per_key: 10,
+            owner_db_id: b"0123456789abcdef".to_vec(),
+            owner_file_number: 77,
         };
         let mut buf = Vec::new();
         p.encode_to(&mut buf);
         let path = Path::new("p");
         assert_eq!(TableProperties::decode(&buf, path, 0).expect("decode"), p);
+        // Without an owner (tables written before it was recorded).
+        let unowned = TableProperties {
+            owner_db_id: Vec::new(),
+            owner_file_number: 0,
+            ..p.clone()
+        };
+        let mut old = Vec::new();
+        unowned.encode_to(&mut old);
+        assert!(old.len() < buf.len());
+        assert_eq!(TableProperties::decode(&old, path, 0).expect("decode"), unowned);
         // Unknown fields are skipped.
         let mut ext = buf.clone();
         put_varint64(&mut ext, 40 << 1);
@@ -1562,12 +1608,15 @@ mod tests {
         put_varint64(&mut ext, 41 << 1 | 1);
         put_length_prefixed(&mut ext, b"future");
         assert_eq!(TableProperties::decode(&ext, path, 0).expect("decode"), p);
-        // Every truncation fails cleanly.
+        // Every truncation fails cleanly, but the one that leaves exactly
+        // the required fields (the owner is optional, as a whole).
         for n in 0..buf.len() {
-            assert!(
-                TableProperties::decode(&buf[..n], path, 0).is_err(),
-                "truncated to {n}"
-            );
+            let r = TableProperties::decode(&buf[..n], path, 0);
+            if n == old.len() {
+                assert_eq!(r.expect("required fields only"), unowned);
+            } else {
+                assert!(r.is_err(), "truncated to {n}");
+            }
         }
         let mut newer = buf.clone();
         newer[0] = 2;

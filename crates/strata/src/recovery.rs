@@ -1,0 +1,868 @@
+//! Recovery: what opening a database may trust, what it must refuse, and
+//! what it may remove.
+//!
+//! The rule is that recovery never destroys data it cannot explain:
+//! - A directory without `CURRENT` is a new database only if it holds none
+//!   of the engine's files ([`engine_files`]).
+//! - Damage in a log is a torn tail only when it is in the newest
+//!   write-ahead log and no valid record follows it; anything else is
+//!   corruption unless the operator chose a [`WalRecoveryMode`] that
+//!   recovers past it, and then the log is moved to `lost/`, not deleted.
+//! - A manifest whose last record is cut is accepted only while every
+//!   write-ahead log the surviving edits still need is on disk: the engine
+//!   deletes a log only after the edit that retires it is synced, so a
+//!   missing one proves the cut edit was applied ([`check_manifest_tail`]).
+//! - Cleanup removes a file only when it can prove the file is its own: its
+//!   number lies below the numbers the manifest recorded as allocated
+//!   (file numbers are reserved in the manifest before they are used), and
+//!   what the file says of its owner (the write-ahead log header, the
+//!   table's owner property, the manifest's id) is this database or
+//!   nothing. Everything else is left in place and reported
+//!   ([`Disposition`], [`decide`]).
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::filename::{self, FileKind};
+use crate::key::SeqNo;
+use crate::log::{LogReader, TailPolicy};
+use crate::manifest::{DB_ID_LEN, MANIFEST_FORMAT_VERSION, NewFile, VersionEdit};
+use crate::vfs::Vfs;
+
+/// A database's identity, chosen when it is created.
+pub type DbId = [u8; DB_ID_LEN];
+
+/// Longest `CURRENT` accepted (a manifest name and a newline).
+pub const MAX_CURRENT_BYTES: u64 = 4096;
+
+/// How many file numbers one manifest record reserves. Every number the
+/// engine uses was recorded as allocated before the file was created, so a
+/// crash never leaves a file whose number the manifest does not cover.
+pub const FILE_NUMBER_RESERVATION: u64 = 1024;
+
+/// A fresh, random database id.
+pub(crate) fn new_db_id() -> DbId {
+    use std::hash::{BuildHasher, RandomState};
+    // RandomState is seeded from the operating system's random source; the
+    // clock and process id separate ids made from the same seed.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let pid = std::process::id();
+    let a = RandomState::new().hash_one((nanos, pid));
+    let b = RandomState::new().hash_one((pid, a, nanos));
+    let mut id = [0u8; DB_ID_LEN];
+    id[..8].copy_from_slice(&a.to_le_bytes());
+    id[8..].copy_from_slice(&b.to_le_bytes());
+    id
+}
+
+/// The id as 32 hex digits.
+pub fn db_id_hex(id: &DbId) -> String {
+    id.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Magic bytes opening the header record of every write-ahead log. Read as
+/// a batch's sequence number it is far above the largest one, so a header
+/// can never be mistaken for a batch.
+pub const WAL_HEADER_MAGIC: [u8; 8] = *b"STRATAWL";
+/// Bytes of the header record: magic, database id, log number (u64 LE).
+pub const WAL_HEADER_LEN: usize = 8 + DB_ID_LEN + 8;
+
+/// The first record of write-ahead log `number` of database `id`.
+pub fn wal_header(id: &DbId, number: u64) -> Vec<u8> {
+    let mut h = Vec::with_capacity(WAL_HEADER_LEN);
+    h.extend_from_slice(&WAL_HEADER_MAGIC);
+    h.extend_from_slice(id);
+    h.extend_from_slice(&number.to_le_bytes());
+    h
+}
+
+/// The database id and log number of a header record, if it is one.
+pub fn parse_wal_header(rec: &[u8]) -> Option<(DbId, u64)> {
+    if rec.len() != WAL_HEADER_LEN || rec[..8] != WAL_HEADER_MAGIC {
+        return None;
+    }
+    let id: DbId = rec[8..8 + DB_ID_LEN].try_into().ok()?;
+    let n = u64::from_le_bytes(rec[8 + DB_ID_LEN..].try_into().ok()?);
+    Some((id, n))
+}
+
+/// What recovery does with damage in a write-ahead log (after RocksDB's WAL
+/// recovery modes). Whatever the mode, a log whose records were not all
+/// applied is moved to `lost/` in the database directory, never deleted,
+/// and the damage is listed in [`RecoveryReport::wal_damage`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WalRecoveryMode {
+    /// Any damage, even a torn tail, refuses the open.
+    AbsoluteConsistency,
+    /// The default: an incomplete last record of the newest log, with
+    /// nothing valid after it (what a crash in the middle of an append
+    /// leaves), is dropped and reported; any other damage refuses the open
+    /// with the file, the offset and how many records follow.
+    #[default]
+    TolerateTornTail,
+    /// Recover to the last consistent point: stop at the first damage and
+    /// apply nothing after it, in this log or any later one.
+    PointInTime,
+    /// Skip damaged records and apply every valid record after them. The
+    /// state recovered may then lack writes from the middle of the log.
+    SkipDamagedRecords,
+}
+
+impl std::str::FromStr for WalRecoveryMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "absolute" | "absolute-consistency" => Ok(Self::AbsoluteConsistency),
+            "torn-tail" | "tolerate-torn-tail" => Ok(Self::TolerateTornTail),
+            "point-in-time" => Ok(Self::PointInTime),
+            "skip" | "skip-damaged" => Ok(Self::SkipDamagedRecords),
+            other => Err(format!(
+                "unknown WAL recovery mode {other:?}: expected absolute, torn-tail, \
+                 point-in-time or skip-damaged"
+            )),
+        }
+    }
+}
+
+/// What recovery found and did.
+#[derive(Clone, Debug, Default)]
+pub struct RecoveryReport {
+    /// Write-ahead logs replayed.
+    pub logs_replayed: usize,
+    /// Entries replayed into memtables.
+    pub entries_replayed: u64,
+    /// The torn tail dropped from the newest log: (file, offset, bytes,
+    /// reason).
+    pub wal_tail_dropped: Option<(PathBuf, u64, u64, String)>,
+    /// Damage that was not a torn tail, recovered past by the chosen
+    /// [`WalRecoveryMode`].
+    pub wal_damage: Vec<WalDamage>,
+    /// Logs not fully applied, moved from the database directory to
+    /// `lost/`: (from, to).
+    pub logs_set_aside: Vec<(PathBuf, PathBuf)>,
+    /// The cut last record of the manifest that was dropped: (file, offset,
+    /// bytes, reason).
+    pub manifest_tail_dropped: Option<(PathBuf, u64, u64, String)>,
+    /// Files removed because the database wrote them and no longer needs
+    /// them.
+    pub obsolete_files_removed: usize,
+    /// Files that look like the engine's but that it cannot prove it wrote
+    /// (or that another database wrote), left where they are, with why.
+    pub left_in_place: Vec<(PathBuf, String)>,
+    /// Tables set aside as corrupt (only in salvage mode).
+    pub lost_tables: Vec<LostTable>,
+    /// Salvage wrote a missing `CURRENT` naming this manifest.
+    pub current_rebuilt: Option<String>,
+}
+
+impl RecoveryReport {
+    /// True when recovery dropped, skipped or set aside anything that held
+    /// (or may have held) acknowledged data.
+    pub fn lost_anything(&self) -> bool {
+        !self.wal_damage.is_empty()
+            || !self.logs_set_aside.is_empty()
+            || !self.lost_tables.is_empty()
+    }
+}
+
+/// A damaged stretch of a write-ahead log that recovery went past.
+#[derive(Clone, Debug)]
+pub struct WalDamage {
+    pub file: PathBuf,
+    /// Where the damage starts (the end of the last good record).
+    pub offset: u64,
+    /// Bytes skipped (up to the next valid record, or to the end when the
+    /// replay stopped there).
+    pub bytes: u64,
+    pub reason: String,
+    /// Valid records that followed the damage in the same log.
+    pub records_after: usize,
+    /// What the mode did: "skipped" or "stopped".
+    pub action: &'static str,
+}
+
+/// A corrupt table that salvage mode left out of the database.
+#[derive(Clone, Debug)]
+pub struct LostTable {
+    pub keyspace: u32,
+    pub level: u32,
+    /// Where the file was, and where it was moved (under `lost/`).
+    pub file: PathBuf,
+    pub moved_to: Option<PathBuf>,
+    /// The user-key range whose data may be lost or stale: keys in it may
+    /// be missing, or show an older value (or a deleted key its old value)
+    /// from a deeper level.
+    pub smallest_key: Vec<u8>,
+    pub largest_key: Vec<u8>,
+    pub entries: u64,
+    pub error: String,
+}
+
+/// Moves `file` into `lost/` beside it (never deletes it); the new path.
+pub(crate) fn set_aside(vfs: &dyn Vfs, dir: &Path, file: &Path) -> Result<PathBuf> {
+    let lost = dir.join("lost");
+    vfs.create_dir_all(&lost)?;
+    let name = file
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
+    let mut to = lost.join(&name);
+    // Never replace what an earlier salvage put there.
+    let mut i = 1;
+    while vfs.exists(&to) {
+        to = lost.join(format!("{}.{i}", name.to_string_lossy()));
+        i += 1;
+    }
+    vfs.rename(file, &to)?;
+    vfs.sync_dir(&lost)?;
+    vfs.sync_dir(dir)?;
+    Ok(to)
+}
+
+/// Names in a directory listing that the engine would write (everything
+/// `filename::parse` recognises except the lock file, which opening itself
+/// creates).
+pub(crate) fn engine_files(names: &[String]) -> Vec<&str> {
+    names
+        .iter()
+        .map(String::as_str)
+        .filter(|n| !matches!(filename::parse(n), None | Some(FileKind::Lock)))
+        .collect()
+}
+
+/// The error for a directory that has no `CURRENT` but holds engine files.
+pub(crate) fn missing_current(dir: &Path, found: &[&str]) -> Error {
+    let shown: Vec<&str> = found.iter().copied().take(5).collect();
+    let more = if found.len() > shown.len() {
+        format!(" and {} more", found.len() - shown.len())
+    } else {
+        String::new()
+    };
+    Error::corruption(
+        filename::current_path(dir),
+        0,
+        format!(
+            "CURRENT is missing, but the directory holds {} of the engine's files ({}{more}): \
+             this is not a new database, and opening it as one would lose them; nothing was \
+             changed. Salvage (Options::skip_corrupt_tables, `strata --salvage check`) rebuilds \
+             CURRENT from the newest readable manifest",
+            found.len(),
+            shown.join(", ")
+        ),
+    )
+}
+
+/// Reads `CURRENT`: the name of the live manifest.
+pub(crate) fn read_current(vfs: &dyn Vfs, dir: &Path) -> Result<String> {
+    let current = filename::current_path(dir);
+    // CURRENT holds one short line; a huge one is damage, not something to
+    // read into memory.
+    let f = vfs.open(&current)?;
+    let size = f.len();
+    if size > MAX_CURRENT_BYTES {
+        return Err(Error::corruption(
+            &current,
+            0,
+            format!("CURRENT is {size} bytes; it should hold one manifest name"),
+        ));
+    }
+    let mut name = vec![0u8; size as usize];
+    f.read_exact_at(&mut name, 0)?;
+    std::str::from_utf8(&name)
+        .ok()
+        .map(str::trim_end)
+        .filter(|n| matches!(filename::parse(n), Some(FileKind::Manifest(_))))
+        .map(str::to_string)
+        .ok_or_else(|| Error::corruption(&current, 0, "CURRENT does not name a manifest"))
+}
+
+/// Salvage for a missing `CURRENT`: the newest manifest whose every record
+/// reads cleanly, or `None`.
+pub(crate) fn newest_readable_manifest(vfs: &dyn Vfs, dir: &Path) -> Result<Option<String>> {
+    let mut manifests: Vec<u64> = vfs
+        .list(dir)?
+        .iter()
+        .filter_map(|n| match filename::parse(n) {
+            Some(FileKind::Manifest(k)) => Some(k),
+            _ => None,
+        })
+        .collect();
+    manifests.sort_unstable_by(|a, b| b.cmp(a));
+    for k in manifests {
+        let name = filename::manifest_name(k);
+        let mut state = ManifestState::default();
+        if replay_manifest(vfs, &dir.join(&name), &mut state).is_ok() {
+            return Ok(Some(name));
+        }
+    }
+    Ok(None)
+}
+
+/// Per-keyspace state read from the manifest.
+pub(crate) struct RecoveredKeyspace {
+    pub name: String,
+    pub log_number: u64,
+    pub files: BTreeMap<u64, NewFile>,
+}
+
+/// Everything the manifest says.
+#[derive(Default)]
+pub(crate) struct ManifestState {
+    pub keyspaces: BTreeMap<u32, RecoveredKeyspace>,
+    /// The largest next file number any edit recorded: every number below
+    /// it was allocated by this database.
+    pub next_file_number: u64,
+    pub last_seqno: SeqNo,
+    pub db_id: Option<DbId>,
+    pub format_version: u32,
+    /// A cut last record that was dropped: (offset, bytes, reason).
+    pub tail_dropped: Option<(u64, u64, String)>,
+}
+
+/// Applies every edit of a manifest to `state`. A damaged record followed
+/// by valid ones is corruption; a cut last record is recorded in
+/// `state.tail_dropped` for [`check_manifest_tail`] to judge.
+pub(crate) fn replay_manifest(vfs: &dyn Vfs, mpath: &Path, state: &mut ManifestState) -> Result<()> {
+    if !vfs.exists(mpath) {
+        return Err(Error::corruption(
+            mpath,
+            0,
+            "manifest named by CURRENT is missing",
+        ));
+    }
+    let mut reader = LogReader::open(vfs, mpath, TailPolicy::StopAtDamage)?;
+    let mut first = true;
+    while let Some(rec) = reader.next_record()? {
+        let offset = reader.last_record_offset();
+        let edit = VersionEdit::decode(&rec).map_err(|e| Error::corruption(mpath, offset, e))?;
+        if first {
+            let v = edit.format_version.ok_or_else(|| {
+                Error::corruption(
+                    mpath,
+                    offset,
+                    "manifest does not start with a format version",
+                )
+            })?;
+            if v > MANIFEST_FORMAT_VERSION {
+                return Err(Error::UnsupportedVersion {
+                    file: mpath.to_path_buf(),
+                    found: v,
+                    supported: MANIFEST_FORMAT_VERSION,
+                });
+            }
+            state.format_version = v;
+            state.db_id = edit.db_id;
+            if v >= 2 && edit.db_id.is_none() {
+                return Err(Error::corruption(
+                    mpath,
+                    offset,
+                    "manifest of format 2 does not name its database id",
+                ));
+            }
+            first = false;
+        } else if edit.db_id.is_some() && edit.db_id != state.db_id {
+            return Err(Error::corruption(
+                mpath,
+                offset,
+                "edit names another database id than the manifest's first record",
+            ));
+        }
+        apply_edit(mpath, offset, &edit, state)?;
+    }
+    if let Some(d) = reader.dropped() {
+        if first {
+            return Err(Error::corruption(
+                mpath,
+                d.offset,
+                format!("first record unreadable: {}", d.reason),
+            ));
+        }
+        if !d.is_tail() {
+            return Err(Error::corruption(
+                mpath,
+                d.offset,
+                format!(
+                    "{}; {} valid records follow, so this is damage, not a record cut by a crash",
+                    d.reason, d.valid_records_after
+                ),
+            ));
+        }
+        state.tail_dropped = Some((d.offset, d.bytes, d.reason.clone()));
+    } else if first {
+        return Err(Error::corruption(mpath, 0, "manifest holds no records"));
+    }
+    Ok(())
+}
+
+fn apply_edit(mpath: &Path, offset: u64, edit: &VersionEdit, state: &mut ManifestState) -> Result<()> {
+    if let Some(n) = edit.next_file_number {
+        state.next_file_number = state.next_file_number.max(n);
+    }
+    if let Some(s) = edit.last_seqno {
+        state.last_seqno = state.last_seqno.max(s);
+    }
+    for (id, name) in &edit.added_keyspaces {
+        state
+            .keyspaces
+            .entry(*id)
+            .or_insert_with(|| RecoveredKeyspace {
+                name: name.clone(),
+                log_number: 0,
+                files: BTreeMap::new(),
+            });
+    }
+    for id in &edit.dropped_keyspaces {
+        state.keyspaces.remove(id);
+    }
+    for (id, log) in &edit.log_numbers {
+        if let Some(k) = state.keyspaces.get_mut(id) {
+            k.log_number = k.log_number.max(*log);
+        }
+    }
+    for (id, _level, number) in &edit.deleted_files {
+        if let Some(k) = state.keyspaces.get_mut(id) {
+            k.files.remove(number);
+        }
+    }
+    for f in &edit.new_files {
+        let k = state.keyspaces.get_mut(&f.keyspace).ok_or_else(|| {
+            Error::corruption(
+                mpath,
+                offset,
+                format!("file {} of unknown keyspace {}", f.number, f.keyspace),
+            )
+        })?;
+        if f.level as usize >= 64 {
+            return Err(Error::corruption(
+                mpath,
+                offset,
+                format!("file {} at impossible level {}", f.number, f.level),
+            ));
+        }
+        k.files.insert(f.number, f.clone());
+    }
+    Ok(())
+}
+
+/// Judges a manifest whose last record was cut. The engine appends and
+/// syncs an edit before it acts on it, and deletes a write-ahead log only
+/// after an edit retiring it is synced; so if the cut edit was never
+/// applied, every log the surviving edits still need is on disk. A missing
+/// one proves the cut edit had been synced and acted on: the cut is damage,
+/// and accepting it would lose that log's writes.
+pub(crate) fn check_manifest_tail(mpath: &Path, state: &ManifestState, logs: &[u64]) -> Result<()> {
+    let Some((offset, bytes, reason)) = &state.tail_dropped else {
+        return Ok(());
+    };
+    for (id, k) in &state.keyspaces {
+        if k.log_number > 0 && logs.binary_search(&k.log_number).is_err() {
+            return Err(Error::corruption(
+                mpath,
+                *offset,
+                format!(
+                    "the last record ({bytes} bytes) is cut ({reason}), and without it keyspace \
+                     {id} ({}) needs write-ahead log {:06}.log, which is gone: the cut edit had \
+                     been applied, so this is damage, not a crash",
+                    k.name, k.log_number
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// What [`replay_logs`] did with each log.
+#[derive(Default)]
+pub(crate) struct LogReplay {
+    /// Logs whose every record was applied (a dropped torn tail included).
+    pub applied: HashSet<u64>,
+    /// Logs not fully applied (damage recovered past, or after the point
+    /// where point-in-time recovery stopped): to be moved to `lost/`.
+    pub partial: Vec<u64>,
+}
+
+/// Replays write-ahead logs `logs` (ascending) through `apply(path, log,
+/// offset, record)`. `expect_id` is the database id the logs' headers must
+/// carry (`None` for a database from before headers: every record is a
+/// batch). A log without the right header is not replayed (cleanup then
+/// leaves it in place and reports it).
+pub(crate) fn replay_logs(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    logs: &[u64],
+    expect_id: Option<&DbId>,
+    mode: WalRecoveryMode,
+    report: &mut RecoveryReport,
+    apply: &mut dyn FnMut(&Path, u64, u64, &[u8]) -> Result<()>,
+) -> Result<LogReplay> {
+    let mut out = LogReplay::default();
+    let mut stopped = false;
+    for (i, &log) in logs.iter().enumerate() {
+        let lpath = filename::log_path(dir, log);
+        if stopped {
+            out.partial.push(log);
+            continue;
+        }
+        let is_newest = i + 1 == logs.len();
+        let mut reader = LogReader::open(vfs, &lpath, TailPolicy::StopAtDamage)?;
+        if reader.file_len() == 0 {
+            out.applied.insert(log);
+            continue;
+        }
+        report.logs_replayed += 1;
+        let mut want_header = expect_id.is_some();
+        let mut partial = false;
+        let mut foreign = false;
+        loop {
+            if let Some(rec) = reader.next_record()? {
+                let offset = reader.last_record_offset();
+                if want_header {
+                    want_header = false;
+                    match (parse_wal_header(&rec), expect_id) {
+                        (Some((id, n)), Some(want)) if id == *want && n == log => continue,
+                        _ => {
+                            foreign = true;
+                            break;
+                        }
+                    }
+                }
+                apply(&lpath, log, offset, &rec)?;
+                continue;
+            }
+            let Some(d) = reader.dropped().cloned() else {
+                break;
+            };
+            if is_newest && d.is_tail() && mode != WalRecoveryMode::AbsoluteConsistency {
+                report.wal_tail_dropped =
+                    Some((lpath.clone(), d.offset, d.bytes, d.reason.clone()));
+                break;
+            }
+            let damage = |action, bytes| WalDamage {
+                file: lpath.clone(),
+                offset: d.offset,
+                bytes,
+                reason: d.reason.clone(),
+                records_after: d.valid_records_after,
+                action,
+            };
+            match mode {
+                WalRecoveryMode::AbsoluteConsistency | WalRecoveryMode::TolerateTornTail => {
+                    return Err(log_damage_error(&lpath, &d, is_newest, mode));
+                }
+                WalRecoveryMode::PointInTime => {
+                    report.wal_damage.push(damage("stopped", d.bytes));
+                    partial = true;
+                    stopped = true;
+                    break;
+                }
+                WalRecoveryMode::SkipDamagedRecords => {
+                    partial = true;
+                    match reader.skip_damage() {
+                        Some((_, skipped)) => {
+                            report.wal_damage.push(damage("skipped", skipped));
+                            // Whatever header the log had is behind us.
+                            want_header = false;
+                        }
+                        None => {
+                            report.wal_damage.push(damage("skipped", d.bytes));
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        if foreign {
+            continue;
+        }
+        if partial {
+            out.partial.push(log);
+        } else {
+            out.applied.insert(log);
+        }
+    }
+    Ok(out)
+}
+
+fn log_damage_error(
+    lpath: &Path,
+    d: &crate::log::Dropped,
+    is_newest: bool,
+    mode: WalRecoveryMode,
+) -> Error {
+    let why = if d.valid_records_after > 0 {
+        format!(
+            "{} valid records follow it, so this is damage, not a torn tail",
+            d.valid_records_after
+        )
+    } else if !is_newest {
+        "it is not the newest log, whose tail alone a crash can tear".to_string()
+    } else {
+        format!("recovery mode {mode:?} accepts no damage")
+    };
+    Error::corruption(
+        lpath,
+        d.offset,
+        format!(
+            "write-ahead log damaged ({}); {why}. Nothing was changed. To open anyway, choose a \
+             WAL recovery mode (Options::wal_recovery, `--wal-recovery point-in-time` or \
+             `skip-damaged`): the log is then kept in lost/ and what was dropped is reported",
+            d.reason
+        ),
+    )
+}
+
+/// Who a file says wrote it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Owner {
+    /// It carries this database's id.
+    Ours,
+    /// It carries no id (written before ids, or too damaged to say).
+    Unmarked,
+    /// It carries another id, or is not the kind of file its name says.
+    Other(String),
+}
+
+/// What cleanup at open does with a directory entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Disposition {
+    Keep,
+    Remove,
+    /// Not provably the engine's (or not obsolete): left where it is and
+    /// reported, with why.
+    Leave(String),
+}
+
+/// Facts cleanup decides by.
+pub(crate) struct CleanupFacts<'a> {
+    /// Every number below this was allocated by this database (recorded in
+    /// its manifest before this open).
+    pub allocated_below: u64,
+    /// The log and manifest this open created.
+    pub wal_number: u64,
+    pub manifest_number: u64,
+    pub live_tables: &'a HashSet<u64>,
+    /// Logs whose records are now in tables.
+    pub applied_logs: &'a HashSet<u64>,
+}
+
+/// Decides what to do with a directory entry of kind `kind`. `owner` is
+/// asked only when the answer depends on what the file says of itself.
+/// Pure: the effects are the caller's.
+pub(crate) fn decide(
+    kind: FileKind,
+    facts: &CleanupFacts<'_>,
+    owner: &mut dyn FnMut() -> Owner,
+) -> Disposition {
+    let allocated = |n: u64| n < facts.allocated_below;
+    let not_allocated = |n: u64| {
+        Disposition::Leave(format!(
+            "its number {n} is not one the manifest recorded as allocated (below {})",
+            facts.allocated_below
+        ))
+    };
+    match kind {
+        FileKind::Current | FileKind::Lock => Disposition::Keep,
+        FileKind::Log(n) if n == facts.wal_number => Disposition::Keep,
+        FileKind::Manifest(n) if n == facts.manifest_number => Disposition::Keep,
+        FileKind::Table(n) if facts.live_tables.contains(&n) => Disposition::Keep,
+        FileKind::Log(n) if facts.applied_logs.contains(&n) => Disposition::Remove,
+        FileKind::Log(n) | FileKind::Table(n) | FileKind::Manifest(n) => {
+            if !allocated(n) {
+                return not_allocated(n);
+            }
+            match owner() {
+                Owner::Ours | Owner::Unmarked => Disposition::Remove,
+                Owner::Other(why) => Disposition::Leave(why),
+            }
+        }
+        FileKind::Temp => match owner() {
+            Owner::Ours => Disposition::Remove,
+            Owner::Unmarked => Disposition::Leave("not a temporary file the engine writes".into()),
+            Owner::Other(why) => Disposition::Leave(why),
+        },
+    }
+}
+
+/// Name of the temporary file that becomes `CURRENT` for manifest `n`.
+pub(crate) fn current_temp_name(n: u64) -> String {
+    format!("CURRENT.{n:06}.tmp")
+}
+
+/// Who wrote the temporary file `name`: ours only if it is a regular file
+/// of the engine's naming, small, holding one manifest name.
+pub(crate) fn temp_owner(vfs: &dyn Vfs, dir: &Path, name: &str) -> Owner {
+    let ours_by_name = name == "CURRENT.tmp"
+        || name
+            .strip_prefix("CURRENT.")
+            .and_then(|r| r.strip_suffix(".tmp"))
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    if !ours_by_name {
+        return Owner::Unmarked;
+    }
+    let path = dir.join(name);
+    if !vfs.is_regular_file(&path) {
+        return Owner::Other("not a regular file".into());
+    }
+    match vfs.file_size(&path) {
+        Ok(n) if n <= MAX_CURRENT_BYTES => {}
+        _ => return Owner::Other("larger than a manifest name".into()),
+    }
+    match vfs.read_all(&path) {
+        Ok(b) => {
+            let text = std::str::from_utf8(&b).ok().map(str::trim_end);
+            let names_manifest = text.is_some_and(|t| {
+                t.is_empty() || matches!(filename::parse(t), Some(FileKind::Manifest(_)))
+            });
+            if names_manifest {
+                Owner::Ours
+            } else {
+                Owner::Other("does not hold a manifest name".into())
+            }
+        }
+        Err(e) => Owner::Other(format!("unreadable: {e}")),
+    }
+}
+
+/// Who wrote log `path`: its header's database id.
+pub(crate) fn log_owner(vfs: &dyn Vfs, path: &Path, id: &DbId) -> Owner {
+    let Ok(mut reader) = LogReader::open(vfs, path, TailPolicy::StopAtDamage) else {
+        return Owner::Other("unreadable".into());
+    };
+    match reader.next_record() {
+        Ok(Some(rec)) => match parse_wal_header(&rec) {
+            Some((got, _)) if got == *id => Owner::Ours,
+            Some((got, _)) => Owner::Other(format!(
+                "a write-ahead log of another database ({})",
+                db_id_hex(&got)
+            )),
+            None => Owner::Other("no write-ahead log header naming this database".into()),
+        },
+        // Empty, or not one readable record: nothing in it can be lost.
+        _ => Owner::Unmarked,
+    }
+}
+
+/// Who wrote manifest `path`: the id in its first record.
+pub(crate) fn manifest_owner(vfs: &dyn Vfs, path: &Path, id: &DbId) -> Owner {
+    let Ok(mut reader) = LogReader::open(vfs, path, TailPolicy::StopAtDamage) else {
+        return Owner::Other("unreadable".into());
+    };
+    match reader.next_record() {
+        Ok(Some(rec)) => match VersionEdit::decode(&rec) {
+            Ok(e) => match e.db_id {
+                Some(got) if got == *id => Owner::Ours,
+                Some(got) => Owner::Other(format!(
+                    "a manifest of another database ({})",
+                    db_id_hex(&got)
+                )),
+                None => Owner::Unmarked,
+            },
+            Err(_) => Owner::Other("its first record is not a version edit".into()),
+        },
+        _ => Owner::Unmarked,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts<'a>(live: &'a HashSet<u64>, applied: &'a HashSet<u64>) -> CleanupFacts<'a> {
+        CleanupFacts {
+            allocated_below: 100,
+            wal_number: 120,
+            manifest_number: 121,
+            live_tables: live,
+            applied_logs: applied,
+        }
+    }
+
+    #[test]
+    fn wal_header_round_trips_and_is_never_a_batch() {
+        let id = new_db_id();
+        let h = wal_header(&id, 77);
+        assert_eq!(parse_wal_header(&h), Some((id, 77)));
+        assert_eq!(parse_wal_header(&h[1..]), None);
+        let seqno = u64::from_le_bytes(WAL_HEADER_MAGIC);
+        assert!(seqno > crate::key::MAX_SEQNO);
+        assert_ne!(new_db_id(), new_db_id());
+    }
+
+    #[test]
+    fn cleanup_removes_only_files_it_can_prove_are_its_own() {
+        let live: HashSet<u64> = [5].into();
+        let applied: HashSet<u64> = [7].into();
+        let f = facts(&live, &applied);
+        let never = &mut || -> Owner { panic!("owner asked needlessly") };
+        assert_eq!(decide(FileKind::Table(5), &f, never), Disposition::Keep);
+        assert_eq!(decide(FileKind::Log(120), &f, never), Disposition::Keep);
+        assert_eq!(decide(FileKind::Manifest(121), &f, never), Disposition::Keep);
+        assert_eq!(decide(FileKind::Log(7), &f, never), Disposition::Remove);
+        // Numbers the manifest never allocated are not ours, whatever the
+        // file says.
+        assert!(matches!(
+            decide(FileKind::Table(100), &f, never),
+            Disposition::Leave(_)
+        ));
+        assert!(matches!(
+            decide(FileKind::Log(500), &f, never),
+            Disposition::Leave(_)
+        ));
+        // Allocated numbers: what the file says decides.
+        let ours = &mut || Owner::Ours;
+        let unmarked = &mut || Owner::Unmarked;
+        let other = &mut || Owner::Other("another database".into());
+        assert_eq!(decide(FileKind::Table(6), &f, ours), Disposition::Remove);
+        assert_eq!(decide(FileKind::Table(6), &f, unmarked), Disposition::Remove);
+        assert!(matches!(
+            decide(FileKind::Table(6), &f, other),
+            Disposition::Leave(_)
+        ));
+        assert!(matches!(
+            decide(FileKind::Manifest(3), &f, other),
+            Disposition::Leave(_)
+        ));
+        assert!(matches!(
+            decide(FileKind::Temp, &f, unmarked),
+            Disposition::Leave(_)
+        ));
+        assert_eq!(decide(FileKind::Temp, &f, ours), Disposition::Remove);
+    }
+
+    #[test]
+    fn recovery_modes_parse_from_their_flag_names() {
+        for (s, m) in [
+            ("absolute", WalRecoveryMode::AbsoluteConsistency),
+            ("torn-tail", WalRecoveryMode::TolerateTornTail),
+            ("point-in-time", WalRecoveryMode::PointInTime),
+            ("skip-damaged", WalRecoveryMode::SkipDamagedRecords),
+        ] {
+            assert_eq!(s.parse::<WalRecoveryMode>(), Ok(m));
+        }
+        assert!("sometimes".parse::<WalRecoveryMode>().is_err());
+    }
+
+    #[test]
+    fn manifest_tail_is_damage_when_a_needed_log_is_gone() {
+        let mut state = ManifestState::default();
+        state.keyspaces.insert(
+            0,
+            RecoveredKeyspace {
+                name: "default".into(),
+                log_number: 9,
+                files: BTreeMap::new(),
+            },
+        );
+        let m = Path::new("/db/MANIFEST-000010");
+        assert!(check_manifest_tail(m, &state, &[]).is_ok(), "no cut, no judgement");
+        state.tail_dropped = Some((100, 20, "truncated".into()));
+        assert!(check_manifest_tail(m, &state, &[9, 12]).is_ok());
+        let e = check_manifest_tail(m, &state, &[12]).expect_err("log 9 is gone");
+        assert!(e.to_string().contains("000009.log"), "{e}");
+    }
+}
