@@ -10,7 +10,9 @@ use std::sync::Arc;
 use clap::{Args, Parser, Subcommand};
 use strata::memtable::FixedPrefix;
 use strata::sst::Compression;
-use strata::{Db, Error, MemTableKind, Options, ReadOptions, WriteBatch, WriteOptions};
+use strata::{
+    Db, Error, MemTableKind, Options, ReadOptions, WalRecoveryMode, WriteBatch, WriteOptions,
+};
 
 use crate::encoding::{decode_token, decode_token_bytes, encode_bytes};
 use crate::shell::{self, Command};
@@ -80,9 +82,24 @@ pub struct GlobalArgs {
     /// Salvage mode: at open, verify every table file and move the corrupt
     /// ones to PATH/lost/ instead of failing; each one is reported on
     /// standard error with the key range whose data may be lost or stale.
-    /// The rest of the database stays readable and writable.
+    /// The rest of the database stays readable and writable. A missing
+    /// CURRENT is rebuilt from the newest readable manifest. Exits 1 when
+    /// anything was set aside.
     #[arg(long, global = true)]
     pub salvage: bool,
+    /// Open without changing anything on disk (no lock, no log replay into
+    /// files, no cleanup): works on read-only storage and while another
+    /// process has the database open. `get`, `scan`, `stats` and `check`
+    /// always open this way (unless --salvage).
+    #[arg(long, global = true)]
+    pub read_only: bool,
+    /// What recovery does with damage in a write-ahead log: torn-tail (the
+    /// default: drop only an incomplete last record; refuse any other
+    /// damage), absolute (refuse any damage), point-in-time (stop at the
+    /// first damage) or skip-damaged (skip damaged records). The last two
+    /// keep the damaged log in PATH/lost/ and report what they dropped.
+    #[arg(long, global = true, value_name = "MODE", value_parser = parse_wal_recovery)]
+    pub wal_recovery: Option<WalRecoveryMode>,
 }
 
 /// A key or value given on the command line, already decoded.
@@ -158,11 +175,39 @@ fn parse_size(s: &str) -> Result<u64, String> {
         Some((i, 't')) => (&lower[..i], 1 << 40),
         _ => (lower, 1),
     };
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("{s:?} is not a byte count (examples: 4096, 64K, 64MiB, 1G)"))?;
-    n.checked_mul(mult)
-        .ok_or_else(|| format!("{s:?} is too large"))
+    let too_large = || format!("{s:?} is too large (at most {} bytes)", u64::MAX);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        let n: u64 = digits.parse().map_err(|_| too_large())?;
+        return n.checked_mul(mult).ok_or_else(too_large);
+    }
+    Err(format!(
+        "{s:?} is not a byte count (examples: 4096, 64K, 64MiB, 1G)"
+    ))
+}
+
+fn parse_wal_recovery(s: &str) -> Result<WalRecoveryMode, String> {
+    s.parse::<WalRecoveryMode>()
+}
+
+/// Library option names as the user typed them: the flags that set them.
+const OPTION_FLAGS: &[(&str, &str)] = &[
+    ("memtable_options.prefix_extractor", "--prefix-len"),
+    ("memtable_options.hash_buckets", "--hash-buckets"),
+    ("memtable_options.linklist_threshold", "--linklist-threshold"),
+    ("write_buffer_size", "--write-buffer-size"),
+    ("block_cache_bytes", "--block-cache-size"),
+];
+
+/// An option error from the library, in the flags' words.
+fn flag_error(message: &str) -> String {
+    let mut m = message.to_string();
+    for (option, flag) in OPTION_FLAGS {
+        m = m.replace(option, flag);
+    }
+    if m.contains("prefix extractor") && !m.contains("set --prefix-len") {
+        m.push_str(" (set --prefix-len N)");
+    }
+    format!("invalid option value: {m}")
 }
 
 fn parse_compression(s: &str) -> Result<Compression, String> {
@@ -179,8 +224,15 @@ impl GlobalArgs {
         let mut o = Options {
             create_if_missing: !self.no_create,
             skip_corrupt_tables: self.salvage,
+            read_only: self.read_only,
             ..Options::default()
         };
+        if self.read_only && self.salvage {
+            return Err("--read-only and --salvage cannot be combined: salvage moves files".into());
+        }
+        if let Some(m) = self.wal_recovery {
+            o.wal_recovery = m;
+        }
         if let Some(b) = self.block_cache_size {
             o.block_cache_bytes = b;
         }
@@ -214,7 +266,7 @@ impl GlobalArgs {
             mo.linklist_threshold = n;
         }
         o.validate().map_err(|e| match e {
-            Error::InvalidArgument(s) => format!("invalid option value: {s}"),
+            Error::InvalidArgument(s) => flag_error(&s),
             e => e.to_string(),
         })?;
         Ok(o)
@@ -326,6 +378,14 @@ pub fn run(cli: Cli) -> i32 {
     }
 }
 
+/// Commands that never change the database.
+fn is_read_command(c: &CliCommand) -> bool {
+    matches!(
+        c,
+        CliCommand::Get { .. } | CliCommand::Scan { .. } | CliCommand::Stats | CliCommand::Check
+    )
+}
+
 fn run_command(cli: &Cli, out: &mut impl Write) -> Result<i32, Failure> {
     let g = &cli.global;
     let mut opts = g.options().map_err(Failure::Usage)?;
@@ -334,6 +394,15 @@ fn run_command(cli: &Cli, out: &mut impl Write) -> Result<i32, Failure> {
         // A checker must not create what it is asked to check.
         opts.create_if_missing = false;
         why = "check never creates a database";
+    }
+    // Commands that only read change nothing: no replay into new files, no
+    // cleanup, no compaction, no lock (another process may have it open).
+    // Salvage is the one mode that moves things.
+    if is_read_command(&cli.command) && !g.salvage {
+        opts.read_only = true;
+    }
+    if opts.read_only && why == "--no-create is set" {
+        why = "a read-only open never creates a database";
     }
     let wopts = g.write_options();
 
@@ -434,7 +503,14 @@ fn run_command(cli: &Cli, out: &mut impl Write) -> Result<i32, Failure> {
             write!(out, "{}", db.stats().render())?;
             0
         }
-        CliCommand::Check => check(&db, out)?,
+        CliCommand::Check => {
+            let code = check(&db, out)?;
+            if g.salvage && salvage_set_aside(&db, out)? {
+                EXIT_FAILURE
+            } else {
+                code
+            }
+        }
         // Handled above, before the database was opened a second way.
         CliCommand::Shell => return Err(Failure::Other("internal: shell".into())),
     };
@@ -451,6 +527,7 @@ fn load(db: &Db, wopts: WriteOptions, mut input: impl BufRead) -> Result<u64, Fa
     let mut written = 0u64;
     let mut line = Vec::new();
     let mut lineno = 0u64;
+    let mut batch_start = 0u64;
     loop {
         line.clear();
         let n = input
@@ -480,28 +557,93 @@ fn load(db: &Db, wopts: WriteOptions, mut input: impl BufRead) -> Result<u64, Fa
         };
         let key = decode_token_bytes(&l[..tab]).map_err(bad)?;
         let value = decode_token_bytes(&l[tab + 1..]).map_err(bad)?;
+        if batch.is_empty() {
+            batch_start = lineno;
+        }
         batch.put_in(ks, &key, &value);
         if batch.len() >= LOAD_BATCH_ENTRIES || batch.encoded_len() >= LOAD_BATCH_BYTES {
             let len = batch.len() as u64;
-            db.write(wopts, std::mem::take(&mut batch))?;
+            db.write(wopts, std::mem::take(&mut batch))
+                .map_err(|e| load_failed(e, written, batch_start))?;
             written += len;
         }
     }
     let len = batch.len() as u64;
-    db.write(wopts, batch)?;
+    db.write(wopts, batch)
+        .map_err(|e| load_failed(e, written, batch_start))?;
     written += len;
     Ok(written)
+}
+
+/// A database error in the middle of `load`: says where to resume. Each
+/// batch is atomic, so the entries before the failed batch are written and
+/// none of it is.
+fn load_failed(e: Error, written: u64, first_line_of_batch: u64) -> Failure {
+    Failure::Other(format!(
+        "{e}; {written} entries were written, none from line {first_line_of_batch} on: resume \
+         the load from that line"
+    ))
+}
+
+/// Prints what salvage set aside; whether it set anything aside.
+fn salvage_set_aside(db: &Db, out: &mut impl Write) -> Result<bool, Failure> {
+    let r = db.recovery_report();
+    if let Some(name) = &r.current_rebuilt {
+        writeln!(out, "salvage: CURRENT was missing; rebuilt naming {name}")?;
+    }
+    for (from, to) in &r.logs_set_aside {
+        writeln!(
+            out,
+            "salvage: log {} was not fully applied; kept as {}",
+            from.display(),
+            to.display()
+        )?;
+    }
+    let n = r.lost_tables.len() + r.logs_set_aside.len();
+    if n > 0 {
+        writeln!(out, "salvage set aside {n} files")?;
+    }
+    Ok(n > 0 || r.current_rebuilt.is_some())
 }
 
 /// Verifies every live table file. Prints one line per corrupt file and a
 /// summary; returns the exit code (1 if anything is corrupt).
 fn check(db: &Db, out: &mut impl Write) -> Result<i32, Failure> {
-    if let Some((log, offset, bytes, reason)) = &db.recovery_report().wal_tail_dropped {
+    let report = db.recovery_report();
+    let mut damaged = false;
+    if let Some((log, offset, bytes, reason)) = &report.wal_tail_dropped {
+        // A crash in the middle of an append leaves this; it held no
+        // acknowledged write.
         writeln!(
             out,
-            "note: recovery dropped {bytes} bytes at offset {offset} of {}: {reason}",
+            "note: the newest log ends in a torn record: {bytes} bytes at offset {offset} of {} \
+             ({reason}) are not a complete record",
             log.display()
         )?;
+    }
+    if let Some((m, offset, bytes, reason)) = &report.manifest_tail_dropped {
+        writeln!(
+            out,
+            "note: the manifest ends in a torn record: {bytes} bytes at offset {offset} of {} \
+             ({reason}); every log the earlier records need is present",
+            m.display()
+        )?;
+    }
+    for d in &report.wal_damage {
+        damaged = true;
+        writeln!(
+            out,
+            "corrupt: {}: damaged at offset {} ({}), {} bytes {}, {} valid records after it",
+            d.file.display(),
+            d.offset,
+            d.reason,
+            d.bytes,
+            d.action,
+            d.records_after
+        )?;
+    }
+    for (p, why) in &report.left_in_place {
+        writeln!(out, "note: {} is not the database's: {why}", p.display())?;
     }
     let files: usize = db
         .stats()
@@ -519,7 +661,7 @@ fn check(db: &Db, out: &mut impl Write) -> Result<i32, Failure> {
     }
     if bad.is_empty() {
         writeln!(out, "all {files} table files OK")?;
-        Ok(0)
+        Ok(if damaged { EXIT_FAILURE } else { 0 })
     } else {
         writeln!(out, "{} of {files} table files corrupt", bad.len())?;
         Ok(EXIT_FAILURE)
@@ -743,6 +885,6 @@ mod tests {
         ])
         .options()
         .expect_err("zero threshold");
-        assert!(e.contains("linklist_threshold"), "{e}");
+        assert!(e.contains("--linklist-threshold"), "{e}");
     }
 }

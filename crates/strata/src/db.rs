@@ -108,6 +108,10 @@ struct State {
     keyspaces: BTreeMap<u32, KeyspaceState>,
     next_keyspace_id: u32,
     next_file_number: u64,
+    /// Numbers at or above `next_file_number` whose names were taken when
+    /// the database opened (by files it cannot prove it wrote): skipped, so
+    /// that they are never overwritten nor covered by a reservation.
+    taken_numbers: std::collections::BTreeSet<u64>,
     /// File numbers below this are recorded as allocated in the manifest;
     /// a number is reserved there before any file is created with it.
     reserved_file_numbers: u64,
@@ -127,9 +131,7 @@ struct State {
 
 impl State {
     fn new_file_number(&mut self) -> u64 {
-        let n = self.next_file_number;
-        self.next_file_number += 1;
-        n
+        take_number(&mut self.next_file_number, &mut self.taken_numbers)
     }
 
     fn snapshot_list(&self) -> Vec<SeqNo> {
@@ -936,16 +938,18 @@ impl DbInner {
                 report.manifest_tail_dropped = Some((m.clone(), *off, *bytes, reason.clone()));
             }
         }
-        // Never reuse a name that is taken, ours or not.
-        let max_existing = names
+        // Never reuse a name that is taken, ours or not; skip such numbers
+        // rather than jump past them, so that a reservation never covers a
+        // file the database did not write.
+        let mut next_file_number = manifest.next_file_number.max(2);
+        let mut taken_numbers: std::collections::BTreeSet<u64> = names
             .iter()
             .filter_map(|n| match filename::parse(n) {
                 Some(FileKind::Log(k) | FileKind::Table(k) | FileKind::Manifest(k)) => Some(k),
                 _ => None,
             })
-            .max()
-            .unwrap_or(0);
-        let mut next_file_number = manifest.next_file_number.max(2).max(max_existing + 1);
+            .filter(|&k| k >= next_file_number)
+            .collect();
         let mut last_seqno = manifest.last_seqno;
 
         // Open the tables every keyspace references.
@@ -1056,6 +1060,29 @@ impl DbInner {
         report.entries_replayed = entries_replayed;
 
         if read_only {
+            // Say what is not the database's, changing nothing.
+            let live_tables = live_table_numbers(&versions);
+            let current_manifest = old_manifest.as_deref().and_then(|m| {
+                match filename::parse(&m.file_name()?.to_string_lossy()) {
+                    Some(FileKind::Manifest(n)) => Some(n),
+                    _ => None,
+                }
+            });
+            let facts = CleanupFacts {
+                allocated_below,
+                wal_number: logs.last().copied().unwrap_or(0),
+                manifest_number: current_manifest.unwrap_or(0),
+                live_tables: &live_tables,
+                applied_logs: &outcome.applied,
+            };
+            let sweep = Sweep {
+                vfs: &vfs,
+                dir: path,
+                db_id: &db_id,
+                id_known,
+                read_manifest: old_manifest.as_deref(),
+            };
+            sweep.run(&facts, true, &mut report)?;
             return Ok(Self::assemble(
                 path,
                 opts,
@@ -1069,6 +1096,7 @@ impl DbInner {
                 ks_opts,
                 mems,
                 next_file_number,
+                taken_numbers,
                 next_file_number,
                 last_seqno,
                 None,
@@ -1094,8 +1122,7 @@ impl DbInner {
                 continue;
             }
             let o = &ks_opts[id];
-            let number = next_file_number;
-            next_file_number += 1;
+            let number = take_number(&mut next_file_number, &mut taken_numbers);
             let mut it = mem.iter();
             let out = build_table(
                 &vfs,
@@ -1129,10 +1156,8 @@ impl DbInner {
 
         // A new log for new writes, and a new manifest holding everything,
         // with a reservation of file numbers above what is in use.
-        let wal_number = next_file_number;
-        next_file_number += 1;
-        let manifest_number = next_file_number;
-        next_file_number += 1;
+        let wal_number = take_number(&mut next_file_number, &mut taken_numbers);
+        let manifest_number = take_number(&mut next_file_number, &mut taken_numbers);
         let reserved = next_file_number + FILE_NUMBER_RESERVATION;
         let mut snapshot = VersionEdit {
             format_version: Some(MANIFEST_FORMAT_VERSION),
@@ -1154,10 +1179,7 @@ impl DbInner {
 
         // Remove what the database wrote and no longer needs; leave (and
         // report) whatever it cannot prove it wrote.
-        let live_tables: std::collections::HashSet<u64> = versions
-            .values()
-            .flat_map(|v| v.all_files().map(|(_, f)| f.number).collect::<Vec<_>>())
-            .collect();
+        let live_tables = live_table_numbers(&versions);
         let facts = CleanupFacts {
             allocated_below,
             wal_number,
@@ -1165,28 +1187,14 @@ impl DbInner {
             live_tables: &live_tables,
             applied_logs: &applied_logs,
         };
-        for n in vfs.list(path)? {
-            let Some(kind) = filename::parse(&n) else {
-                continue;
-            };
-            let p = path.join(&n);
-            let mut owner = || match kind {
-                FileKind::Log(_) if id_known => recovery::log_owner(&*vfs, &p, &db_id),
-                FileKind::Table(k) => table_owner(&vfs, &p, k, &db_id),
-                FileKind::Manifest(_) if old_manifest.as_ref() == Some(&p) => Owner::Ours,
-                FileKind::Manifest(_) => recovery::manifest_owner(&*vfs, &p, &db_id),
-                FileKind::Temp => recovery::temp_owner(&*vfs, path, &n),
-                _ => Owner::Unmarked,
-            };
-            match recovery::decide(kind, &facts, &mut owner) {
-                Disposition::Keep => {}
-                Disposition::Remove => {
-                    vfs.remove(&p)?;
-                    report.obsolete_files_removed += 1;
-                }
-                Disposition::Leave(why) => report.left_in_place.push((p, why)),
-            }
-        }
+        let sweep = Sweep {
+            vfs: &vfs,
+            dir: path,
+            db_id: &db_id,
+            id_known,
+            read_manifest: old_manifest.as_deref(),
+        };
+        sweep.run(&facts, false, &mut report)?;
         vfs.sync_dir(path)?;
 
         let mut inner = Self::assemble(
@@ -1202,6 +1210,7 @@ impl DbInner {
             ks_opts,
             BTreeMap::new(),
             next_file_number,
+            taken_numbers,
             reserved,
             last_seqno,
             Some((wal, wal_number)),
@@ -1234,6 +1243,7 @@ impl DbInner {
         ks_opts: BTreeMap<u32, Arc<KeyspaceOptions>>,
         mut mems: BTreeMap<u32, MemTable>,
         next_file_number: u64,
+        taken_numbers: std::collections::BTreeSet<u64>,
         reserved_file_numbers: u64,
         last_seqno: SeqNo,
         wal: Option<(LogWriter, u64)>,
@@ -1310,6 +1320,7 @@ impl DbInner {
                 keyspaces: state_ks,
                 next_keyspace_id,
                 next_file_number,
+                taken_numbers,
                 reserved_file_numbers,
                 closed_logs: Vec::new(),
                 bg_error: None,
@@ -2704,6 +2715,7 @@ impl DbInner {
                     self.note_compaction_failure(&e);
                     return Err(e);
                 }
+                self.state.lock().compaction_error = None;
                 break;
             }
         }
@@ -3066,6 +3078,66 @@ fn copy_aside(vfs: &dyn Vfs, dir: &Path, file: &Path) -> Result<PathBuf> {
     w.sync()?;
     vfs.sync_dir(&lost)?;
     Ok(to)
+}
+
+/// The next file number at or after `next` whose name is not taken.
+fn take_number(next: &mut u64, taken: &mut std::collections::BTreeSet<u64>) -> u64 {
+    while taken.remove(next) {
+        *next += 1;
+    }
+    let n = *next;
+    *next += 1;
+    n
+}
+
+fn live_table_numbers(versions: &BTreeMap<u32, Version>) -> std::collections::HashSet<u64> {
+    versions
+        .values()
+        .flat_map(|v| v.all_files().map(|(_, f)| f.number).collect::<Vec<_>>())
+        .collect()
+}
+
+/// Cleanup at open: every directory entry the engine's naming covers is
+/// kept, removed (only when provably the database's and obsolete) or left
+/// and reported. A dry run (read-only opens) only reports.
+struct Sweep<'a> {
+    vfs: &'a Arc<dyn Vfs>,
+    dir: &'a Path,
+    db_id: &'a DbId,
+    /// The database had an id before this open (its logs carry headers).
+    id_known: bool,
+    /// The manifest this open read (ours: it named the live state).
+    read_manifest: Option<&'a Path>,
+}
+
+impl Sweep<'_> {
+    fn run(&self, facts: &CleanupFacts<'_>, dry_run: bool, report: &mut RecoveryReport) -> Result<()> {
+        let vfs = &**self.vfs;
+        for n in vfs.list(self.dir)? {
+            let Some(kind) = filename::parse(&n) else {
+                continue;
+            };
+            let p = self.dir.join(&n);
+            let mut owner = || match kind {
+                FileKind::Log(_) if self.id_known => recovery::log_owner(vfs, &p, self.db_id),
+                FileKind::Table(k) => table_owner(self.vfs, &p, k, self.db_id),
+                FileKind::Manifest(_) if self.read_manifest == Some(p.as_path()) => Owner::Ours,
+                FileKind::Manifest(_) => recovery::manifest_owner(vfs, &p, self.db_id),
+                FileKind::Temp => recovery::temp_owner(vfs, self.dir, &n),
+                _ => Owner::Unmarked,
+            };
+            match recovery::decide(kind, facts, &mut owner) {
+                Disposition::Keep => {}
+                Disposition::Remove if dry_run => {}
+                Disposition::Remove => {
+                    vfs.remove(&p)?;
+                    report.obsolete_files_removed += 1;
+                }
+                Disposition::Leave(why) => report.left_in_place.push((p, why)),
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Who wrote table `path`: the owner recorded in its properties. A table

@@ -476,6 +476,10 @@ pub(crate) fn check_manifest_tail(mpath: &Path, state: &ManifestState, logs: &[u
     Ok(())
 }
 
+/// The most a log cut while its header record was being written can hold:
+/// one physical record header and the header payload.
+const CUT_HEADER_MAX_BYTES: u64 = (crate::log::HEADER_SIZE + WAL_HEADER_LEN) as u64;
+
 /// What [`replay_logs`] did with each log.
 #[derive(Default)]
 pub(crate) struct LogReplay {
@@ -537,6 +541,13 @@ pub(crate) fn replay_logs(
             let Some(d) = reader.dropped().cloned() else {
                 break;
             };
+            if want_header && d.is_tail() {
+                // Not one valid record: a log cut while its header was being
+                // written holds nothing (and is ours to remove); anything
+                // longer is not a log of this database.
+                foreign = reader.file_len() > CUT_HEADER_MAX_BYTES;
+                break;
+            }
             if is_newest && d.is_tail() && mode != WalRecoveryMode::AbsoluteConsistency {
                 report.wal_tail_dropped =
                     Some((lpath.clone(), d.offset, d.bytes, d.reason.clone()));
@@ -651,7 +662,8 @@ pub(crate) struct CleanupFacts<'a> {
 }
 
 /// Decides what to do with a directory entry of kind `kind`. `owner` is
-/// asked only when the answer depends on what the file says of itself.
+/// asked only for files that are not live (what they say of themselves then
+/// decides).
 /// Pure: the effects are the caller's.
 pub(crate) fn decide(
     kind: FileKind,
@@ -671,15 +683,15 @@ pub(crate) fn decide(
         FileKind::Manifest(n) if n == facts.manifest_number => Disposition::Keep,
         FileKind::Table(n) if facts.live_tables.contains(&n) => Disposition::Keep,
         FileKind::Log(n) if facts.applied_logs.contains(&n) => Disposition::Remove,
-        FileKind::Log(n) | FileKind::Table(n) | FileKind::Manifest(n) => {
-            if !allocated(n) {
-                return not_allocated(n);
-            }
-            match owner() {
-                Owner::Ours | Owner::Unmarked => Disposition::Remove,
-                Owner::Other(why) => Disposition::Leave(why),
-            }
-        }
+        // A file that names this database is its own, whatever its number
+        // (a table flushed at an open that crashed before its manifest was
+        // written); an unmarked one only if its number was allocated.
+        FileKind::Log(n) | FileKind::Table(n) | FileKind::Manifest(n) => match owner() {
+            Owner::Ours => Disposition::Remove,
+            Owner::Unmarked if allocated(n) => Disposition::Remove,
+            Owner::Unmarked => not_allocated(n),
+            Owner::Other(why) => Disposition::Leave(why),
+        },
         FileKind::Temp => match owner() {
             Owner::Ours => Disposition::Remove,
             Owner::Unmarked => Disposition::Leave("not a temporary file the engine writes".into()),
@@ -803,20 +815,21 @@ mod tests {
         assert_eq!(decide(FileKind::Log(120), &f, never), Disposition::Keep);
         assert_eq!(decide(FileKind::Manifest(121), &f, never), Disposition::Keep);
         assert_eq!(decide(FileKind::Log(7), &f, never), Disposition::Remove);
-        // Numbers the manifest never allocated are not ours, whatever the
-        // file says.
-        assert!(matches!(
-            decide(FileKind::Table(100), &f, never),
-            Disposition::Leave(_)
-        ));
-        assert!(matches!(
-            decide(FileKind::Log(500), &f, never),
-            Disposition::Leave(_)
-        ));
-        // Allocated numbers: what the file says decides.
         let ours = &mut || Owner::Ours;
         let unmarked = &mut || Owner::Unmarked;
         let other = &mut || Owner::Other("another database".into());
+        // An unmarked file whose number the manifest never allocated is not
+        // provably ours; one that names this database is.
+        assert!(matches!(
+            decide(FileKind::Table(100), &f, unmarked),
+            Disposition::Leave(_)
+        ));
+        assert!(matches!(
+            decide(FileKind::Log(500), &f, unmarked),
+            Disposition::Leave(_)
+        ));
+        assert_eq!(decide(FileKind::Table(100), &f, ours), Disposition::Remove);
+        // Allocated numbers: what the file says decides.
         assert_eq!(decide(FileKind::Table(6), &f, ours), Disposition::Remove);
         assert_eq!(decide(FileKind::Table(6), &f, unmarked), Disposition::Remove);
         assert!(matches!(

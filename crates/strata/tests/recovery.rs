@@ -1,0 +1,429 @@
+//! Recovery never destroys data: what opening a database refuses, what it
+//! leaves alone, and what a read-only open promises. Each test is one of
+//! the losses found by hand (issue 18) and fails on the engine before it.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use strata::vfs_mem::{FaultKind, FaultRule, MemVfs, VfsOp};
+use strata::{Db, Error, MemTableKind, Options};
+
+fn options() -> Options {
+    let mut o = Options::default();
+    o.default_keyspace.write_buffer_size = 64 * 1024;
+    o
+}
+
+/// Every file under `dir` (recursively, links as their target's path) with
+/// its bytes; the lock file is left out (opening creates it).
+fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).expect("read dir") {
+            let p = e.expect("entry").path();
+            let meta = fs::symlink_metadata(&p).expect("stat");
+            if meta.is_dir() {
+                stack.push(p);
+            } else if p.file_name().is_some_and(|n| n != "LOCK") {
+                let bytes = if meta.file_type().is_symlink() {
+                    fs::read_link(&p)
+                        .expect("readlink")
+                        .to_string_lossy()
+                        .into_owned()
+                        .into_bytes()
+                } else {
+                    fs::read(&p).expect("read")
+                };
+                out.push((p, bytes));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A database with `a` flushed to a table and `b` only in the log.
+fn db_with_table_and_log(dir: &Path) {
+    let db = Db::open(dir, options()).expect("open");
+    db.put(b"a", b"1").expect("put");
+    db.flush().expect("flush");
+    db.put(b"b", b"2").expect("put");
+    db.close().expect("close");
+}
+
+fn expect_corruption(r: strata::Result<Db>) -> (PathBuf, String) {
+    match r {
+        Err(Error::Corruption { file, reason, .. }) => (file, reason),
+        Err(e) => panic!("expected corruption, got {e}"),
+        Ok(_) => panic!("open must fail"),
+    }
+}
+
+#[test]
+fn a_missing_current_refuses_to_open_and_deletes_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    db_with_table_and_log(dir.path());
+    fs::remove_file(dir.path().join("CURRENT")).expect("remove CURRENT");
+    let before = files(dir.path());
+    let (file, reason) = expect_corruption(Db::open(dir.path(), options()));
+    assert_eq!(file, dir.path().join("CURRENT"));
+    assert!(reason.contains("not a new database"), "{reason}");
+    assert!(reason.contains("Salvage"), "{reason}");
+    assert_eq!(files(dir.path()), before, "a refused open changed files");
+    expect_corruption(Db::open_read_only(dir.path(), options()));
+    assert_eq!(files(dir.path()), before);
+
+    // Salvage rebuilds CURRENT from the manifest, and nothing is lost.
+    let mut o = options();
+    o.skip_corrupt_tables = true;
+    let db = Db::open(dir.path(), o).expect("salvage");
+    assert!(db.recovery_report().current_rebuilt.is_some());
+    assert_eq!(db.get(b"a").expect("get"), Some(b"1".to_vec()));
+    assert_eq!(db.get(b"b").expect("get"), Some(b"2".to_vec()));
+}
+
+#[test]
+fn a_directory_of_engine_like_files_is_not_taken_for_a_new_database() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let planted = ["000007.log", "000123.sst", "MANIFEST-000002", "scratch.tmp"];
+    for (i, name) in planted.iter().enumerate() {
+        fs::write(dir.path().join(name), format!("not the engine's {i}")).expect("plant");
+    }
+    let before = files(dir.path());
+    let (_, reason) = expect_corruption(Db::open(dir.path(), options()));
+    for name in &planted[..3] {
+        assert!(reason.contains(name), "{reason} should name {name}");
+    }
+    assert_eq!(files(dir.path()), before);
+}
+
+#[test]
+fn files_that_only_look_like_the_engines_are_left_in_place_and_not_replayed() {
+    // Another database's write-ahead log, whose entry must not appear.
+    let other = tempfile::tempdir().expect("tempdir");
+    {
+        let db = Db::open(other.path(), options()).expect("open other");
+        db.put(b"evil", b"from another database").expect("put");
+        db.close().expect("close");
+    }
+    let other_log = fs::read_dir(other.path())
+        .expect("list")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "log"))
+        .expect("the other database's log");
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    db_with_table_and_log(dir.path());
+    let plants: Vec<(PathBuf, Vec<u8>)> = vec![
+        // Numbers below and above every number the database allocated.
+        (dir.path().join("000001.log"), fs::read(&other_log).expect("read")),
+        (dir.path().join("999999.log"), fs::read(&other_log).expect("read")),
+        (dir.path().join("999998.sst"), b"a foreign table".to_vec()),
+        (dir.path().join("MANIFEST-999997"), b"a foreign manifest".to_vec()),
+        (dir.path().join("notes.tmp"), b"a user's temporary file".to_vec()),
+    ];
+    for (p, b) in &plants {
+        fs::write(p, b).expect("plant");
+    }
+    for _ in 0..2 {
+        let db = Db::open(dir.path(), options()).expect("open");
+        assert_eq!(db.get(b"a").expect("get"), Some(b"1".to_vec()));
+        assert_eq!(db.get(b"b").expect("get"), Some(b"2".to_vec()));
+        assert_eq!(db.get(b"evil").expect("get"), None, "a foreign log was replayed");
+        let left: Vec<&PathBuf> = db
+            .recovery_report()
+            .left_in_place
+            .iter()
+            .map(|(p, _)| p)
+            .collect();
+        for (p, _) in &plants {
+            assert!(left.contains(&p), "{} not reported: {left:?}", p.display());
+        }
+        db.put(b"c", b"3").expect("put");
+        db.flush().expect("flush");
+        db.close().expect("close");
+    }
+    for (p, b) in &plants {
+        assert_eq!(&fs::read(p).expect("planted file still there"), b);
+    }
+}
+
+/// Cuts `path` to `len` bytes.
+fn truncate(path: &Path, len: u64) {
+    fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .expect("open")
+        .set_len(len)
+        .expect("truncate");
+}
+
+fn the_manifest(dir: &Path) -> PathBuf {
+    let name = fs::read_to_string(dir.join("CURRENT")).expect("CURRENT");
+    dir.join(name.trim_end())
+}
+
+#[test]
+fn a_manifest_cut_in_an_edit_that_was_acted_on_is_damage() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options()).expect("open");
+    db.put(b"a", b"1").expect("put");
+    // The flush's edit adds the table and retires the log holding `a`,
+    // which is then deleted.
+    db.flush().expect("flush");
+    db.close().expect("close");
+    let m = the_manifest(dir.path());
+    let len = fs::metadata(&m).expect("stat").len();
+    truncate(&m, len - 3);
+    let before = files(dir.path());
+    let (file, reason) = expect_corruption(Db::open(dir.path(), options()));
+    assert_eq!(file, m);
+    assert!(reason.contains("not a crash"), "{reason}");
+    assert_eq!(files(dir.path()), before, "a refused open changed files");
+}
+
+#[test]
+fn a_manifest_cut_in_an_edit_nothing_acted_on_is_a_crash_and_opens() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options()).expect("open");
+    db.put(b"a", b"1").expect("put");
+    db.close().expect("close");
+    // A crash while appending an edit: its first bytes reached the file.
+    let m = the_manifest(dir.path());
+    let mut bytes = fs::read(&m).expect("read");
+    let cut_record = [0x12, 0x34, 0x56, 0x78, 200, 0, 0, 0, 1, 9, 9];
+    bytes.extend_from_slice(&cut_record);
+    fs::write(&m, bytes).expect("write");
+    let db = Db::open(dir.path(), options()).expect("a torn tail opens");
+    let (file, _, bytes, _) = db
+        .recovery_report()
+        .manifest_tail_dropped
+        .clone()
+        .expect("reported");
+    assert_eq!(file, m);
+    assert_eq!(bytes, cut_record.len() as u64);
+    assert_eq!(db.get(b"a").expect("get"), Some(b"1".to_vec()));
+}
+
+#[test]
+fn sizes_that_cannot_be_honoured_are_refused_naming_the_option() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut o = options();
+    o.default_keyspace.memtable = MemTableKind::VectorStatic;
+    o.default_keyspace.write_buffer_size = 1 << 40;
+    match Db::open(dir.path(), o) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("write_buffer_size"), "{m}"),
+        Err(e) => panic!("expected InvalidArgument, got {e}"),
+        Ok(_) => panic!("a 1 TiB static vector must be refused"),
+    }
+    let mut o = options();
+    o.default_keyspace.write_buffer_size = usize::MAX;
+    assert!(matches!(Db::open(dir.path(), o), Err(Error::InvalidArgument(_))));
+    let mut o = options();
+    o.block_cache_bytes = u64::MAX;
+    assert!(matches!(Db::open(dir.path(), o), Err(Error::InvalidArgument(_))));
+}
+
+#[test]
+fn links_planted_at_the_engines_file_names_are_never_followed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let outside = tempfile::tempdir().expect("tempdir");
+    let target = outside.path().join("precious");
+    fs::write(&target, b"precious data").expect("write");
+    // A new database writes its first log, manifest and CURRENT temporary
+    // file under numbers 2 and 3; plant links at all of them.
+    for name in ["CURRENT.000003.tmp", "CURRENT.tmp", "000002.log", "MANIFEST-000003"] {
+        std::os::unix::fs::symlink(&target, dir.path().join(name)).expect("symlink");
+    }
+    // With links at its names the directory is not empty: the open is
+    // refused rather than writing through them.
+    assert!(Db::open(dir.path(), options()).is_err());
+    assert_eq!(fs::read(&target).expect("read"), b"precious data");
+
+    // An existing database: a link at a name it is about to create.
+    let dir = tempfile::tempdir().expect("tempdir");
+    db_with_table_and_log(dir.path());
+    for n in 1..=40u32 {
+        let name = format!("CURRENT.{n:06}.tmp");
+        std::os::unix::fs::symlink(&target, dir.path().join(name)).expect("symlink");
+    }
+    std::os::unix::fs::symlink(&target, dir.path().join("CURRENT.tmp")).expect("symlink");
+    match Db::open(dir.path(), options()) {
+        Ok(db) => {
+            db.put(b"x", b"y").expect("put");
+            db.flush().expect("flush");
+            db.close().expect("close");
+        }
+        Err(e) => assert!(e.to_string().contains("CURRENT"), "{e}"),
+    }
+    assert_eq!(fs::read(&target).expect("read"), b"precious data");
+
+    // The lock file.
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::os::unix::fs::symlink(&target, dir.path().join("LOCK")).expect("symlink");
+    assert!(Db::open(dir.path(), options()).is_err());
+    assert_eq!(fs::read(&target).expect("read"), b"precious data");
+}
+
+#[test]
+fn a_read_only_open_changes_nothing_and_refuses_writes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    db_with_table_and_log(dir.path());
+    let before = files(dir.path());
+    let db = Db::open_read_only(dir.path(), options()).expect("read-only open");
+    assert!(db.is_read_only());
+    assert_eq!(db.get(b"a").expect("get"), Some(b"1".to_vec()));
+    assert_eq!(db.get(b"b").expect("get"), Some(b"2".to_vec()), "replayed in memory");
+    assert!(matches!(db.put(b"c", b"3"), Err(Error::OpenedReadOnly { .. })));
+    assert!(matches!(db.flush(), Err(Error::OpenedReadOnly { .. })));
+    assert!(matches!(db.compact(), Err(Error::OpenedReadOnly { .. })));
+    assert!(matches!(
+        db.keyspace("new", Default::default()),
+        Err(Error::OpenedReadOnly { .. })
+    ));
+    assert!(db.verify().is_empty());
+    db.close().expect("close");
+    assert_eq!(files(dir.path()), before);
+    assert!(!dir.path().join("LOCK").exists() || before.iter().all(|(p, _)| !p.ends_with("LOCK")));
+    // A missing database is not created.
+    let missing = dir.path().join("nothing-here");
+    assert!(matches!(
+        Db::open_read_only(&missing, options()),
+        Err(Error::NotFound { .. })
+    ));
+    assert!(!missing.exists());
+}
+
+#[test]
+fn a_read_only_open_works_beside_a_writer_that_holds_the_lock() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let writer = Db::open(dir.path(), options()).expect("open");
+    writer.put(b"k", b"v1").expect("put");
+    let reader = Db::open_read_only(dir.path(), options()).expect("read-only beside a writer");
+    assert_eq!(reader.get(b"k").expect("get"), Some(b"v1".to_vec()));
+    assert!(matches!(
+        Db::open(dir.path(), options()),
+        Err(Error::Locked { .. })
+    ));
+    drop(reader);
+    writer.put(b"k", b"v2").expect("the writer is unaffected");
+}
+
+#[test]
+fn a_read_only_open_works_on_storage_that_refuses_every_change() {
+    let vfs = MemVfs::new();
+    let mut o = options();
+    o.vfs = Arc::new(vfs.clone());
+    {
+        let db = Db::open("/db", o.clone()).expect("open");
+        db.put(b"a", b"1").expect("put");
+        db.flush().expect("flush");
+        db.put(b"b", b"2").expect("put");
+        db.close().expect("close");
+    }
+    for op in [
+        VfsOp::Create,
+        VfsOp::Rename,
+        VfsOp::Remove,
+        VfsOp::SyncDir,
+        VfsOp::Lock,
+        VfsOp::CreateDir,
+        VfsOp::Append,
+    ] {
+        vfs.set_fault(FaultRule::new(FaultKind::IoError).op(op));
+    }
+    let db = Db::open_read_only("/db", o.clone()).expect("read-only on read-only storage");
+    assert_eq!(db.get(b"a").expect("get"), Some(b"1".to_vec()));
+    assert_eq!(db.get(b"b").expect("get"), Some(b"2".to_vec()));
+    drop(db);
+    assert!(Db::open("/db", o).is_err(), "a writable open needs to write");
+    assert_eq!(vfs.injected_count(VfsOp::Create), 0);
+}
+
+#[test]
+fn a_compaction_that_fails_on_a_full_disk_leaves_the_database_writable() {
+    let vfs = MemVfs::new();
+    let mut o = options();
+    o.vfs = Arc::new(vfs.clone());
+    let db = Db::open("/db", o.clone()).expect("open");
+    for round in 0..3u32 {
+        for i in 0..200u32 {
+            db.put(format!("k{i:04}").as_bytes(), format!("v{round}").as_bytes())
+                .expect("put");
+        }
+        db.flush().expect("flush");
+    }
+    vfs.set_fault(
+        FaultRule::new(FaultKind::NoSpace)
+            .op(VfsOp::Create)
+            .path_contains(".sst"),
+    );
+    assert!(db.compact().is_err(), "the compaction's output cannot be created");
+    // The log still has room: writes go on.
+    db.put(b"after", b"failure").expect("a write after a failed compaction");
+    vfs.clear_faults();
+    db.compact().expect("the compaction succeeds once there is room");
+    db.wait_for_background_work().expect("no error left");
+    for i in 0..200u32 {
+        assert_eq!(
+            db.get(format!("k{i:04}").as_bytes()).expect("get"),
+            Some(b"v2".to_vec())
+        );
+    }
+    assert_eq!(db.get(b"after").expect("get"), Some(b"failure".to_vec()));
+    db.close().expect("close");
+    let db = Db::open("/db", o).expect("reopen");
+    assert_eq!(db.get(b"after").expect("get"), Some(b"failure".to_vec()));
+}
+
+#[test]
+fn a_database_of_manifest_format_1_opens_and_is_given_an_id() {
+    use strata::log::{LogReader, LogWriter, TailPolicy};
+    use strata::manifest::VersionEdit;
+    use strata::vfs::{StdVfs, Vfs};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let first_id = {
+        let db = Db::open(dir.path(), options()).expect("open");
+        db.put(b"a", b"1").expect("put");
+        db.flush().expect("flush");
+        let id = db.id();
+        db.close().expect("close");
+        id
+    };
+    // Rewrite the manifest as format 1 wrote it (no id), and drop the live
+    // log (it holds only its header: format 1 logs have none).
+    let m = the_manifest(dir.path());
+    let mut reader = LogReader::open(&StdVfs, &m, TailPolicy::Strict).expect("read");
+    let mut edits = Vec::new();
+    while let Some(rec) = reader.next_record().expect("record") {
+        let mut e = VersionEdit::decode(&rec).expect("edit");
+        e.db_id = None;
+        if e.format_version.is_some() {
+            e.format_version = Some(1);
+        }
+        edits.push(e);
+    }
+    fs::remove_file(&m).expect("remove");
+    let mut w = LogWriter::new(StdVfs.create(&m).expect("create"));
+    for e in &edits {
+        w.add_record(&e.encode()).expect("add");
+    }
+    w.sync().expect("sync");
+    for e in fs::read_dir(dir.path()).expect("list") {
+        let p = e.expect("entry").path();
+        if p.extension().is_some_and(|x| x == "log") {
+            fs::remove_file(p).expect("remove log");
+        }
+    }
+    let db = Db::open(dir.path(), options()).expect("a format-1 database opens");
+    let id = db.id();
+    assert_ne!(id, first_id, "a new id is assigned");
+    assert_eq!(db.get(b"a").expect("get"), Some(b"1".to_vec()));
+    db.put(b"b", b"2").expect("put");
+    db.close().expect("close");
+    let db = Db::open(dir.path(), options()).expect("reopen");
+    assert_eq!(db.id(), id, "the id is durable");
+    assert_eq!(db.get(b"b").expect("get"), Some(b"2".to_vec()));
+}
