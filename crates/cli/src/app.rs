@@ -401,8 +401,8 @@ fn run_command(cli: &Cli, out: &mut impl Write) -> Result<i32, Failure> {
     if is_read_command(&cli.command) && !g.salvage {
         opts.read_only = true;
     }
-    if opts.read_only && why == "--no-create is set" {
-        why = "a read-only open never creates a database";
+    if opts.read_only && !g.no_create && why == "--no-create is set" {
+        why = "commands that only read never create a database";
     }
     let wopts = g.write_options();
 
