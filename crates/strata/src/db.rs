@@ -510,7 +510,11 @@ impl Db {
     /// Opens (or creates) the database at `path`.
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         opts.validate()?;
-        let inner = DbInner::open(path.as_ref(), opts)?;
+        let inner = if opts.read_only {
+            DbInner::open_beside_writer(path.as_ref(), opts)?
+        } else {
+            DbInner::open(path.as_ref(), opts)?
+        };
         let inner = Arc::new(inner);
         if !inner.opts.read_only {
             DbInner::start_threads(&inner);
@@ -937,7 +941,15 @@ impl DbInner {
             if let Some((off, bytes, reason)) = &manifest.tail_dropped {
                 report.manifest_tail_dropped = Some((m.clone(), *off, *bytes, reason.clone()));
             }
+            if id_known {
+                recovery::check_needed_logs(path, &manifest, &logs)?;
+            }
         }
+        let needed_logs: std::collections::HashSet<u64> = manifest
+            .keyspaces
+            .values()
+            .map(|k| k.log_number)
+            .collect();
         // Never reuse a name that is taken, ours or not; skip such numbers
         // rather than jump past them, so that a reservation never covers a
         // file the database did not write.
@@ -1015,6 +1027,7 @@ impl DbInner {
             path,
             &replay,
             id_known.then_some(&db_id),
+            &needed_logs,
             opts.wal_recovery,
             &mut report,
             &mut |lpath, log, offset, rec| {
@@ -1173,9 +1186,11 @@ impl DbInner {
                 snapshot.new_files.push(f.record(id, level));
             }
         }
-        let mlog = write_new_manifest(&*vfs, path, manifest_number, &snapshot)?;
+        // The log first: a manifest never names a log that is not on disk,
+        // so a missing one is damage (see `recovery::check_needed_logs`).
         let wal = create_wal(&*vfs, path, wal_number, &db_id)?;
         vfs.sync_dir(path)?;
+        let mlog = write_new_manifest(&*vfs, path, manifest_number, &snapshot)?;
 
         // Remove what the database wrote and no longer needs; leave (and
         // report) whatever it cannot prove it wrote.
@@ -1224,6 +1239,30 @@ impl DbInner {
             ks.log_number = wal_number;
         }
         Ok(inner)
+    }
+
+    /// A read-only open, retried when a writer changed the database while
+    /// it read (rolled the manifest, or retired a log or table the read
+    /// state still named): such a failure says nothing of damage. A failure
+    /// on a database that did not change is returned.
+    fn open_beside_writer(path: &Path, opts: Options) -> Result<DbInner> {
+        let vfs = Arc::clone(&opts.vfs);
+        let fingerprint = || {
+            let name = recovery::read_current(&*vfs, path).ok()?;
+            let size = vfs.file_size(&path.join(&name)).ok()?;
+            Some((name, size))
+        };
+        let mut attempts = 0;
+        loop {
+            let before = fingerprint();
+            match DbInner::open(path, opts.clone()) {
+                Ok(inner) => return Ok(inner),
+                Err(_) if attempts < 5 && before.is_some() && fingerprint() != before => {
+                    attempts += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// Builds the open database from what recovery produced. `mems` become

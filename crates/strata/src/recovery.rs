@@ -476,6 +476,29 @@ pub(crate) fn check_manifest_tail(mpath: &Path, state: &ManifestState, logs: &[u
     Ok(())
 }
 
+/// Checks that every write-ahead log a keyspace still needs is on disk. A
+/// log is created (and its directory entry synced) before any manifest
+/// edit names it, and deleted only after an edit moving every keyspace past
+/// it is synced; so a needed log that is missing was lost after the fact,
+/// with whatever acknowledged writes it held. (Only for databases whose
+/// opens create the log before the manifest: format 2 on.)
+pub(crate) fn check_needed_logs(dir: &Path, state: &ManifestState, logs: &[u64]) -> Result<()> {
+    for (id, k) in &state.keyspaces {
+        if k.log_number > 0 && logs.binary_search(&k.log_number).is_err() {
+            return Err(Error::corruption(
+                filename::log_path(dir, k.log_number),
+                0,
+                format!(
+                    "write-ahead log {:06}.log is missing, but keyspace {id} ({}) needs it: it \
+                     may have held acknowledged writes. Nothing was changed",
+                    k.log_number, k.name
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The most a log cut while its header record was being written can hold:
 /// one physical record header and the header payload.
 const CUT_HEADER_MAX_BYTES: u64 = (crate::log::HEADER_SIZE + WAL_HEADER_LEN) as u64;
@@ -494,12 +517,14 @@ pub(crate) struct LogReplay {
 /// offset, record)`. `expect_id` is the database id the logs' headers must
 /// carry (`None` for a database from before headers: every record is a
 /// batch). A log without the right header is not replayed (cleanup then
-/// leaves it in place and reports it).
+/// leaves it in place and reports it), unless a keyspace needs it
+/// (`needed`): then it is corruption.
 pub(crate) fn replay_logs(
     vfs: &dyn Vfs,
     dir: &Path,
     logs: &[u64],
     expect_id: Option<&DbId>,
+    needed: &HashSet<u64>,
     mode: WalRecoveryMode,
     report: &mut RecoveryReport,
     apply: &mut dyn FnMut(&Path, u64, u64, &[u8]) -> Result<()>,
@@ -588,6 +613,15 @@ pub(crate) fn replay_logs(
             }
         }
         if foreign {
+            if needed.contains(&log) {
+                return Err(Error::corruption(
+                    &lpath,
+                    0,
+                    "a keyspace needs this write-ahead log, but it does not start with a header \
+                     naming this database: it was replaced, and the acknowledged writes it held \
+                     are not here. Nothing was changed",
+                ));
+            }
             continue;
         }
         if partial {
