@@ -230,6 +230,17 @@ impl LogWriter {
     }
 }
 
+/// The bytes of a log whose only record is `payload` (which must fit one
+/// block): what a writer puts first in a new log.
+pub fn first_record_bytes(payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER_SIZE + payload.len());
+    put_fixed32(&mut out, mask_crc(record_crc(TYPE_FULL, payload)));
+    put_fixed32(&mut out, payload.len() as u32);
+    out.push(TYPE_FULL);
+    out.extend_from_slice(payload);
+    out
+}
+
 /// How a reader treats damage.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TailPolicy {
@@ -509,6 +520,11 @@ impl LogReader {
     /// Size of the log file in bytes.
     pub fn file_len(&self) -> u64 {
         self.data.len() as u64
+    }
+
+    /// The log's bytes.
+    pub fn contents(&self) -> &[u8] {
+        &self.data
     }
 
     fn finish_record(&mut self, at: usize, rec: Vec<u8>) -> Vec<u8> {
@@ -1254,5 +1270,14 @@ mod tests {
         assert_eq!(recs.len(), 2);
         assert!(r.dropped().expect("damage").is_tail());
         assert_eq!(r.skip_damage(), None);
+    }
+
+    #[test]
+    fn first_record_bytes_are_what_a_writer_writes_first() {
+        let mut w = LogWriter::new(Box::new(VecFile::default()));
+        w.add_record(b"a header").expect("add");
+        let written = read_all(&first_record_bytes(b"a header"), TailPolicy::Strict);
+        assert_eq!(written.0, vec![b"a header".to_vec()]);
+        assert_eq!(w.len() as usize, first_record_bytes(b"a header").len());
     }
 }

@@ -499,10 +499,6 @@ pub(crate) fn check_needed_logs(dir: &Path, state: &ManifestState, logs: &[u64])
     Ok(())
 }
 
-/// The most a log cut while its header record was being written can hold:
-/// one physical record header and the header payload.
-const CUT_HEADER_MAX_BYTES: u64 = (crate::log::HEADER_SIZE + WAL_HEADER_LEN) as u64;
-
 /// What [`replay_logs`] did with each log.
 #[derive(Default)]
 pub(crate) struct LogReplay {
@@ -568,9 +564,15 @@ pub(crate) fn replay_logs(
             };
             if want_header && d.is_tail() {
                 // Not one valid record: a log cut while its header was being
-                // written holds nothing (and is ours to remove); anything
-                // longer is not a log of this database.
-                foreign = reader.file_len() > CUT_HEADER_MAX_BYTES;
+                // written (its bytes a prefix of that header, or zeros)
+                // holds nothing and is ours; anything else is not a log of
+                // this database.
+                let expected = crate::log::first_record_bytes(&wal_header(
+                    expect_id.unwrap_or(&[0; DB_ID_LEN]),
+                    log,
+                ));
+                let data = reader.contents();
+                foreign = !(expected.starts_with(data) || data.iter().all(|&b| b == 0));
                 break;
             }
             if is_newest && d.is_tail() && mode != WalRecoveryMode::AbsoluteConsistency {
