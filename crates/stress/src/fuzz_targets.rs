@@ -301,9 +301,9 @@ pub fn wal_reader(data: &[u8]) {
     );
     match (&strict_res, lr.dropped()) {
         (Ok(()), None) => {}
-        (Err(_), Some((off, bytes, _))) => {
+        (Err(_), Some(d)) => {
             assert_eq!(
-                off + bytes,
+                d.offset + d.bytes,
                 lr.file_len(),
                 "dropped range does not reach the end"
             );

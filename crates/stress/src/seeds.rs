@@ -206,7 +206,8 @@ pub fn write_all(out: &Path) -> io::Result<usize> {
 
     files.push(("manifest", "db".into(), man));
     let edit = VersionEdit {
-        format_version: Some(1),
+        format_version: Some(2),
+        db_id: Some(*b"seed-database-id"),
         next_file_number: Some(12),
         last_seqno: Some(99),
         added_keyspaces: vec![(0, "default".into()), (1, "counters".into())],
