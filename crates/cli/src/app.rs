@@ -193,7 +193,10 @@ fn parse_wal_recovery(s: &str) -> Result<WalRecoveryMode, String> {
 const OPTION_FLAGS: &[(&str, &str)] = &[
     ("memtable_options.prefix_extractor", "--prefix-len"),
     ("memtable_options.hash_buckets", "--hash-buckets"),
-    ("memtable_options.linklist_threshold", "--linklist-threshold"),
+    (
+        "memtable_options.linklist_threshold",
+        "--linklist-threshold",
+    ),
     ("write_buffer_size", "--write-buffer-size"),
     ("block_cache_bytes", "--block-cache-size"),
 ];

@@ -148,7 +148,11 @@ fn a_damaged_record_in_the_middle_of_the_log_is_refused_and_check_fails() {
     // The operator chooses to recover past it.
     let r = strata(&db, &["--wal-recovery", "skip-damaged", "put", "x", "1"]);
     ok(&r, "skip-damaged");
-    assert!(db.join("lost").join(log.file_name().expect("name")).exists());
+    assert!(
+        db.join("lost")
+            .join(log.file_name().expect("name"))
+            .exists()
+    );
     let r = strata(&db, &["scan"]);
     ok(&r, "scan");
     assert_eq!(r.stdout.lines().count(), 200, "one put lost, x added");
@@ -169,7 +173,10 @@ fn foreign_files_are_neither_deleted_nor_replayed() {
     fs::write(db.join("000009.sst"), b"mine, not strata's").expect("write");
     let r = strata(&db, &["put", "a", "1"]);
     failed(&r, "open of a directory of foreign files");
-    assert_eq!(fs::read(db.join("000009.sst")).expect("kept"), b"mine, not strata's");
+    assert_eq!(
+        fs::read(db.join("000009.sst")).expect("kept"),
+        b"mine, not strata's"
+    );
     fs::remove_file(db.join("000009.sst")).expect("rm");
 
     ok(&strata(&db, &["put", "a", "1"]), "put");
@@ -189,9 +196,18 @@ fn foreign_files_are_neither_deleted_nor_replayed() {
     assert_eq!(r.code, 1, "a foreign log was replayed: {}", r.stdout);
     let r = strata(&db, &["check"]);
     ok(&r, "check");
-    assert!(r.stdout.contains("987655.sst is not the database's"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("987655.sst is not the database's"),
+        "{}",
+        r.stdout
+    );
     for (p, b) in &planted {
-        assert_eq!(&fs::read(p).expect("planted file kept"), b, "{}", p.display());
+        assert_eq!(
+            &fs::read(p).expect("planted file kept"),
+            b,
+            "{}",
+            p.display()
+        );
     }
 }
 
@@ -236,7 +252,10 @@ fn an_impossible_write_buffer_is_refused_with_an_error_not_an_abort() {
     );
     assert_eq!(r.code, 2, "usage error\n{}", r.stderr);
     assert!(r.stderr.contains("--write-buffer-size"), "{}", r.stderr);
-    let r = strata(&db, &["--write-buffer-size", "99999999999999999999", "stats"]);
+    let r = strata(
+        &db,
+        &["--write-buffer-size", "99999999999999999999", "stats"],
+    );
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("too large"), "{}", r.stderr);
     let r = strata(&db, &["--memtable", "hash-skiplist", "put", "a", "1"]);
@@ -274,7 +293,10 @@ fn read_commands_change_nothing() {
     ok(&strata(&db, &["scan"]), "scan");
     ok(&strata(&db, &["stats"]), "stats");
     ok(&strata(&db, &["check"]), "check");
-    ok(&strata(&db, &["--read-only", "get", "k001"]), "--read-only get");
+    ok(
+        &strata(&db, &["--read-only", "get", "k001"]),
+        "--read-only get",
+    );
     assert_eq!(files(&db), before, "a read command changed files");
     let r = strata(&db, &["--read-only", "put", "x", "1"]);
     assert_eq!(r.code, 1);
@@ -292,6 +314,10 @@ fn load_that_fails_says_where_to_resume() {
     input.push_str(&format!("{}\tv\n", "x".repeat(70_000)));
     let r = strata_in(&db, &["load"], &input);
     assert_eq!(r.code, 1, "{}", r.stderr);
-    assert!(r.stderr.contains("2000 entries were written"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("2000 entries were written"),
+        "{}",
+        r.stderr
+    );
     assert!(r.stderr.contains("line 2001"), "{}", r.stderr);
 }

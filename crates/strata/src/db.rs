@@ -31,13 +31,13 @@ use crate::level_filter::{LevelFilter, LevelMask};
 use crate::log::LogWriter;
 use crate::lookup::Lookup;
 use crate::manifest::{MANIFEST_FORMAT_VERSION, NewFile, VersionEdit};
-use crate::recovery::{
-    self, CleanupFacts, DbId, Disposition, FILE_NUMBER_RESERVATION, LostTable, ManifestState,
-    Owner, RecoveredKeyspace, RecoveryReport,
-};
 use crate::memtable::{MemTable, SwitchDue};
 use crate::options::{
     KeyspaceOptions, MAX_KEY_BYTES, MAX_VALUE_BYTES, Options, ReadOptions, WriteOptions,
+};
+use crate::recovery::{
+    self, CleanupFacts, DbId, Disposition, FILE_NUMBER_RESERVATION, LostTable, ManifestState,
+    Owner, RecoveredKeyspace, RecoveryReport,
 };
 use crate::retained::{RetainedTableBuilder, RetainedTableIter};
 use crate::sst::{TableBuilder, TableReader};
@@ -945,11 +945,8 @@ impl DbInner {
                 recovery::check_needed_logs(path, &manifest, &logs)?;
             }
         }
-        let needed_logs: std::collections::HashSet<u64> = manifest
-            .keyspaces
-            .values()
-            .map(|k| k.log_number)
-            .collect();
+        let needed_logs: std::collections::HashSet<u64> =
+            manifest.keyspaces.values().map(|k| k.log_number).collect();
         // Never reuse a name that is taken, ours or not; skip such numbers
         // rather than jump past them, so that a reservation never covers a
         // file the database did not write.
@@ -3150,7 +3147,12 @@ struct Sweep<'a> {
 }
 
 impl Sweep<'_> {
-    fn run(&self, facts: &CleanupFacts<'_>, dry_run: bool, report: &mut RecoveryReport) -> Result<()> {
+    fn run(
+        &self,
+        facts: &CleanupFacts<'_>,
+        dry_run: bool,
+        report: &mut RecoveryReport,
+    ) -> Result<()> {
         let vfs = &**self.vfs;
         for n in vfs.list(self.dir)? {
             let Some(kind) = filename::parse(&n) else {

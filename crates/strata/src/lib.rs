@@ -55,8 +55,8 @@ pub mod version;
 
 pub use batch::WriteBatch;
 pub use db::{Db, DbStats, Keyspace, KeyspaceStats, Snapshot};
-pub use recovery::{LostTable, RecoveryReport, WalDamage, WalRecoveryMode};
 pub use db_iter::DbIter;
 pub use memtable::MemTableKind;
 pub use merge::MergeOperator;
 pub use options::{KeyspaceOptions, Options, ReadOptions, WriteOptions};
+pub use recovery::{LostTable, RecoveryReport, WalDamage, WalRecoveryMode};

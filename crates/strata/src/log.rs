@@ -1251,7 +1251,10 @@ mod tests {
         assert!(!d.is_tail());
         assert_eq!(d.next_valid_offset, Some(w.spans[2].0 as u64));
         let skipped = r.skip_damage().expect("resumes");
-        assert_eq!(skipped, (w.spans[1].0 as u64, (w.spans[2].0 - w.spans[1].0) as u64));
+        assert_eq!(
+            skipped,
+            (w.spans[1].0 as u64, (w.spans[2].0 - w.spans[1].0) as u64)
+        );
         let mut rest = Vec::new();
         while let Some(rec) = r.next_record().expect("read") {
             rest.push(rec);

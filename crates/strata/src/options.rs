@@ -120,9 +120,21 @@ pub fn physical_memory_bytes() -> Option<u64> {
 impl Options {
     /// Checks values that would make the engine misbehave.
     pub fn validate(&self) -> Result<()> {
-        check_at_most("block_cache_bytes", self.block_cache_bytes, MAX_BUDGET_BYTES)?;
-        check_at_most("max_total_wal_bytes", self.max_total_wal_bytes, MAX_BUDGET_BYTES)?;
-        check_at_most("max_write_group_bytes", self.max_write_group_bytes as u64, 1 << 30)?;
+        check_at_most(
+            "block_cache_bytes",
+            self.block_cache_bytes,
+            MAX_BUDGET_BYTES,
+        )?;
+        check_at_most(
+            "max_total_wal_bytes",
+            self.max_total_wal_bytes,
+            MAX_BUDGET_BYTES,
+        )?;
+        check_at_most(
+            "max_write_group_bytes",
+            self.max_write_group_bytes as u64,
+            1 << 30,
+        )?;
 
         if self.flush_threads == 0 || self.compaction_threads == 0 {
             return Err(Error::InvalidArgument(
@@ -131,7 +143,8 @@ impl Options {
         }
         if self.read_only && self.skip_corrupt_tables {
             return Err(Error::InvalidArgument(
-                "salvage (skip_corrupt_tables) moves files aside, so it cannot run read-only".into(),
+                "salvage (skip_corrupt_tables) moves files aside, so it cannot run read-only"
+                    .into(),
             ));
         }
         self.default_keyspace.validate()
@@ -364,9 +377,17 @@ impl KeyspaceOptions {
         if self.write_buffer_size < 4096 {
             return bad("write_buffer_size must be at least 4096 bytes");
         }
-        check_at_most("write_buffer_size", self.write_buffer_size as u64, MAX_WRITE_BUFFER_BYTES)?;
+        check_at_most(
+            "write_buffer_size",
+            self.write_buffer_size as u64,
+            MAX_WRITE_BUFFER_BYTES,
+        )?;
         check_at_most("target_file_size", self.target_file_size, MAX_FILE_BYTES)?;
-        check_at_most("level_filter_bytes", self.level_filter_bytes as u64, 1 << 30)?;
+        check_at_most(
+            "level_filter_bytes",
+            self.level_filter_bytes as u64,
+            1 << 30,
+        )?;
         check_at_most("max_write_buffers", self.max_write_buffers as u64, 1 << 16)?;
         // What a memtable allocates when it is created must fit in memory;
         // asking for more aborts the process instead of failing the open.

@@ -327,7 +327,11 @@ pub(crate) struct ManifestState {
 /// Applies every edit of a manifest to `state`. A damaged record followed
 /// by valid ones is corruption; a cut last record is recorded in
 /// `state.tail_dropped` for [`check_manifest_tail`] to judge.
-pub(crate) fn replay_manifest(vfs: &dyn Vfs, mpath: &Path, state: &mut ManifestState) -> Result<()> {
+pub(crate) fn replay_manifest(
+    vfs: &dyn Vfs,
+    mpath: &Path,
+    state: &mut ManifestState,
+) -> Result<()> {
     if !vfs.exists(mpath) {
         return Err(Error::corruption(
             mpath,
@@ -399,7 +403,12 @@ pub(crate) fn replay_manifest(vfs: &dyn Vfs, mpath: &Path, state: &mut ManifestS
     Ok(())
 }
 
-fn apply_edit(mpath: &Path, offset: u64, edit: &VersionEdit, state: &mut ManifestState) -> Result<()> {
+fn apply_edit(
+    mpath: &Path,
+    offset: u64,
+    edit: &VersionEdit,
+    state: &mut ManifestState,
+) -> Result<()> {
     if let Some(n) = edit.next_file_number {
         state.next_file_number = state.next_file_number.max(n);
     }
@@ -849,7 +858,10 @@ mod tests {
         let never = &mut || -> Owner { panic!("owner asked needlessly") };
         assert_eq!(decide(FileKind::Table(5), &f, never), Disposition::Keep);
         assert_eq!(decide(FileKind::Log(120), &f, never), Disposition::Keep);
-        assert_eq!(decide(FileKind::Manifest(121), &f, never), Disposition::Keep);
+        assert_eq!(
+            decide(FileKind::Manifest(121), &f, never),
+            Disposition::Keep
+        );
         assert_eq!(decide(FileKind::Log(7), &f, never), Disposition::Remove);
         let ours = &mut || Owner::Ours;
         let unmarked = &mut || Owner::Unmarked;
@@ -867,7 +879,10 @@ mod tests {
         assert_eq!(decide(FileKind::Table(100), &f, ours), Disposition::Remove);
         // Allocated numbers: what the file says decides.
         assert_eq!(decide(FileKind::Table(6), &f, ours), Disposition::Remove);
-        assert_eq!(decide(FileKind::Table(6), &f, unmarked), Disposition::Remove);
+        assert_eq!(
+            decide(FileKind::Table(6), &f, unmarked),
+            Disposition::Remove
+        );
         assert!(matches!(
             decide(FileKind::Table(6), &f, other),
             Disposition::Leave(_)
@@ -908,7 +923,10 @@ mod tests {
             },
         );
         let m = Path::new("/db/MANIFEST-000010");
-        assert!(check_manifest_tail(m, &state, &[]).is_ok(), "no cut, no judgement");
+        assert!(
+            check_manifest_tail(m, &state, &[]).is_ok(),
+            "no cut, no judgement"
+        );
         state.tail_dropped = Some((100, 20, "truncated".into()));
         assert!(check_manifest_tail(m, &state, &[9, 12]).is_ok());
         let e = check_manifest_tail(m, &state, &[12]).expect_err("log 9 is gone");

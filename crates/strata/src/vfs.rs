@@ -295,13 +295,19 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let p = dir.path().join("f");
         StdVfs.create(&p).expect("create").sync().expect("sync");
-        assert!(StdVfs.create(&p).is_err(), "an existing file is not replaced");
+        assert!(
+            StdVfs.create(&p).is_err(),
+            "an existing file is not replaced"
+        );
         let target = dir.path().join("target");
         std::fs::write(&target, b"keep me").expect("write");
         let link = dir.path().join("link");
         std::os::unix::fs::symlink(&target, &link).expect("symlink");
         assert!(StdVfs.create(&link).is_err(), "a link is not followed");
-        assert!(StdVfs.lock(&link).is_err(), "the lock is not taken through a link");
+        assert!(
+            StdVfs.lock(&link).is_err(),
+            "the lock is not taken through a link"
+        );
         assert_eq!(std::fs::read(&target).expect("read"), b"keep me");
     }
 

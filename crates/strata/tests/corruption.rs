@@ -155,7 +155,11 @@ fn a_damaged_record_in_the_middle_of_the_log_refuses_open_and_changes_nothing() 
     let (file, reason) = open_corruption(dir.path());
     assert_eq!(file, log);
     assert!(reason.contains("valid records follow"), "{reason}");
-    assert_eq!(snapshot_files(dir.path()), before, "a refused open changed files");
+    assert_eq!(
+        snapshot_files(dir.path()),
+        before,
+        "a refused open changed files"
+    );
     // Read-only opens refuse it too.
     assert!(matches!(
         Db::open_read_only(dir.path(), options()),
@@ -230,7 +234,10 @@ fn a_damaged_last_record_is_a_torn_tail_dropped_and_reported() {
     flip(&log, len - 2);
     let mut o = options();
     o.wal_recovery = strata::WalRecoveryMode::AbsoluteConsistency;
-    assert!(matches!(Db::open(dir.path(), o), Err(Error::Corruption { .. })));
+    assert!(matches!(
+        Db::open(dir.path(), o),
+        Err(Error::Corruption { .. })
+    ));
 }
 
 #[test]

@@ -117,7 +117,8 @@ fn target(dir: &Path, kind: Kind) -> PathBuf {
             .filter(|p| p.to_string_lossy().ends_with(suffix))
             .collect();
         v.sort();
-        v.pop().unwrap_or_else(|| panic!("no {suffix} in {}", dir.display()))
+        v.pop()
+            .unwrap_or_else(|| panic!("no {suffix} in {}", dir.display()))
     };
     match kind {
         Kind::Current => dir.join("CURRENT"),
@@ -170,7 +171,11 @@ fn damage(path: &Path, d: Damage, outside: &Path) -> Option<PathBuf> {
         Damage::Missing => fs::remove_file(path).expect("remove"),
         Damage::Empty => fs::write(path, b"").expect("write"),
         Damage::Truncated(q) => {
-            let to = if q == 4 { len.saturating_sub(1) } else { len * q as usize / 4 };
+            let to = if q == 4 {
+                len.saturating_sub(1)
+            } else {
+                len * q as usize / 4
+            };
             fs::write(path, &bytes[..to]).expect("write");
         }
         Damage::Flipped(at) => {
@@ -375,7 +380,10 @@ fn print_table(table: &BTreeMap<(Kind, Damage), Outcome>) {
     for d in DAMAGES {
         let mut row = format!("| {d:?} |");
         for k in KINDS {
-            row.push_str(&format!(" {} |", table.get(&(k, d)).map_or("FAILED", short)));
+            row.push_str(&format!(
+                " {} |",
+                table.get(&(k, d)).map_or("FAILED", short)
+            ));
         }
         println!("{row}");
     }

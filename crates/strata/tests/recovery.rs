@@ -118,11 +118,23 @@ fn files_that_only_look_like_the_engines_are_left_in_place_and_not_replayed() {
     db_with_table_and_log(dir.path());
     let plants: Vec<(PathBuf, Vec<u8>)> = vec![
         // Numbers below and above every number the database allocated.
-        (dir.path().join("000001.log"), fs::read(&other_log).expect("read")),
-        (dir.path().join("999999.log"), fs::read(&other_log).expect("read")),
+        (
+            dir.path().join("000001.log"),
+            fs::read(&other_log).expect("read"),
+        ),
+        (
+            dir.path().join("999999.log"),
+            fs::read(&other_log).expect("read"),
+        ),
         (dir.path().join("999998.sst"), b"a foreign table".to_vec()),
-        (dir.path().join("MANIFEST-999997"), b"a foreign manifest".to_vec()),
-        (dir.path().join("notes.tmp"), b"a user's temporary file".to_vec()),
+        (
+            dir.path().join("MANIFEST-999997"),
+            b"a foreign manifest".to_vec(),
+        ),
+        (
+            dir.path().join("notes.tmp"),
+            b"a user's temporary file".to_vec(),
+        ),
     ];
     for (p, b) in &plants {
         fs::write(p, b).expect("plant");
@@ -131,7 +143,11 @@ fn files_that_only_look_like_the_engines_are_left_in_place_and_not_replayed() {
         let db = Db::open(dir.path(), options()).expect("open");
         assert_eq!(db.get(b"a").expect("get"), Some(b"1".to_vec()));
         assert_eq!(db.get(b"b").expect("get"), Some(b"2".to_vec()));
-        assert_eq!(db.get(b"evil").expect("get"), None, "a foreign log was replayed");
+        assert_eq!(
+            db.get(b"evil").expect("get"),
+            None,
+            "a foreign log was replayed"
+        );
         let left: Vec<&PathBuf> = db
             .recovery_report()
             .left_in_place
@@ -220,10 +236,16 @@ fn sizes_that_cannot_be_honoured_are_refused_naming_the_option() {
     }
     let mut o = options();
     o.default_keyspace.write_buffer_size = usize::MAX;
-    assert!(matches!(Db::open(dir.path(), o), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        Db::open(dir.path(), o),
+        Err(Error::InvalidArgument(_))
+    ));
     let mut o = options();
     o.block_cache_bytes = u64::MAX;
-    assert!(matches!(Db::open(dir.path(), o), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        Db::open(dir.path(), o),
+        Err(Error::InvalidArgument(_))
+    ));
 }
 
 #[test]
@@ -234,7 +256,12 @@ fn links_planted_at_the_engines_file_names_are_never_followed() {
     fs::write(&target, b"precious data").expect("write");
     // A new database writes its first log, manifest and CURRENT temporary
     // file under numbers 2 and 3; plant links at all of them.
-    for name in ["CURRENT.000003.tmp", "CURRENT.tmp", "000002.log", "MANIFEST-000003"] {
+    for name in [
+        "CURRENT.000003.tmp",
+        "CURRENT.tmp",
+        "000002.log",
+        "MANIFEST-000003",
+    ] {
         std::os::unix::fs::symlink(&target, dir.path().join(name)).expect("symlink");
     }
     // With links at its names the directory is not empty: the open is
@@ -275,8 +302,15 @@ fn a_read_only_open_changes_nothing_and_refuses_writes() {
     let db = Db::open_read_only(dir.path(), options()).expect("read-only open");
     assert!(db.is_read_only());
     assert_eq!(db.get(b"a").expect("get"), Some(b"1".to_vec()));
-    assert_eq!(db.get(b"b").expect("get"), Some(b"2".to_vec()), "replayed in memory");
-    assert!(matches!(db.put(b"c", b"3"), Err(Error::OpenedReadOnly { .. })));
+    assert_eq!(
+        db.get(b"b").expect("get"),
+        Some(b"2".to_vec()),
+        "replayed in memory"
+    );
+    assert!(matches!(
+        db.put(b"c", b"3"),
+        Err(Error::OpenedReadOnly { .. })
+    ));
     assert!(matches!(db.flush(), Err(Error::OpenedReadOnly { .. })));
     assert!(matches!(db.compact(), Err(Error::OpenedReadOnly { .. })));
     assert!(matches!(
@@ -338,7 +372,10 @@ fn a_read_only_open_works_on_storage_that_refuses_every_change() {
     assert_eq!(db.get(b"a").expect("get"), Some(b"1".to_vec()));
     assert_eq!(db.get(b"b").expect("get"), Some(b"2".to_vec()));
     drop(db);
-    assert!(Db::open("/db", o).is_err(), "a writable open needs to write");
+    assert!(
+        Db::open("/db", o).is_err(),
+        "a writable open needs to write"
+    );
     assert_eq!(vfs.injected_count(VfsOp::Create), 0);
 }
 
@@ -350,8 +387,11 @@ fn a_compaction_that_fails_on_a_full_disk_leaves_the_database_writable() {
     let db = Db::open("/db", o.clone()).expect("open");
     for round in 0..3u32 {
         for i in 0..200u32 {
-            db.put(format!("k{i:04}").as_bytes(), format!("v{round}").as_bytes())
-                .expect("put");
+            db.put(
+                format!("k{i:04}").as_bytes(),
+                format!("v{round}").as_bytes(),
+            )
+            .expect("put");
         }
         db.flush().expect("flush");
     }
@@ -360,11 +400,16 @@ fn a_compaction_that_fails_on_a_full_disk_leaves_the_database_writable() {
             .op(VfsOp::Create)
             .path_contains(".sst"),
     );
-    assert!(db.compact().is_err(), "the compaction's output cannot be created");
+    assert!(
+        db.compact().is_err(),
+        "the compaction's output cannot be created"
+    );
     // The log still has room: writes go on.
-    db.put(b"after", b"failure").expect("a write after a failed compaction");
+    db.put(b"after", b"failure")
+        .expect("a write after a failed compaction");
     vfs.clear_faults();
-    db.compact().expect("the compaction succeeds once there is room");
+    db.compact()
+        .expect("the compaction succeeds once there is room");
     db.wait_for_background_work().expect("no error left");
     for i in 0..200u32 {
         assert_eq!(

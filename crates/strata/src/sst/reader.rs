@@ -221,7 +221,11 @@ impl TableProperties {
         match seen_owner & owner_fields {
             0 => {}
             x if x == owner_fields => {}
-            _ => return Err(corrupt("owner id and owner file number must come together".into())),
+            _ => {
+                return Err(corrupt(
+                    "owner id and owner file number must come together".into(),
+                ));
+            }
         }
         let all = ((1u64 << (NUM_PROPERTY_FIELDS + 1)) - 1) & !1;
         if seen != all {
@@ -1600,7 +1604,10 @@ mod tests {
         let mut old = Vec::new();
         unowned.encode_to(&mut old);
         assert!(old.len() < buf.len());
-        assert_eq!(TableProperties::decode(&old, path, 0).expect("decode"), unowned);
+        assert_eq!(
+            TableProperties::decode(&old, path, 0).expect("decode"),
+            unowned
+        );
         // Unknown fields are skipped.
         let mut ext = buf.clone();
         put_varint64(&mut ext, 40 << 1);
