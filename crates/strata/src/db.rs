@@ -1022,10 +1022,12 @@ impl DbInner {
         let outcome = recovery::replay_logs(
             &*vfs,
             path,
-            &replay,
-            id_known.then_some(&db_id),
-            &needed_logs,
-            opts.wal_recovery,
+            &recovery::ReplayPlan {
+                logs: &replay,
+                expect_id: id_known.then_some(&db_id),
+                needed: &needed_logs,
+                mode: opts.wal_recovery,
+            },
             &mut report,
             &mut |lpath, log, offset, rec| {
                 let batch =

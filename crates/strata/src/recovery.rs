@@ -518,7 +518,20 @@ pub(crate) struct LogReplay {
     pub partial: Vec<u64>,
 }
 
-/// Replays write-ahead logs `logs` (ascending) through `apply(path, log,
+/// What [`replay_logs`] replays and how.
+#[derive(Clone, Copy)]
+pub(crate) struct ReplayPlan<'a> {
+    /// Log numbers, ascending.
+    pub logs: &'a [u64],
+    pub expect_id: Option<&'a DbId>,
+    pub needed: &'a HashSet<u64>,
+    pub mode: WalRecoveryMode,
+}
+
+/// Applies one record: (log path, log number, offset, record).
+pub(crate) type ApplyRecord<'a> = dyn FnMut(&Path, u64, u64, &[u8]) -> Result<()> + 'a;
+
+/// Replays write-ahead logs `plan.logs` (ascending) through `apply(path, log,
 /// offset, record)`. `expect_id` is the database id the logs' headers must
 /// carry (`None` for a database from before headers: every record is a
 /// batch). A log without the right header is not replayed (cleanup then
@@ -527,13 +540,16 @@ pub(crate) struct LogReplay {
 pub(crate) fn replay_logs(
     vfs: &dyn Vfs,
     dir: &Path,
-    logs: &[u64],
-    expect_id: Option<&DbId>,
-    needed: &HashSet<u64>,
-    mode: WalRecoveryMode,
+    plan: &ReplayPlan<'_>,
     report: &mut RecoveryReport,
-    apply: &mut dyn FnMut(&Path, u64, u64, &[u8]) -> Result<()>,
+    apply: &mut ApplyRecord<'_>,
 ) -> Result<LogReplay> {
+    let ReplayPlan {
+        logs,
+        expect_id,
+        needed,
+        mode,
+    } = *plan;
     let mut out = LogReplay::default();
     let mut stopped = false;
     for (i, &log) in logs.iter().enumerate() {
