@@ -79,6 +79,19 @@ struct KeyspaceState {
     /// Level-0 files serving reads from their retained memtable, oldest
     /// first (weak: a file that leaves level 0 frees its memtable).
     retained: VecDeque<std::sync::Weak<FileMeta>>,
+    /// False for a keyspace recovered from the manifest whose identity
+    /// needs options only the application can give, until `Db::keyspace`
+    /// supplies them: it is then neither flushed nor compacted, and writes
+    /// to it are refused.
+    registered: bool,
+    /// What its files are shaped by, as recorded in the manifest.
+    identity: crate::manifest::KeyspaceIdentity,
+    /// `log_number` as the manifest last recorded it. `log_number` itself
+    /// may run ahead (a switch moves an empty memtable's keyspace to the
+    /// new log without an edit); logs are deleted only below every
+    /// keyspace's recorded number, so every log the manifest names stays on
+    /// disk (recovery refuses a database missing one).
+    recorded_log_number: u64,
 }
 
 /// Per-level compaction counters.
@@ -132,6 +145,15 @@ struct State {
 impl State {
     fn new_file_number(&mut self) -> u64 {
         take_number(&mut self.next_file_number, &mut self.taken_numbers)
+    }
+
+    /// Keyspaces whose background work may run (see
+    /// `KeyspaceState::registered`).
+    fn registered_keyspaces(&self) -> impl Iterator<Item = u32> + '_ {
+        self.keyspaces
+            .iter()
+            .filter(|(_, k)| k.registered)
+            .map(|(id, _)| *id)
     }
 
     fn snapshot_list(&self) -> Vec<SeqNo> {
@@ -633,7 +655,7 @@ impl Db {
 
     /// Flushes every keyspace's memtable to level 0 and waits for it.
     pub fn flush(&self) -> Result<()> {
-        let ids: Vec<u32> = self.inner.state.lock().keyspaces.keys().copied().collect();
+        let ids: Vec<u32> = self.inner.state.lock().registered_keyspaces().collect();
         self.inner.flush_keyspaces(ids)
     }
 
@@ -658,7 +680,7 @@ impl Db {
             }
             let busy = st.running_flushes > 0
                 || st.running_compactions > 0
-                || st.keyspaces.values().any(|k| {
+                || st.keyspaces.values().filter(|k| k.registered).any(|k| {
                     !k.imms.is_empty()
                         || compaction::pick_compaction(&k.version, &k.opts, &k.compact_cursor)
                             .is_some()
@@ -673,7 +695,7 @@ impl Db {
 
     /// Compacts every keyspace's whole key range.
     pub fn compact(&self) -> Result<()> {
-        let ids: Vec<u32> = self.inner.state.lock().keyspaces.keys().copied().collect();
+        let ids: Vec<u32> = self.inner.state.lock().registered_keyspaces().collect();
         for id in ids {
             self.inner.compact_range(id, None, None)?;
         }
@@ -925,7 +947,27 @@ impl DbInner {
                 name: DEFAULT_KEYSPACE.into(),
                 log_number: 0,
                 files: BTreeMap::new(),
+                identity: None,
             });
+        if let Some(d) = manifest.keyspaces.get(&DEFAULT_KEYSPACE_ID) {
+            recovery::check_identity(
+                DEFAULT_KEYSPACE,
+                d.identity.as_ref(),
+                &opts.default_keyspace.identity(),
+            )?;
+        }
+        // Keyspaces whose files need what only the application can supply
+        // (a merge operator, a layout) wait for it: nothing is flushed or
+        // compacted for them until `Db::keyspace` registers them.
+        let pending: std::collections::HashSet<u32> = manifest
+            .keyspaces
+            .iter()
+            .filter(|(id, k)| {
+                **id != DEFAULT_KEYSPACE_ID
+                    && k.identity.as_ref().is_some_and(|i| i.needs_registration())
+            })
+            .map(|(id, _)| *id)
+            .collect();
 
         let names = vfs.list(path)?;
         let mut logs: Vec<u64> = names
@@ -1086,6 +1128,7 @@ impl DbInner {
                 manifest_number: current_manifest.unwrap_or(0),
                 live_tables: &live_tables,
                 applied_logs: &outcome.applied,
+                kept_logs: &Default::default(),
             };
             let sweep = Sweep {
                 vfs: &vfs,
@@ -1127,6 +1170,30 @@ impl DbInner {
             report.logs_set_aside.push((from, to));
             applied_logs.insert(log);
         }
+
+        // A pending keyspace keeps what was replayed in its memtable, and
+        // the logs it came from, until it is registered and flushed.
+        let pending_mems: BTreeMap<u32, MemTable> = {
+            let ids: Vec<u32> = mems
+                .iter()
+                .filter(|(id, m)| pending.contains(id) && !m.is_empty())
+                .map(|(id, _)| *id)
+                .collect();
+            ids.into_iter()
+                .filter_map(|id| mems.remove(&id).map(|m| (id, m)))
+                .collect()
+        };
+        let kept_log_numbers: BTreeMap<u32, u64> = pending_mems
+            .keys()
+            .map(|id| (*id, manifest.keyspaces[id].log_number))
+            .collect();
+        let kept_logs: std::collections::HashSet<u64> = match kept_log_numbers.values().min() {
+            Some(&keep_from) => {
+                applied_logs.retain(|&l| l < keep_from);
+                replay.iter().copied().filter(|&l| l >= keep_from).collect()
+            }
+            None => Default::default(),
+        };
 
         // Flush what was replayed to level 0, so the old logs can go.
         for (id, mem) in &mems {
@@ -1178,12 +1245,23 @@ impl DbInner {
             last_seqno: Some(last_seqno),
             ..Default::default()
         };
+        let mut identities = BTreeMap::new();
         for (&id, rk) in &manifest.keyspaces {
             snapshot.added_keyspaces.push((id, rk.name.clone()));
-            snapshot.log_numbers.push((id, wal_number));
+            let log = kept_log_numbers.get(&id).copied().unwrap_or(wal_number);
+            snapshot.log_numbers.push((id, log));
             for (level, f) in versions[&id].all_files() {
                 snapshot.new_files.push(f.record(id, level));
             }
+            let identity = if id == DEFAULT_KEYSPACE_ID {
+                opts.default_keyspace.identity()
+            } else {
+                rk.identity
+                    .clone()
+                    .unwrap_or_else(|| KeyspaceOptions::default().identity())
+            };
+            snapshot.keyspace_identities.push((id, identity.clone()));
+            identities.insert(id, identity);
         }
         // The log first: a manifest never names a log that is not on disk,
         // so a missing one is damage (see `recovery::check_needed_logs`).
@@ -1200,6 +1278,7 @@ impl DbInner {
             manifest_number,
             live_tables: &live_tables,
             applied_logs: &applied_logs,
+            kept_logs: &kept_logs,
         };
         let sweep = Sweep {
             vfs: &vfs,
@@ -1222,7 +1301,7 @@ impl DbInner {
             manifest,
             versions,
             ks_opts,
-            BTreeMap::new(),
+            pending_mems,
             next_file_number,
             taken_numbers,
             reserved,
@@ -1234,8 +1313,25 @@ impl DbInner {
             }),
             report,
         );
-        for ks in inner.state.get_mut().keyspaces.values_mut() {
-            ks.log_number = wal_number;
+        // Logs kept for pending keyspaces are retired like any closed log
+        // once every keyspace has moved past them.
+        if let Some(&keep_from) = kept_log_numbers.values().min() {
+            let st = inner.state.get_mut();
+            for &l in replay.iter().filter(|&&l| l >= keep_from) {
+                let bytes = inner
+                    .vfs
+                    .file_size(&filename::log_path(path, l))
+                    .unwrap_or(0);
+                st.closed_logs.push((l, bytes));
+            }
+        }
+        for (id, ks) in inner.state.get_mut().keyspaces.iter_mut() {
+            ks.log_number = kept_log_numbers.get(id).copied().unwrap_or(wal_number);
+            ks.recorded_log_number = ks.log_number;
+            ks.registered = !pending.contains(id);
+            if let Some(i) = identities.remove(id) {
+                ks.identity = i;
+            }
         }
         Ok(inner)
     }
@@ -1336,6 +1432,9 @@ impl DbInner {
                     level_stats: vec![LevelStats::default(); levels],
                     version_no: 0,
                     retained: VecDeque::new(),
+                    registered: true,
+                    identity: rk.identity.unwrap_or_default(),
+                    recorded_log_number: rk.log_number,
                 },
             );
         }
@@ -1481,7 +1580,9 @@ impl DbInner {
         // Serialise with other version changes.
         let mut manifest = self.manifest.lock();
         let mut st = self.state.lock();
-        if let Some(ks) = st.keyspaces.values_mut().find(|k| k.name == name) {
+        if let Some((&id, ks)) = st.keyspaces.iter_mut().find(|(_, k)| k.name == name) {
+            let given = opts.identity();
+            recovery::check_identity(name, Some(&ks.identity), &given)?;
             ks.opts = Arc::clone(&opts);
             let levels = opts.num_levels.max(ks.version.num_levels());
             if levels > ks.version.num_levels() {
@@ -1492,7 +1593,28 @@ impl DbInner {
                 ks.level_stats.resize(levels, LevelStats::default());
             }
             publish(ks);
-            return Ok(Arc::clone(&ks.shared));
+            let shared = Arc::clone(&ks.shared);
+            let changed = ks.identity != given;
+            if changed && !self.opts.read_only {
+                // A new layout (or an operator where there was none) is
+                // recorded before the keyspace's background work resumes
+                // under it.
+                drop(st);
+                let edit = VersionEdit {
+                    keyspace_identities: vec![(id, given.clone())],
+                    ..Default::default()
+                };
+                self.log_edit(&mut manifest, &edit)?;
+                st = self.state.lock();
+            }
+            if let Some(ks) = st.keyspaces.get_mut(&id) {
+                if changed {
+                    ks.identity = given;
+                }
+                ks.registered = true;
+            }
+            self.bg_cv.notify_all();
+            return Ok(shared);
         }
         self.check_writable("create a keyspace")?;
         let id = st.next_keyspace_id;
@@ -1506,6 +1628,7 @@ impl DbInner {
         let edit = VersionEdit {
             added_keyspaces: vec![(id, name.to_string())],
             log_numbers: vec![(id, log_number)],
+            keyspace_identities: vec![(id, opts.identity())],
             ..Default::default()
         };
         drop(st);
@@ -1547,6 +1670,9 @@ impl DbInner {
                 level_stats: vec![LevelStats::default(); opts.num_levels],
                 version_no: 0,
                 retained: VecDeque::new(),
+                registered: true,
+                identity: opts.identity(),
+                recorded_log_number: log_number,
             },
         );
         Ok(shared)
@@ -1599,7 +1725,8 @@ impl DbInner {
             };
             for (id, k) in &st.keyspaces {
                 e.added_keyspaces.push((*id, k.name.clone()));
-                e.log_numbers.push((*id, k.log_number));
+                e.keyspace_identities.push((*id, k.identity.clone()));
+                e.log_numbers.push((*id, k.recorded_log_number));
                 for (level, f) in k.version.all_files() {
                     e.new_files.push(f.record(*id, level));
                 }
@@ -1653,6 +1780,13 @@ impl DbInner {
                         e.keyspace
                     )));
                 };
+                if !ks.registered {
+                    return Err(Error::InvalidArgument(format!(
+                        "keyspace {:?} needs options only the application can give (its merge \
+                         operator or layout): open it with Db::keyspace before writing to it",
+                        ks.name
+                    )));
+                }
                 ks.opts
                     .memtable_options
                     .check_key(ks.opts.memtable, e.key)?;
@@ -1939,7 +2073,9 @@ impl DbInner {
         };
         st.keyspaces
             .iter()
-            .filter(|(_, k)| k.log_number == oldest && !k.mem.is_empty() && k.imms.is_empty())
+            .filter(|(_, k)| {
+                k.registered && k.log_number == oldest && !k.mem.is_empty() && k.imms.is_empty()
+            })
             .map(|(id, _)| *id)
             .collect()
     }
@@ -2275,7 +2411,7 @@ impl DbInner {
                         let found = st
                             .keyspaces
                             .iter_mut()
-                            .find(|(_, k)| !k.flushing && !k.imms.is_empty())
+                            .find(|(_, k)| k.registered && !k.flushing && !k.imms.is_empty())
                             .map(|(id, k)| {
                                 k.flushing = true;
                                 (*id, Arc::clone(&k.imms[0]))
@@ -2366,10 +2502,20 @@ impl DbInner {
             let k = st.keyspaces.get(&id).ok_or(Error::Closed)?;
             // The oldest memtable left after this one decides the log number.
             let next_log = k.imms.get(1).map_or(k.mem.log_number, |m| m.log_number);
+            // Other keyspaces whose log number ran ahead of the manifest
+            // (empty memtables moved to a new log) are recorded too, so
+            // the logs behind them can go.
+            let mut log_numbers = vec![(id, next_log)];
+            log_numbers.extend(
+                st.keyspaces
+                    .iter()
+                    .filter(|(kid, k)| **kid != id && k.log_number > k.recorded_log_number)
+                    .map(|(kid, k)| (*kid, k.log_number)),
+            );
             let edit = VersionEdit {
                 next_file_number: Some(st.reserved_file_numbers),
                 last_seqno: Some(self.last_seqno.load(Ordering::Acquire)),
-                log_numbers: vec![(id, next_log)],
+                log_numbers,
                 new_files: added.iter().map(|(l, f)| f.record(id, *l)).collect(),
                 ..Default::default()
             };
@@ -2378,6 +2524,11 @@ impl DbInner {
         self.log_edit(&mut manifest, &edit)?;
         let obsolete_logs = {
             let mut st = self.state.lock();
+            for (kid, log) in &edit.log_numbers {
+                if let Some(k) = st.keyspaces.get_mut(kid) {
+                    k.recorded_log_number = k.recorded_log_number.max(*log);
+                }
+            }
             let k = st.keyspaces.get_mut(&id).ok_or(Error::Closed)?;
             k.version = Arc::new(k.version.apply(id, &[], added.clone()));
             if k.imms.first().is_some_and(|m| Arc::ptr_eq(m, imm)) {
@@ -2388,7 +2539,7 @@ impl DbInner {
             let min_log = st
                 .keyspaces
                 .values()
-                .map(|k| k.log_number)
+                .map(|k| k.recorded_log_number)
                 .min()
                 .unwrap_or(0);
             let (old, keep): (Vec<_>, Vec<_>) =
@@ -2946,7 +3097,7 @@ fn enforce_retention_budget(ks: &mut KeyspaceState) {
 
 /// Finds a compaction in any keyspace and marks its inputs.
 fn pick_any(st: &mut State) -> Option<(u32, CompactionTask)> {
-    for (id, k) in st.keyspaces.iter() {
+    for (id, k) in st.keyspaces.iter().filter(|(_, k)| k.registered) {
         if let Some(t) = compaction::pick_compaction(&k.version, &k.opts, &k.compact_cursor) {
             for f in t.all_inputs() {
                 f.being_compacted.store(true, Ordering::Release);

@@ -22,6 +22,8 @@
 //!                     | entries: varint64 | deletions: varint64
 //!   8 DELETED_FILE    keyspace: varint32 | level: varint32 | number: varint64
 //!   9 DB_ID           id: len-prefixed bytes (16)          (format 2 on)
+//!  10 KEYSPACE_IDENTITY keyspace: varint32 | merge operator: len-prefixed
+//!                     | layout: len-prefixed                (format 2 on)
 //! ```
 //!
 //! Format 2 adds `DB_ID`: the database's identity, chosen at creation and
@@ -85,6 +87,26 @@ const TAG_LOG_NUMBER: u32 = 6;
 const TAG_NEW_FILE: u32 = 7;
 const TAG_DELETED_FILE: u32 = 8;
 const TAG_DB_ID: u32 = 9;
+const TAG_KEYSPACE_IDENTITY: u32 = 10;
+
+/// What a keyspace was created with that shapes its files: the merge
+/// operator's name (empty for none) and the layout's descriptor. Recorded
+/// so that a reopen that has not supplied them does not rewrite the
+/// keyspace's files with the wrong ones.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KeyspaceIdentity {
+    pub merge_operator: String,
+    pub layout: String,
+}
+
+impl KeyspaceIdentity {
+    /// Whether background work on the keyspace needs what only the
+    /// application can supply (an operator, a layout other than the
+    /// default).
+    pub fn needs_registration(&self) -> bool {
+        !self.merge_operator.is_empty() || (!self.layout.is_empty() && self.layout != "uniform")
+    }
+}
 
 /// Bytes of a database id.
 pub const DB_ID_LEN: usize = 16;
@@ -142,6 +164,9 @@ pub struct VersionEdit {
     pub deleted_files: Vec<(u32, u32, u64)>,
     /// The database's identity (first record only).
     pub db_id: Option<[u8; DB_ID_LEN]>,
+    /// Keyspaces' identities (set when a keyspace is created or registered
+    /// with a different layout, and in every snapshot).
+    pub keyspace_identities: Vec<(u32, KeyspaceIdentity)>,
 }
 
 impl VersionEdit {
@@ -168,6 +193,12 @@ impl VersionEdit {
             put_varint32(&mut out, TAG_ADD_KEYSPACE);
             put_varint32(&mut out, *id);
             put_length_prefixed(&mut out, name.as_bytes());
+        }
+        for (id, ident) in &self.keyspace_identities {
+            put_varint32(&mut out, TAG_KEYSPACE_IDENTITY);
+            put_varint32(&mut out, *id);
+            put_length_prefixed(&mut out, ident.merge_operator.as_bytes());
+            put_length_prefixed(&mut out, ident.layout.as_bytes());
         }
         for id in &self.dropped_keyspaces {
             put_varint32(&mut out, TAG_DROP_KEYSPACE);
@@ -228,6 +259,26 @@ impl VersionEdit {
                     e.added_keyspaces.push((id, name));
                 }
                 TAG_DROP_KEYSPACE => e.dropped_keyspaces.push(keyspace_id(s)?),
+                TAG_KEYSPACE_IDENTITY => {
+                    let id = keyspace_id(s)?;
+                    let text = |s: &mut &[u8], what: &str| {
+                        get_length_prefixed(s)
+                            .ok_or_else(|| format!("bad {what}"))
+                            .and_then(|b| {
+                                String::from_utf8(b.to_vec())
+                                    .map_err(|_| format!("{what} is not UTF-8"))
+                            })
+                    };
+                    let merge_operator = text(s, "merge operator name")?;
+                    let layout = text(s, "layout descriptor")?;
+                    e.keyspace_identities.push((
+                        id,
+                        KeyspaceIdentity {
+                            merge_operator,
+                            layout,
+                        },
+                    ));
+                }
                 TAG_LOG_NUMBER => {
                     let ks = keyspace_id(s)?;
                     let log = file_number(s, "log number")?;
@@ -316,6 +367,13 @@ mod tests {
             }],
             deleted_files: vec![(0, 0, 5)],
             db_id: Some(*b"0123456789abcdef"),
+            keyspace_identities: vec![(
+                3,
+                KeyspaceIdentity {
+                    merge_operator: "u64add".into(),
+                    layout: "tiered-compression:hot=lz4,cold=zstd,from=2".into(),
+                },
+            )],
         }
     }
 

@@ -158,6 +158,11 @@ impl Options {
 pub trait Layout: Send + Sync {
     /// A stable name for stats and logs.
     fn name(&self) -> &str;
+    /// The name and every parameter that changes what files it writes;
+    /// recorded in the manifest as part of the keyspace's identity.
+    fn descriptor(&self) -> String {
+        self.name().to_string()
+    }
     /// Table options for files written to `level`.
     fn table_options(&self, level: usize, base: &TableBuilderOptions) -> TableBuilderOptions;
 }
@@ -187,6 +192,12 @@ pub struct TieredCompressionLayout {
 impl Layout for TieredCompressionLayout {
     fn name(&self) -> &str {
         "tiered-compression"
+    }
+    fn descriptor(&self) -> String {
+        format!(
+            "tiered-compression:hot={},cold={},from={}",
+            self.hot, self.cold, self.cold_from_level
+        )
     }
     fn table_options(&self, level: usize, base: &TableBuilderOptions) -> TableBuilderOptions {
         let mut o = base.clone();
@@ -431,6 +442,19 @@ impl KeyspaceOptions {
         self.memtable.validate()?;
         self.memtable_options
             .validate(self.memtable, self.write_buffer_size)
+    }
+
+    /// What of these options shapes the keyspace's files, as recorded in
+    /// the manifest.
+    pub fn identity(&self) -> crate::manifest::KeyspaceIdentity {
+        crate::manifest::KeyspaceIdentity {
+            merge_operator: self
+                .merge_operator
+                .as_ref()
+                .map(|m| m.name().to_string())
+                .unwrap_or_default(),
+            layout: self.layout.descriptor(),
+        }
     }
 
     /// Table options for files written to `level`, through the layout.

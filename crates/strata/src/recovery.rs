@@ -27,7 +27,7 @@ use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::key::SeqNo;
 use crate::log::{LogReader, TailPolicy};
-use crate::manifest::{DB_ID_LEN, MANIFEST_FORMAT_VERSION, NewFile, VersionEdit};
+use crate::manifest::{DB_ID_LEN, KeyspaceIdentity, MANIFEST_FORMAT_VERSION, NewFile, VersionEdit};
 use crate::vfs::Vfs;
 
 /// A database's identity, chosen when it is created.
@@ -235,6 +235,34 @@ pub(crate) fn engine_files(names: &[String]) -> Vec<&str> {
         .collect()
 }
 
+/// Checks the options a keyspace is opened with against what it was
+/// created with. A merge operator, once recorded, must be given again under
+/// the same name: merging with another, or with none, would read or
+/// compact its operands wrongly. A layout may change (compaction rewrites
+/// each level into the new one as it goes).
+pub(crate) fn check_identity(
+    name: &str,
+    recorded: Option<&KeyspaceIdentity>,
+    given: &KeyspaceIdentity,
+) -> Result<()> {
+    let Some(recorded) = recorded else {
+        return Ok(());
+    };
+    if !recorded.merge_operator.is_empty() && recorded.merge_operator != given.merge_operator {
+        let given = if given.merge_operator.is_empty() {
+            "none".to_string()
+        } else {
+            format!("{:?}", given.merge_operator)
+        };
+        return Err(Error::InvalidArgument(format!(
+            "keyspace {name:?} was created with merge operator {:?} and is opened with {given}: \
+             give it the same operator (KeyspaceOptions::merge_operator)",
+            recorded.merge_operator
+        )));
+    }
+    Ok(())
+}
+
 /// The error for a directory that has no `CURRENT` but holds engine files.
 pub(crate) fn missing_current(dir: &Path, found: &[&str]) -> Error {
     let shown: Vec<&str> = found.iter().copied().take(5).collect();
@@ -308,6 +336,8 @@ pub(crate) struct RecoveredKeyspace {
     pub name: String,
     pub log_number: u64,
     pub files: BTreeMap<u64, NewFile>,
+    /// What it was created with (absent in format-1 manifests).
+    pub identity: Option<KeyspaceIdentity>,
 }
 
 /// Everything the manifest says.
@@ -423,7 +453,13 @@ fn apply_edit(
                 name: name.clone(),
                 log_number: 0,
                 files: BTreeMap::new(),
+                identity: None,
             });
+    }
+    for (id, ident) in &edit.keyspace_identities {
+        if let Some(k) = state.keyspaces.get_mut(id) {
+            k.identity = Some(ident.clone());
+        }
     }
     for id in &edit.dropped_keyspaces {
         state.keyspaces.remove(id);
@@ -720,6 +756,9 @@ pub(crate) struct CleanupFacts<'a> {
     pub live_tables: &'a HashSet<u64>,
     /// Logs whose records are now in tables.
     pub applied_logs: &'a HashSet<u64>,
+    /// Logs still needed (a keyspace waiting for its options keeps what
+    /// it replayed from them in memory).
+    pub kept_logs: &'a HashSet<u64>,
 }
 
 /// Decides what to do with a directory entry of kind `kind`. `owner` is
@@ -740,7 +779,9 @@ pub(crate) fn decide(
     };
     match kind {
         FileKind::Current | FileKind::Lock => Disposition::Keep,
-        FileKind::Log(n) if n == facts.wal_number => Disposition::Keep,
+        FileKind::Log(n) if n == facts.wal_number || facts.kept_logs.contains(&n) => {
+            Disposition::Keep
+        }
         FileKind::Manifest(n) if n == facts.manifest_number => Disposition::Keep,
         FileKind::Table(n) if facts.live_tables.contains(&n) => Disposition::Keep,
         FileKind::Log(n) if facts.applied_logs.contains(&n) => Disposition::Remove,
@@ -845,13 +886,18 @@ pub(crate) fn manifest_owner(vfs: &dyn Vfs, path: &Path, id: &DbId) -> Owner {
 mod tests {
     use super::*;
 
-    fn facts<'a>(live: &'a HashSet<u64>, applied: &'a HashSet<u64>) -> CleanupFacts<'a> {
+    fn facts<'a>(
+        live: &'a HashSet<u64>,
+        applied: &'a HashSet<u64>,
+        kept: &'a HashSet<u64>,
+    ) -> CleanupFacts<'a> {
         CleanupFacts {
             allocated_below: 100,
             wal_number: 120,
             manifest_number: 121,
             live_tables: live,
             applied_logs: applied,
+            kept_logs: kept,
         }
     }
 
@@ -870,7 +916,8 @@ mod tests {
     fn cleanup_removes_only_files_it_can_prove_are_its_own() {
         let live: HashSet<u64> = [5].into();
         let applied: HashSet<u64> = [7].into();
-        let f = facts(&live, &applied);
+        let kept: HashSet<u64> = [8].into();
+        let f = facts(&live, &applied, &kept);
         let never = &mut || -> Owner { panic!("owner asked needlessly") };
         assert_eq!(decide(FileKind::Table(5), &f, never), Disposition::Keep);
         assert_eq!(decide(FileKind::Log(120), &f, never), Disposition::Keep);
@@ -879,6 +926,7 @@ mod tests {
             Disposition::Keep
         );
         assert_eq!(decide(FileKind::Log(7), &f, never), Disposition::Remove);
+        assert_eq!(decide(FileKind::Log(8), &f, never), Disposition::Keep);
         let ours = &mut || Owner::Ours;
         let unmarked = &mut || Owner::Unmarked;
         let other = &mut || Owner::Other("another database".into());
@@ -936,6 +984,7 @@ mod tests {
                 name: "default".into(),
                 log_number: 9,
                 files: BTreeMap::new(),
+                identity: None,
             },
         );
         let m = Path::new("/db/MANIFEST-000010");

@@ -208,6 +208,13 @@ pub fn write_all(out: &Path) -> io::Result<usize> {
     let edit = VersionEdit {
         format_version: Some(2),
         db_id: Some(*b"seed-database-id"),
+        keyspace_identities: vec![(
+            1,
+            strata::manifest::KeyspaceIdentity {
+                merge_operator: "u64add".into(),
+                layout: "uniform".into(),
+            },
+        )],
         next_file_number: Some(12),
         last_seqno: Some(99),
         added_keyspaces: vec![(0, "default".into()), (1, "counters".into())],

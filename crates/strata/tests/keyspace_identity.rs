@@ -1,0 +1,216 @@
+//! A keyspace's identity (its merge operator and layout) is recorded in the
+//! manifest, and a reopen that has not registered the keyspace again does
+//! not flush or compact it with the wrong options (issue 19).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use strata::log::{LogReader, TailPolicy};
+use strata::manifest::VersionEdit;
+use strata::merge::U64AddOperator;
+use strata::options::TieredCompressionLayout;
+use strata::sst::{Compression, TableReader};
+use strata::stats::Statistics;
+use strata::vfs::{StdVfs, Vfs};
+use strata::{Db, Error, KeyspaceOptions, Options, WriteBatch, WriteOptions};
+
+/// The counters keyspace: a merge operator, uncompressed level 0, Zstd
+/// from level 1 on, and sizes small enough that a few thousand writes
+/// flush and compact.
+fn counters_options() -> KeyspaceOptions {
+    KeyspaceOptions {
+        write_buffer_size: 32 << 10,
+        level1_max_bytes: 64 << 10,
+        target_file_size: 32 << 10,
+        level0_compaction_trigger: 2,
+        merge_operator: Some(Arc::new(U64AddOperator)),
+        layout: Arc::new(TieredCompressionLayout {
+            hot: Compression::None,
+            cold: Compression::Zstd,
+            cold_from_level: 1,
+        }),
+        ..KeyspaceOptions::default()
+    }
+}
+
+fn options() -> Options {
+    let mut o = Options::default();
+    o.default_keyspace.write_buffer_size = 32 << 10;
+    o.default_keyspace.level1_max_bytes = 64 << 10;
+    o.default_keyspace.target_file_size = 32 << 10;
+    o.default_keyspace.level0_compaction_trigger = 2;
+    o
+}
+
+/// The live files of keyspace `id` by number, with their levels, read from
+/// the manifest named by CURRENT.
+fn live_files(dir: &Path, id: u32) -> BTreeMap<u64, u32> {
+    let name = std::fs::read_to_string(dir.join("CURRENT")).expect("CURRENT");
+    let mut reader =
+        LogReader::open(&StdVfs, &dir.join(name.trim_end()), TailPolicy::Strict).expect("open");
+    let mut files = BTreeMap::new();
+    while let Some(rec) = reader.next_record().expect("record") {
+        let e = VersionEdit::decode(&rec).expect("edit");
+        for (ks, _, n) in &e.deleted_files {
+            if *ks == id {
+                files.remove(n);
+            }
+        }
+        for f in &e.new_files {
+            if f.keyspace == id {
+                files.insert(f.number, f.level);
+            }
+        }
+    }
+    files
+}
+
+fn compression_of(path: &Path, number: u64) -> Compression {
+    let t = TableReader::open(
+        StdVfs.open(path).expect("open"),
+        path.to_path_buf(),
+        number,
+        None,
+        Arc::new(Statistics::default()),
+    )
+    .expect("table");
+    t.properties().compression
+}
+
+fn table_path(dir: &Path, n: u64) -> PathBuf {
+    dir.join(format!("{n:06}.sst"))
+}
+
+fn counter_key(i: u32) -> Vec<u8> {
+    format!("counter{:03}", i % 200).into_bytes()
+}
+
+#[test]
+fn an_unregistered_keyspace_waits_for_its_options_and_then_keeps_its_layout() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut expected: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
+    let id = {
+        let db = Db::open(dir.path(), options()).expect("open");
+        let counters = db
+            .keyspace("counters", counters_options())
+            .expect("keyspace");
+        for i in 0..6000u32 {
+            let k = counter_key(i);
+            counters
+                .merge(&k, &u64::from(i).to_le_bytes())
+                .expect("merge");
+            *expected.entry(k).or_default() += u64::from(i);
+        }
+        db.wait_for_background_work().expect("background");
+        // Some operands stay in the log only.
+        for i in 0..50u32 {
+            let k = counter_key(i);
+            counters.merge(&k, &7u64.to_le_bytes()).expect("merge");
+            *expected.entry(k).or_default() += 7;
+        }
+        let id = counters.id();
+        db.close().expect("close");
+        id
+    };
+    let before = live_files(dir.path(), id);
+    assert!(!before.is_empty());
+
+    // Reopen without registering the keyspace; let the default keyspace's
+    // background work run.
+    {
+        let db = Db::open(dir.path(), options()).expect("reopen");
+        for i in 0..6000u32 {
+            db.put(format!("d{i:05}").as_bytes(), &[b'x'; 40])
+                .expect("put");
+        }
+        db.flush().expect("flush");
+        db.wait_for_background_work().expect("background");
+        assert_eq!(
+            live_files(dir.path(), id),
+            before,
+            "the unregistered keyspace's files were rewritten"
+        );
+        // Writing to it before it is registered is refused.
+        let mut b = WriteBatch::new();
+        b.merge_in(id, b"counter000", &1u64.to_le_bytes());
+        assert!(matches!(
+            db.write(WriteOptions::default(), b),
+            Err(Error::InvalidArgument(_))
+        ));
+        // Registering it with another operator is refused.
+        let mut wrong = counters_options();
+        wrong.merge_operator = None;
+        match db.keyspace("counters", wrong) {
+            Err(Error::InvalidArgument(m)) => assert!(m.contains("u64add"), "{m}"),
+            Err(e) => panic!("expected InvalidArgument, got {e}"),
+            Ok(_) => panic!("a missing merge operator must be refused"),
+        }
+        db.close().expect("close");
+    }
+
+    // Register it: every value is right, and after its background work and
+    // a full compaction every file is in its layout's format.
+    let db = Db::open(dir.path(), options()).expect("reopen");
+    let counters = db
+        .keyspace("counters", counters_options())
+        .expect("register");
+    for i in 0..3000u32 {
+        let k = counter_key(i);
+        counters.merge(&k, &1u64.to_le_bytes()).expect("merge");
+        *expected.entry(k).or_default() += 1;
+    }
+    db.flush().expect("flush");
+    db.wait_for_background_work().expect("background");
+    for (k, v) in &expected {
+        let got = counters.get(k).expect("get").expect("present");
+        assert_eq!(got, v.to_le_bytes(), "{}", String::from_utf8_lossy(k));
+    }
+    let files = live_files(dir.path(), id);
+    assert!(files.values().any(|&l| l >= 1), "{files:?}");
+    for (n, level) in &files {
+        let want = if *level >= 1 {
+            Compression::Zstd
+        } else {
+            Compression::None
+        };
+        assert_eq!(
+            compression_of(&table_path(dir.path(), *n), *n),
+            want,
+            "table {n} at level {level}"
+        );
+    }
+    db.close().expect("close");
+    // The identity survives: a reopen with the operator reads the same.
+    let db = Db::open(dir.path(), options()).expect("reopen");
+    let counters = db
+        .keyspace("counters", counters_options())
+        .expect("register");
+    let k = counter_key(5);
+    assert_eq!(
+        counters.get(&k).expect("get"),
+        Some(expected[&k].to_le_bytes().to_vec())
+    );
+}
+
+#[test]
+fn the_default_keyspace_must_be_opened_with_its_merge_operator() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut o = options();
+    o.default_keyspace.merge_operator = Some(Arc::new(U64AddOperator));
+    {
+        let db = Db::open(dir.path(), o.clone()).expect("open");
+        db.merge(b"k", &5u64.to_le_bytes()).expect("merge");
+        db.close().expect("close");
+    }
+    match Db::open(dir.path(), options()) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("merge operator"), "{m}"),
+        Err(e) => panic!("expected InvalidArgument, got {e}"),
+        Ok(_) => panic!("opening without the operator must be refused"),
+    }
+    let db = Db::open(dir.path(), o).expect("with the operator");
+    assert_eq!(
+        db.get(b"k").expect("get"),
+        Some(5u64.to_le_bytes().to_vec())
+    );
+}
