@@ -3,7 +3,7 @@
 //!
 //! The rule is that recovery never destroys data it cannot explain:
 //! - A directory without `CURRENT` is a new database only if it holds none
-//!   of the engine's files ([`engine_files`]).
+//!   of the engine's files (`engine_files`).
 //! - Damage in a log is a torn tail only when it is in the newest
 //!   write-ahead log and no valid record follows it; anything else is
 //!   corruption unless the operator chose a [`WalRecoveryMode`] that
@@ -11,14 +11,14 @@
 //! - A manifest whose last record is cut is accepted only while every
 //!   write-ahead log the surviving edits still need is on disk: the engine
 //!   deletes a log only after the edit that retires it is synced, so a
-//!   missing one proves the cut edit was applied ([`check_manifest_tail`]).
+//!   missing one proves the cut edit was applied (`check_manifest_tail`).
 //! - Cleanup removes a file only when it can prove the file is its own: its
 //!   number lies below the numbers the manifest recorded as allocated
 //!   (file numbers are reserved in the manifest before they are used), and
 //!   what the file says of its owner (the write-ahead log header, the
 //!   table's owner property, the manifest's id) is this database or
 //!   nothing. Everything else is left in place and reported
-//!   ([`Disposition`], [`decide`]).
+//!   (`Disposition`, `decide`).
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -356,7 +356,7 @@ pub(crate) struct ManifestState {
 
 /// Applies every edit of a manifest to `state`. A damaged record followed
 /// by valid ones is corruption; a cut last record is recorded in
-/// `state.tail_dropped` for [`check_manifest_tail`] to judge.
+/// `state.tail_dropped` for `check_manifest_tail` to judge.
 pub(crate) fn replay_manifest(
     vfs: &dyn Vfs,
     mpath: &Path,

@@ -39,7 +39,7 @@
 //!   [`MemUsage`] (read-side scratch).
 //!
 //! Nodes have the default skiplist's layout (tower just before the entry's
-//! bytes, in one arena piece; see [`super::sw_skiplist`]), so a step along a
+//! bytes, in one arena piece; see `memtable::sw_skiplist`), so a step along a
 //! bucket touches one place in memory and a one-level node costs 8 bytes.
 //!
 //! Memory: entry bytes exact; metadata = the slot array (8 bytes a slot;

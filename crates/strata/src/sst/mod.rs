@@ -10,7 +10,7 @@
 //! - [`block`]: prefix-compressed key/value blocks with restart points (data
 //!   and index blocks).
 //! - [`bloom`]: the whole-file Bloom filter over user keys.
-//! - [`format`]: block handles, trailers (compression type + CRC-32C),
+//! - [`format`](mod@format): block handles, trailers (compression type + CRC-32C),
 //!   compression and the footer.
 //! - [`builder`]: [`TableBuilder`] writes a table.
 //! - [`reader`]: [`TableReader`] opens, looks up, iterates and verifies one.
