@@ -62,6 +62,16 @@ fn engine_frames() -> Vec<String> {
         while let Some(t) = s.strip_suffix("::{{closure}}") {
             s = t;
         }
+        // A method in an `impl` block of a submodule is named
+        // `strata::db::write::<impl strata::db::DbInner>::write_group`;
+        // name it by its type, as one in the type's own module is.
+        let owned;
+        if let Some(at) = s.find("<impl ")
+            && let Some(end) = s[at..].find('>')
+        {
+            owned = format!("{}{}", &s[at + 6..at + end], &s[at + end + 1..]);
+            s = &owned;
+        }
         // A closure and the function it is in count as one frame.
         if out.last().is_none_or(|l: &String| l != s) {
             out.push(s.to_string());

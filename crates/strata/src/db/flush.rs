@@ -1,0 +1,313 @@
+//! Flushing memtables to level-0 tables, and memtable retention.
+
+use super::*;
+
+/// Releases retained memtables, oldest first, until they fit the
+/// keyspace's budget; forgets files that no longer exist.
+/// REQUIRES: the state lock is held.
+pub(super) fn enforce_retention_budget(ks: &mut KeyspaceState) {
+    let budget = usize::try_from(ks.opts.retention_budget()).unwrap_or(usize::MAX);
+    ks.retained
+        .retain(|w| w.upgrade().is_some_and(|f| f.retained().is_some()));
+    let mut total: usize = ks
+        .retained
+        .iter()
+        .filter_map(|w| w.upgrade())
+        .map(|f| f.retained_bytes())
+        .sum();
+    while total > budget {
+        let Some(w) = ks.retained.pop_front() else {
+            break;
+        };
+        if let Some(f) = w.upgrade() {
+            total = total.saturating_sub(f.release_retained());
+        }
+    }
+}
+
+pub(super) fn finish_table(b: TableBuilder, number: u64) -> Result<NewFile> {
+    Ok(NewFile::from_summary(b.finish()?, number))
+}
+
+/// Writes the surviving entries of `input` into one table file at `level`;
+/// `None` if nothing survived (the file is removed).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn build_table(
+    vfs: &Arc<dyn Vfs>,
+    dir: &Path,
+    db_id: &DbId,
+    number: u64,
+    input: &mut dyn InternalIterator,
+    opts: &KeyspaceOptions,
+    level: usize,
+    snapshots: &[SeqNo],
+    bottommost: bool,
+    stop: &dyn Fn() -> bool,
+    mut copy: Option<&mut RetainedTableBuilder>,
+) -> Result<Option<NewFile>> {
+    let p = filename::table_path(dir, number);
+    let f = vfs.create(&p)?;
+    let mut b = TableBuilder::new(f, p.clone(), opts.table_options(level));
+    b.set_owner(db_id, number);
+    let policy = DropPolicy {
+        snapshots,
+        bottommost,
+        merge: opts.merge_operator.as_deref(),
+    };
+    let r = compaction::compact_entries(
+        input,
+        &policy,
+        &mut |k, v| {
+            if let Some(c) = copy.as_deref_mut() {
+                c.add(k, v);
+            }
+            b.add(k, v)
+        },
+        stop,
+    );
+    let r = r.and_then(|_| {
+        if b.num_entries() == 0 {
+            Ok(None)
+        } else {
+            finish_table(b, number).map(Some)
+        }
+    });
+    match r {
+        Ok(Some(mut rec)) => {
+            rec.level = level as u32;
+            Ok(Some(rec))
+        }
+        Ok(None) => {
+            let _ = vfs.remove(&p);
+            Ok(None)
+        }
+        Err(e) => {
+            let _ = vfs.remove(&p);
+            Err(e)
+        }
+    }
+}
+
+pub(super) fn open_table_meta(
+    vfs: &Arc<dyn Vfs>,
+    dir: &Path,
+    rec: &NewFile,
+    cache: Option<Arc<BlockCache>>,
+    stats: Arc<Statistics>,
+) -> Result<FileMeta> {
+    let p = filename::table_path(dir, rec.number);
+    if !vfs.exists(&p) {
+        return Err(Error::corruption(
+            &p,
+            0,
+            "table file named by the manifest is missing",
+        ));
+    }
+    let file = vfs.open(&p)?;
+    if file.len() != rec.size {
+        return Err(Error::corruption(
+            &p,
+            0,
+            format!(
+                "table file has {} bytes, the manifest says {}",
+                file.len(),
+                rec.size
+            ),
+        ));
+    }
+    let table = TableReader::open(file, p.clone(), rec.number, cache, stats)?;
+    Ok(FileMeta::new(rec, Arc::new(table), p, Arc::clone(vfs)))
+}
+
+impl DbInner {
+    pub(super) fn flush_loop(self: Arc<Self>) {
+        loop {
+            let job = {
+                let mut st = self.state.lock();
+                loop {
+                    if st.closed {
+                        return;
+                    }
+                    if st.bg_error.is_none() {
+                        let found = st
+                            .keyspaces
+                            .iter_mut()
+                            .find(|(_, k)| k.registered && !k.flushing && !k.imms.is_empty())
+                            .map(|(id, k)| {
+                                k.flushing = true;
+                                (*id, Arc::clone(&k.imms[0]))
+                            });
+                        if let Some((id, imm)) = found {
+                            st.running_flushes += 1;
+                            break (id, imm, st.snapshot_list());
+                        }
+                    }
+                    self.bg_cv.wait(&mut st);
+                }
+            };
+            let (id, imm, snapshots) = job;
+            let r = self
+                .allocate_file_number()
+                .and_then(|number| self.flush_memtable(id, &imm, number, &snapshots));
+            let mut st = self.state.lock();
+            st.running_flushes -= 1;
+            if let Some(k) = st.keyspaces.get_mut(&id) {
+                k.flushing = false;
+            }
+            drop(st);
+            if let Err(e) = r
+                && !matches!(e, Error::Closed)
+            {
+                self.set_bg_error(e);
+            }
+            self.bg_cv.notify_all();
+        }
+    }
+
+    pub(super) fn flush_memtable(
+        &self,
+        id: u32,
+        imm: &Arc<MemTable>,
+        number: u64,
+        snapshots: &[SeqNo],
+    ) -> Result<()> {
+        let opts = {
+            let st = self.state.lock();
+            st.keyspaces
+                .get(&id)
+                .map(|k| Arc::clone(&k.opts))
+                .ok_or(Error::Closed)?
+        };
+        let mut it = imm.iter();
+        // Retention copies each entry as the flush writes it: no second walk
+        // of the skiplist, and the copy holds exactly the file's entries.
+        let mut copy = opts
+            .retain_flushed_memtables
+            .then(|| RetainedTableBuilder::new(imm.memory_usage().entry_bytes));
+        let out = build_table(
+            &self.vfs,
+            &self.path,
+            &self.db_id,
+            number,
+            it.as_mut(),
+            &opts,
+            0,
+            snapshots,
+            false,
+            &|| false,
+            copy.as_mut(),
+        )?;
+        let added = match out {
+            Some(rec) => {
+                let rec = NewFile {
+                    keyspace: id,
+                    ..rec
+                };
+                self.vfs.sync_dir(&self.path)?;
+                Statistics::add(&self.stats.bytes_flushed, rec.size);
+                let meta = open_table_meta(
+                    &self.vfs,
+                    &self.path,
+                    &rec,
+                    self.cache.clone(),
+                    Arc::clone(&self.stats),
+                )?;
+                vec![(0usize, Arc::new(meta))]
+            }
+            None => Vec::new(),
+        };
+        Statistics::add(&self.stats.flushes, 1);
+        let mut manifest = self.manifest.lock();
+        let (edit, next_log) = {
+            let st = self.state.lock();
+            let k = st.keyspaces.get(&id).ok_or(Error::Closed)?;
+            // The oldest memtable left after this one decides the log number.
+            let next_log = k.imms.get(1).map_or(k.mem.log_number, |m| m.log_number);
+            // Other keyspaces whose log number ran ahead of the manifest
+            // (empty memtables moved to a new log) are recorded too, so
+            // the logs behind them can go.
+            let mut log_numbers = vec![(id, next_log)];
+            log_numbers.extend(
+                st.keyspaces
+                    .iter()
+                    .filter(|(kid, k)| **kid != id && k.log_number > k.recorded_log_number)
+                    .map(|(kid, k)| (*kid, k.log_number)),
+            );
+            let edit = VersionEdit {
+                next_file_number: Some(st.reserved_file_numbers),
+                last_seqno: Some(self.last_seqno.load(Ordering::Acquire)),
+                log_numbers,
+                new_files: added.iter().map(|(l, f)| f.record(id, *l)).collect(),
+                ..Default::default()
+            };
+            (edit, next_log)
+        };
+        self.log_edit(&mut manifest, &edit)?;
+        let obsolete_logs = {
+            let mut st = self.state.lock();
+            for (kid, log) in &edit.log_numbers {
+                if let Some(k) = st.keyspaces.get_mut(kid) {
+                    k.recorded_log_number = k.recorded_log_number.max(*log);
+                }
+            }
+            let k = st.keyspaces.get_mut(&id).ok_or(Error::Closed)?;
+            k.version = Arc::new(k.version.apply(id, &[], added.clone()));
+            if k.imms.first().is_some_and(|m| Arc::ptr_eq(m, imm)) {
+                k.imms.remove(0);
+            }
+            k.log_number = next_log;
+            publish(k);
+            let min_log = st
+                .keyspaces
+                .values()
+                .map(|k| k.recorded_log_number)
+                .min()
+                .unwrap_or(0);
+            let (old, keep): (Vec<_>, Vec<_>) =
+                st.closed_logs.iter().partition(|(l, _)| *l < min_log);
+            st.closed_logs = keep;
+            old.into_iter().map(|(l, _)| l).collect::<Vec<u64>>()
+        };
+        drop(manifest);
+        if !obsolete_logs.is_empty() {
+            // No synced write needs these any more.
+            self.wal
+                .lock()
+                .closed_unsynced
+                .retain(|(n, _)| !obsolete_logs.contains(n));
+        }
+        for l in obsolete_logs {
+            // A log left behind is removed at the next open.
+            let _ = self.vfs.remove(&filename::log_path(&self.path, l));
+        }
+        if let (Some(copy), Some((_, f))) = (copy, added.first()) {
+            self.retain_flushed(id, copy, f);
+        }
+        Ok(())
+    }
+
+    /// Memtable retention: attaches the copy of the flushed entries to their
+    /// level-0 file `f`, whose reads it then serves. Runs after the flush
+    /// is installed, so that writers waiting for the memtable's room do not
+    /// wait for the copy's index too; until it is attached, reads go to the
+    /// file, which holds the same entries. Retention is a cache: entries
+    /// the layout cannot hold (4 GiB or more) are simply not retained.
+    pub(super) fn retain_flushed(&self, id: u32, copy: RetainedTableBuilder, f: &Arc<FileMeta>) {
+        let Some(table) = copy.finish() else {
+            return;
+        };
+        f.retain(Arc::new(table));
+        let mut st = self.state.lock();
+        let Some(k) = st.keyspaces.get_mut(&id) else {
+            f.release_retained();
+            return;
+        };
+        if k.version.levels[0].iter().any(|g| Arc::ptr_eq(g, f)) {
+            k.retained.push_back(Arc::downgrade(f));
+            enforce_retention_budget(k);
+        } else {
+            // Compacted out of level 0 while the copy was made.
+            f.release_retained();
+        }
+    }
+}

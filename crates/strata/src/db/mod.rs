@@ -1,0 +1,345 @@
+//! The database: keyspaces over one write-ahead log, the group-commit write
+//! path, background flush and compaction, reads at snapshots.
+//!
+//! Locks, in the order they may be taken:
+//! 1. `writers` — the queue of pending writes; its leader alone touches the
+//!    write-ahead log and switches memtables.
+//! 2. `manifest` — serialises version changes; held across the manifest
+//!    write so that versions change one at a time.
+//! 3. `state` — memtables, versions and bookkeeping; never held across I/O.
+//! 4. each keyspace's `sv` (read-mostly), swapped under `state`.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
+
+use crate::batch::{DecodedBatch, WriteBatch};
+use crate::cache::BlockCache;
+use crate::compaction::{self, CompactionReason, CompactionTask, DropPolicy, DropStats};
+use crate::db_iter::DbIter;
+use crate::error::{Error, Result};
+use crate::filename::{self, FileKind};
+use crate::gate::{self, SavingsGate};
+use crate::iter::{InternalIterator, MergingIterator};
+use crate::key::{SeekKey, SeqNo, ValueKind, append_internal_key, user_key};
+use crate::level_filter::{LevelFilter, LevelMask};
+use crate::log::LogWriter;
+use crate::lookup::Lookup;
+use crate::manifest::{MANIFEST_FORMAT_VERSION, NewFile, VersionEdit};
+use crate::memtable::{MemTable, SwitchDue};
+use crate::options::{
+    KeyspaceOptions, MAX_KEY_BYTES, MAX_VALUE_BYTES, Options, ReadOptions, WriteOptions,
+};
+use crate::recovery::{
+    self, CleanupFacts, DbId, Disposition, FILE_NUMBER_RESERVATION, LostTable, ManifestState,
+    Owner, RecoveredKeyspace, RecoveryReport,
+};
+use crate::retained::{RetainedTableBuilder, RetainedTableIter};
+use crate::sst::{TableBuilder, TableReader};
+use crate::stats::Statistics;
+use crate::version::{FileMeta, LevelIter, Version};
+use crate::vfs::{FileLock, Vfs};
+
+mod compact;
+mod flush;
+mod handle;
+mod open;
+mod read;
+mod stats;
+mod version_set;
+mod write;
+
+pub use handle::{Db, Keyspace, Snapshot};
+pub use stats::{DbStats, KeyspaceStats};
+
+// Free functions that more than one stage uses.
+use flush::{build_table, finish_table, open_table_meta};
+use open::take_number;
+use version_set::{create_wal, write_current, write_new_manifest};
+
+/// Id of the default keyspace.
+pub const DEFAULT_KEYSPACE_ID: u32 = 0;
+
+/// Name of the default keyspace.
+pub const DEFAULT_KEYSPACE: &str = "default";
+
+/// What a reader of one keyspace needs, published as one immutable unit.
+pub(crate) struct SuperVersion {
+    mem: Arc<MemTable>,
+    /// Newest first.
+    imms: Vec<Arc<MemTable>>,
+    version: Arc<Version>,
+    opts: Arc<KeyspaceOptions>,
+    /// Grows with every publication; the level filter dates its records by it.
+    version_no: u64,
+}
+
+/// State of a keyspace that only changes under the `state` lock.
+struct KeyspaceState {
+    name: String,
+    opts: Arc<KeyspaceOptions>,
+    mem: Arc<MemTable>,
+    /// Oldest first.
+    imms: Vec<Arc<MemTable>>,
+    version: Arc<Version>,
+    /// Oldest log that may hold this keyspace's unflushed entries.
+    log_number: u64,
+    flushing: bool,
+    compact_cursor: Vec<Vec<u8>>,
+    shared: Arc<KeyspaceShared>,
+    level_stats: Vec<LevelStats>,
+    version_no: u64,
+    /// Level-0 files serving reads from their retained memtable, oldest
+    /// first (weak: a file that leaves level 0 frees its memtable).
+    retained: VecDeque<std::sync::Weak<FileMeta>>,
+    /// False for a keyspace recovered from the manifest whose identity
+    /// needs options only the application can give, until `Db::keyspace`
+    /// supplies them: it is then neither flushed nor compacted, and writes
+    /// to it are refused.
+    registered: bool,
+    /// What its files are shaped by, as recorded in the manifest.
+    identity: crate::manifest::KeyspaceIdentity,
+    /// `log_number` as the manifest last recorded it. `log_number` itself
+    /// may run ahead (a switch moves an empty memtable's keyspace to the
+    /// new log without an edit); logs are deleted only below every
+    /// keyspace's recorded number, so every log the manifest names stays on
+    /// disk (recovery refuses a database missing one).
+    recorded_log_number: u64,
+}
+
+/// Per-level compaction counters.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LevelStats {
+    pub compactions: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub micros: u64,
+}
+
+/// What keyspace handles share.
+struct KeyspaceShared {
+    id: u32,
+    name: String,
+    sv: RwLock<Arc<SuperVersion>>,
+    /// Which levels recently scanned ranges draw from (iterator reduction).
+    filter: Mutex<LevelFilter>,
+    /// Whether scans consult `filter` (it spares enough of them a seek).
+    filter_gate: SavingsGate,
+    /// Whether scans seek point-first (enough of them end at their start
+    /// key).
+    point_first_gate: SavingsGate,
+}
+
+struct State {
+    keyspaces: BTreeMap<u32, KeyspaceState>,
+    next_keyspace_id: u32,
+    next_file_number: u64,
+    /// Numbers at or above `next_file_number` whose names were taken when
+    /// the database opened (by files it cannot prove it wrote): skipped, so
+    /// that they are never overwritten nor covered by a reservation.
+    taken_numbers: std::collections::BTreeSet<u64>,
+    /// File numbers below this are recorded as allocated in the manifest;
+    /// a number is reserved there before any file is created with it.
+    reserved_file_numbers: u64,
+    /// Closed write-ahead logs still on disk, ascending, with their sizes.
+    /// The current log is not listed; its size is `DbInner::current_wal_bytes`.
+    closed_logs: Vec<(u64, u64)>,
+    bg_error: Option<Error>,
+    snapshots: BTreeMap<SeqNo, usize>,
+    running_compactions: usize,
+    running_flushes: usize,
+    /// The last compaction's I/O failure, cleared by the next success (not
+    /// sticky: see `note_compaction_failure`).
+    compaction_error: Option<Error>,
+    compaction_failures: u64,
+    closed: bool,
+}
+
+impl State {
+    fn new_file_number(&mut self) -> u64 {
+        take_number(&mut self.next_file_number, &mut self.taken_numbers)
+    }
+
+    /// Keyspaces whose background work may run (see
+    /// `KeyspaceState::registered`).
+    fn registered_keyspaces(&self) -> impl Iterator<Item = u32> + '_ {
+        self.keyspaces
+            .iter()
+            .filter(|(_, k)| k.registered)
+            .map(|(id, _)| *id)
+    }
+
+    fn snapshot_list(&self) -> Vec<SeqNo> {
+        self.snapshots.keys().copied().collect()
+    }
+}
+
+struct ManifestWriter {
+    log: LogWriter,
+    number: u64,
+}
+
+enum Request {
+    Batch {
+        batch: WriteBatch,
+        sync: bool,
+        no_wal: bool,
+    },
+    /// Switch the memtables of these keyspaces (for `flush`).
+    Switch(Vec<u32>),
+}
+
+#[derive(Default)]
+struct WriteQueue {
+    next_ticket: u64,
+    pending: VecDeque<(u64, Request)>,
+    leader_active: bool,
+    finished: HashMap<u64, Result<()>>,
+}
+
+struct WalState {
+    writer: Option<LogWriter>,
+    number: u64,
+    /// Logs closed at a memtable switch, oldest first, whose bytes reached
+    /// the OS but maybe not the disk, while some memtable still needs them.
+    /// The next `sync: true` write fsyncs them before its own log: a synced
+    /// write must not survive a power cut that loses an earlier
+    /// acknowledged write (RocksDB does the same). Syncing them at the
+    /// switch instead stalls every writer behind the fsync of a whole
+    /// write buffer's worth of log, at every switch, even when no write
+    /// ever asks for durability.
+    closed_unsynced: Vec<(u64, LogWriter)>,
+}
+
+pub(crate) struct DbInner {
+    path: PathBuf,
+    opts: Options,
+    /// The database's identity: in its manifest, every log header and every
+    /// table's properties.
+    db_id: DbId,
+    vfs: Arc<dyn Vfs>,
+    /// The database lock; released at shutdown so that a reopen in this
+    /// process works even while stale keyspace handles exist.
+    lock: Mutex<Option<Box<dyn FileLock>>>,
+    cache: Option<Arc<BlockCache>>,
+    stats: Arc<Statistics>,
+    state: Mutex<State>,
+    bg_cv: Condvar,
+    writers: Mutex<WriteQueue>,
+    writers_cv: Condvar,
+    wal: Mutex<WalState>,
+    manifest: Mutex<ManifestWriter>,
+    last_seqno: AtomicU64,
+    shutting_down: AtomicBool,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    next_memtable_id: AtomicU64,
+    recovery: RecoveryReport,
+    /// Bytes written to the current write-ahead log.
+    current_wal_bytes: AtomicU64,
+    /// Live `Db` handles; the last one to drop closes the database.
+    db_handles: std::sync::atomic::AtomicUsize,
+}
+
+impl Drop for DbInner {
+    fn drop(&mut self) {
+        self.shutting_down.store(true, Ordering::Release);
+        if let Some(w) = self.wal.get_mut().writer.as_mut() {
+            let _ = w.flush();
+        }
+    }
+}
+
+/// Publishes a keyspace's current memtables and version to readers.
+/// REQUIRES: the state lock is held (the caller has `&mut KeyspaceState`).
+fn publish(ks: &mut KeyspaceState) {
+    ks.version_no += 1;
+    let sv = Arc::new(SuperVersion {
+        mem: Arc::clone(&ks.mem),
+        imms: ks.imms.iter().rev().cloned().collect(),
+        version: Arc::clone(&ks.version),
+        opts: Arc::clone(&ks.opts),
+        version_no: ks.version_no,
+    });
+    *ks.shared.sv.write() = sv;
+}
+
+impl DbInner {
+    fn start_threads(inner: &Arc<DbInner>) {
+        let mut threads = inner.threads.lock();
+        for i in 0..inner.opts.flush_threads {
+            let db = Arc::clone(inner);
+            if let Ok(h) = std::thread::Builder::new()
+                .name(format!("strata-flush-{i}"))
+                .spawn(move || db.flush_loop())
+            {
+                threads.push(h);
+            }
+        }
+        for i in 0..inner.opts.compaction_threads {
+            let db = Arc::clone(inner);
+            if let Ok(h) = std::thread::Builder::new()
+                .name(format!("strata-compact-{i}"))
+                .spawn(move || db.compaction_loop())
+            {
+                threads.push(h);
+            }
+        }
+    }
+
+    fn shutdown(&self) {
+        self.shutting_down.store(true, Ordering::Release);
+        {
+            let mut st = self.state.lock();
+            st.closed = true;
+            self.bg_cv.notify_all();
+        }
+        self.writers_cv.notify_all();
+        let threads: Vec<_> = std::mem::take(&mut *self.threads.lock());
+        for t in threads {
+            let _ = t.join();
+        }
+        // Make sure everything acknowledged reached the OS.
+        if let Some(w) = self.wal.lock().writer.as_mut() {
+            let _ = w.flush();
+        }
+        self.lock.lock().take();
+    }
+
+    fn check_writable(&self, operation: &'static str) -> Result<()> {
+        if self.opts.read_only {
+            return Err(Error::OpenedReadOnly { operation });
+        }
+        Ok(())
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.shutting_down.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
+    fn set_bg_error(&self, e: Error) {
+        let mut st = self.state.lock();
+        if st.bg_error.is_none() {
+            st.bg_error = Some(e);
+        }
+        self.bg_cv.notify_all();
+    }
+
+    fn bg_error(st: &State) -> Result<()> {
+        match &st.bg_error {
+            Some(e) => Err(Error::ReadOnly {
+                cause: e.to_string(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    // ----- writes -------------------------------------------------------
+}

@@ -1,0 +1,798 @@
+//! Opening a database: recovery (the rules are in `recovery.rs`), the
+//! cleanup sweep, and assembling the in-memory state.
+
+use super::*;
+
+/// Errors that mean a file's bytes are damaged (as opposed to I/O failing,
+/// or a file of a newer format, which salvage must not set aside).
+pub(super) fn is_damage(e: &Error) -> bool {
+    matches!(e, Error::Corruption { .. })
+}
+
+/// Moves a damaged table to `lost/` beside the database (never deletes it)
+/// and describes what was lost.
+pub(super) fn set_aside_table(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    keyspace: u32,
+    f: &NewFile,
+    e: &Error,
+) -> Result<LostTable> {
+    let file = filename::table_path(dir, f.number);
+    let moved_to = if vfs.exists(&file) {
+        Some(recovery::set_aside(vfs, dir, &file)?)
+    } else {
+        None
+    };
+    Ok(LostTable {
+        keyspace,
+        level: f.level,
+        file,
+        moved_to,
+        smallest_key: user_key(&f.smallest).to_vec(),
+        largest_key: user_key(&f.largest).to_vec(),
+        entries: f.num_entries,
+        error: e.to_string(),
+    })
+}
+
+/// Copies `file` into `lost/` beside it, synced, before the original may be
+/// retired; the copy's path.
+pub(super) fn copy_aside(vfs: &dyn Vfs, dir: &Path, file: &Path) -> Result<PathBuf> {
+    let lost = dir.join("lost");
+    vfs.create_dir_all(&lost)?;
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut to = lost.join(&name);
+    let mut i = 1;
+    while vfs.exists(&to) {
+        to = lost.join(format!("{name}.{i}"));
+        i += 1;
+    }
+    let bytes = vfs.read_all(file)?;
+    let mut w = vfs.create(&to)?;
+    w.append(&bytes)?;
+    w.sync()?;
+    vfs.sync_dir(&lost)?;
+    Ok(to)
+}
+
+/// The next file number at or after `next` whose name is not taken.
+pub(super) fn take_number(next: &mut u64, taken: &mut std::collections::BTreeSet<u64>) -> u64 {
+    while taken.remove(next) {
+        *next += 1;
+    }
+    let n = *next;
+    *next += 1;
+    n
+}
+
+pub(super) fn live_table_numbers(
+    versions: &BTreeMap<u32, Version>,
+) -> std::collections::HashSet<u64> {
+    versions
+        .values()
+        .flat_map(|v| v.all_files().map(|(_, f)| f.number).collect::<Vec<_>>())
+        .collect()
+}
+
+/// Cleanup at open: every directory entry the engine's naming covers is
+/// kept, removed (only when provably the database's and obsolete) or left
+/// and reported. A dry run (read-only opens) only reports.
+pub(super) struct Sweep<'a> {
+    vfs: &'a Arc<dyn Vfs>,
+    dir: &'a Path,
+    db_id: &'a DbId,
+    /// The database had an id before this open (its logs carry headers).
+    id_known: bool,
+    /// The manifest this open read (ours: it named the live state).
+    read_manifest: Option<&'a Path>,
+}
+
+impl Sweep<'_> {
+    fn run(
+        &self,
+        facts: &CleanupFacts<'_>,
+        dry_run: bool,
+        report: &mut RecoveryReport,
+    ) -> Result<()> {
+        let vfs = &**self.vfs;
+        for n in vfs.list(self.dir)? {
+            let Some(kind) = filename::parse(&n) else {
+                continue;
+            };
+            let p = self.dir.join(&n);
+            let mut owner = || match kind {
+                FileKind::Log(_) if self.id_known => recovery::log_owner(vfs, &p, self.db_id),
+                FileKind::Table(k) => table_owner(self.vfs, &p, k, self.db_id),
+                FileKind::Manifest(_) if self.read_manifest == Some(p.as_path()) => Owner::Ours,
+                FileKind::Manifest(_) => recovery::manifest_owner(vfs, &p, self.db_id),
+                FileKind::Temp => recovery::temp_owner(vfs, self.dir, &n),
+                _ => Owner::Unmarked,
+            };
+            match recovery::decide(kind, facts, &mut owner) {
+                Disposition::Keep => {}
+                Disposition::Remove if dry_run => {}
+                Disposition::Remove => {
+                    vfs.remove(&p)?;
+                    report.obsolete_files_removed += 1;
+                }
+                Disposition::Leave(why) => report.left_in_place.push((p, why)),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Who wrote table `path`: the owner recorded in its properties. A table
+/// too damaged to say is unmarked (cleanup then goes by its number alone).
+pub(super) fn table_owner(vfs: &Arc<dyn Vfs>, path: &Path, number: u64, db_id: &DbId) -> Owner {
+    let Ok(file) = vfs.open(path) else {
+        return Owner::Other("unreadable".into());
+    };
+    let stats = Arc::new(Statistics::default());
+    match TableReader::open(file, path.to_path_buf(), number, None, stats) {
+        Ok(t) => {
+            let owner = &t.properties().owner_db_id;
+            if owner.is_empty() {
+                Owner::Unmarked
+            } else if owner.as_slice() == db_id.as_slice() {
+                Owner::Ours
+            } else {
+                Owner::Other("a table of another database".into())
+            }
+        }
+        Err(_) => Owner::Unmarked,
+    }
+}
+
+/// The manifest sink of a read-only database: every write is refused (the
+/// write paths refuse earlier; this is the last line).
+pub(super) struct RefusingFile;
+
+impl crate::vfs::WritableFile for RefusingFile {
+    fn append(&mut self, _data: &[u8]) -> Result<()> {
+        Err(Error::OpenedReadOnly {
+            operation: "write the manifest",
+        })
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn len(&self) -> u64 {
+        0
+    }
+}
+
+impl DbInner {
+    /// Opens the database: reads the manifest, opens its tables, replays
+    /// the write-ahead logs; then (unless read-only) flushes what was
+    /// replayed, writes a fresh manifest and log, and removes what it can
+    /// prove is its own and obsolete. See `recovery.rs` for the rules.
+    pub(super) fn open(path: &Path, opts: Options) -> Result<DbInner> {
+        let vfs = Arc::clone(&opts.vfs);
+        let read_only = opts.read_only;
+        if !vfs.exists(path) {
+            if read_only || !opts.create_if_missing {
+                return Err(Error::NotFound {
+                    path: path.to_path_buf(),
+                });
+            }
+            vfs.create_dir_all(path)?;
+        }
+        // A read-only open takes no lock: it changes nothing, and a writer
+        // may hold the lock meanwhile.
+        let lock = if read_only {
+            None
+        } else {
+            Some(vfs.lock(&filename::lock_path(path))?)
+        };
+        let mut report = RecoveryReport::default();
+        let mut exists = vfs.exists(&filename::current_path(path));
+        if !exists {
+            let names = vfs.list(path)?;
+            let found = recovery::engine_files(&names);
+            if !found.is_empty() {
+                let rebuilt = if opts.skip_corrupt_tables && !read_only {
+                    recovery::newest_readable_manifest(&*vfs, path)?
+                } else {
+                    None
+                };
+                let Some(name) = rebuilt else {
+                    return Err(recovery::missing_current(path, &found));
+                };
+                let number = match filename::parse(&name) {
+                    Some(FileKind::Manifest(n)) => n,
+                    _ => return Err(recovery::missing_current(path, &found)),
+                };
+                write_current(&*vfs, path, number)?;
+                report.current_rebuilt = Some(name);
+                exists = true;
+            }
+        }
+        if exists && opts.error_if_exists {
+            return Err(Error::InvalidArgument(format!(
+                "database at {} already exists (error_if_exists is set)",
+                path.display()
+            )));
+        }
+        if !exists && (read_only || !opts.create_if_missing) {
+            return Err(Error::NotFound {
+                path: path.to_path_buf(),
+            });
+        }
+        let stats = Arc::new(Statistics::default());
+        let cache =
+            (opts.block_cache_bytes > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_bytes)));
+
+        // Read the manifest named by CURRENT, or start empty.
+        let mut manifest = ManifestState::default();
+        let mut old_manifest = None;
+        if exists {
+            let name = recovery::read_current(&*vfs, path)?;
+            let mpath = path.join(&name);
+            recovery::replay_manifest(&*vfs, &mpath, &mut manifest)?;
+            old_manifest = Some(mpath);
+        }
+        // Every number below this was recorded as allocated before this open.
+        let allocated_below = manifest.next_file_number;
+        let (db_id, id_known) = match manifest.db_id {
+            Some(id) => (id, true),
+            None => (recovery::new_db_id(), false),
+        };
+        manifest
+            .keyspaces
+            .entry(DEFAULT_KEYSPACE_ID)
+            .or_insert_with(|| RecoveredKeyspace {
+                name: DEFAULT_KEYSPACE.into(),
+                log_number: 0,
+                files: BTreeMap::new(),
+                identity: None,
+            });
+        if let Some(d) = manifest.keyspaces.get(&DEFAULT_KEYSPACE_ID) {
+            recovery::check_identity(
+                DEFAULT_KEYSPACE,
+                d.identity.as_ref(),
+                &opts.default_keyspace.identity(),
+            )?;
+        }
+        // Keyspaces whose files need what only the application can supply
+        // (a merge operator, a layout) wait for it: nothing is flushed or
+        // compacted for them until `Db::keyspace` registers them.
+        let pending: std::collections::HashSet<u32> = manifest
+            .keyspaces
+            .iter()
+            .filter(|(id, k)| {
+                **id != DEFAULT_KEYSPACE_ID
+                    && k.identity.as_ref().is_some_and(|i| i.needs_registration())
+            })
+            .map(|(id, _)| *id)
+            .collect();
+
+        let names = vfs.list(path)?;
+        let mut logs: Vec<u64> = names
+            .iter()
+            .filter_map(|n| match filename::parse(n) {
+                Some(FileKind::Log(k)) => Some(k),
+                _ => None,
+            })
+            .collect();
+        logs.sort_unstable();
+        if let Some(m) = &old_manifest {
+            recovery::check_manifest_tail(m, &manifest, &logs)?;
+            if let Some((off, bytes, reason)) = &manifest.tail_dropped {
+                report.manifest_tail_dropped = Some((m.clone(), *off, *bytes, reason.clone()));
+            }
+            if id_known {
+                recovery::check_needed_logs(path, &manifest, &logs)?;
+            }
+        }
+        let needed_logs: std::collections::HashSet<u64> =
+            manifest.keyspaces.values().map(|k| k.log_number).collect();
+        // Never reuse a name that is taken, ours or not; skip such numbers
+        // rather than jump past them, so that a reservation never covers a
+        // file the database did not write.
+        let mut next_file_number = manifest.next_file_number.max(2);
+        let mut taken_numbers: std::collections::BTreeSet<u64> = names
+            .iter()
+            .filter_map(|n| match filename::parse(n) {
+                Some(FileKind::Log(k) | FileKind::Table(k) | FileKind::Manifest(k)) => Some(k),
+                _ => None,
+            })
+            .filter(|&k| k >= next_file_number)
+            .collect();
+        let mut last_seqno = manifest.last_seqno;
+
+        // Open the tables every keyspace references.
+        let mut versions: BTreeMap<u32, Version> = BTreeMap::new();
+        let mut ks_opts: BTreeMap<u32, Arc<KeyspaceOptions>> = BTreeMap::new();
+        for (&id, rk) in &manifest.keyspaces {
+            let o = if id == DEFAULT_KEYSPACE_ID {
+                opts.default_keyspace.clone()
+            } else {
+                KeyspaceOptions::default()
+            };
+            let mut added = Vec::new();
+            for f in rk.files.values() {
+                let opened = open_table_meta(&vfs, path, f, cache.clone(), Arc::clone(&stats))
+                    .and_then(|m| {
+                        if opts.skip_corrupt_tables {
+                            m.table.verify()?;
+                        }
+                        Ok(m)
+                    });
+                match opened {
+                    Ok(meta) => added.push((f.level as usize, Arc::new(meta))),
+                    Err(e) if opts.skip_corrupt_tables && is_damage(&e) => {
+                        report
+                            .lost_tables
+                            .push(set_aside_table(&*vfs, path, id, f, &e)?);
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            let levels = o.num_levels.max(
+                rk.files
+                    .values()
+                    .map(|f| f.level as usize + 1)
+                    .max()
+                    .unwrap_or(0),
+            );
+            let v = Version::empty(levels).apply(id, &[], added);
+            v.check_invariants()
+                .map_err(|e| Error::corruption(old_manifest.clone().unwrap_or_default(), 0, e))?;
+            versions.insert(id, v);
+            ks_opts.insert(id, Arc::new(o));
+        }
+
+        // Replay write-ahead logs into fresh memtables.
+        let min_log = manifest
+            .keyspaces
+            .values()
+            .map(|k| k.log_number)
+            .min()
+            .unwrap_or(0);
+        let replay: Vec<u64> = logs.iter().copied().filter(|&l| l >= min_log).collect();
+        let mut mems: BTreeMap<u32, MemTable> = BTreeMap::new();
+        let mut key_buf = Vec::new();
+        let mut entries_replayed = 0u64;
+        // The writer logs batches in sequence order (one leader assigns
+        // numbers and appends); a batch that does not come after the one
+        // before it would put two versions of a key at one sequence number.
+        let mut next_replay_seqno: SeqNo = 0;
+        let keyspaces = &manifest.keyspaces;
+        let outcome = recovery::replay_logs(
+            &*vfs,
+            path,
+            &recovery::ReplayPlan {
+                logs: &replay,
+                expect_id: id_known.then_some(&db_id),
+                needed: &needed_logs,
+                mode: opts.wal_recovery,
+            },
+            &mut report,
+            &mut |lpath, log, offset, rec| {
+                let batch =
+                    DecodedBatch::parse(rec).map_err(|e| Error::corruption(lpath, offset, e))?;
+                if batch.seqno < next_replay_seqno {
+                    return Err(Error::corruption(
+                        lpath,
+                        offset,
+                        format!(
+                            "write batch at sequence number {} follows one that reached {}",
+                            batch.seqno,
+                            next_replay_seqno - 1
+                        ),
+                    ));
+                }
+                next_replay_seqno = batch.seqno + u64::from(batch.count);
+                for (j, entry) in batch.iter().enumerate() {
+                    let entry = entry.map_err(|e| Error::corruption(lpath, offset, e))?;
+                    let seq = batch.seqno + j as u64;
+                    last_seqno = last_seqno.max(seq);
+                    let Some(rk) = keyspaces.get(&entry.keyspace) else {
+                        // Entries of a dropped keyspace.
+                        continue;
+                    };
+                    if log < rk.log_number {
+                        continue;
+                    }
+                    let mem = mems.entry(entry.keyspace).or_insert_with(|| {
+                        match ks_opts.get(&entry.keyspace) {
+                            Some(o) => MemTable::for_keyspace(o, 0, log),
+                            None => MemTable::new(Default::default(), 0, log),
+                        }
+                    });
+                    key_buf.clear();
+                    append_internal_key(&mut key_buf, entry.key, seq, entry.kind as u8);
+                    mem.add(&key_buf, entry.value, seq, entry.kind == ValueKind::Delete);
+                    entries_replayed += 1;
+                }
+                Ok(())
+            },
+        )?;
+        report.entries_replayed = entries_replayed;
+
+        if read_only {
+            // Say what is not the database's, changing nothing.
+            let live_tables = live_table_numbers(&versions);
+            let current_manifest = old_manifest.as_deref().and_then(|m| {
+                match filename::parse(&m.file_name()?.to_string_lossy()) {
+                    Some(FileKind::Manifest(n)) => Some(n),
+                    _ => None,
+                }
+            });
+            let facts = CleanupFacts {
+                allocated_below,
+                wal_number: logs.last().copied().unwrap_or(0),
+                manifest_number: current_manifest.unwrap_or(0),
+                live_tables: &live_tables,
+                applied_logs: &outcome.applied,
+                kept_logs: &Default::default(),
+            };
+            let sweep = Sweep {
+                vfs: &vfs,
+                dir: path,
+                db_id: &db_id,
+                id_known,
+                read_manifest: old_manifest.as_deref(),
+            };
+            sweep.run(&facts, true, &mut report)?;
+            return Ok(Self::assemble(
+                path,
+                opts,
+                vfs,
+                None,
+                cache,
+                stats,
+                db_id,
+                manifest,
+                versions,
+                ks_opts,
+                mems,
+                next_file_number,
+                taken_numbers,
+                next_file_number,
+                last_seqno,
+                None,
+                None,
+                report,
+            ));
+        }
+
+        // Logs recovery went past damage in are copied to lost/ before
+        // anything can retire them: the copy is complete before the new
+        // manifest stops needing the original.
+        let mut applied_logs = outcome.applied;
+        for log in outcome.partial {
+            let from = filename::log_path(path, log);
+            let to = copy_aside(&*vfs, path, &from)?;
+            report.logs_set_aside.push((from, to));
+            applied_logs.insert(log);
+        }
+
+        // A pending keyspace keeps what was replayed in its memtable, and
+        // the logs it came from, until it is registered and flushed.
+        let pending_mems: BTreeMap<u32, MemTable> = {
+            let ids: Vec<u32> = mems
+                .iter()
+                .filter(|(id, m)| pending.contains(id) && !m.is_empty())
+                .map(|(id, _)| *id)
+                .collect();
+            ids.into_iter()
+                .filter_map(|id| mems.remove(&id).map(|m| (id, m)))
+                .collect()
+        };
+        let kept_log_numbers: BTreeMap<u32, u64> = pending_mems
+            .keys()
+            .map(|id| (*id, manifest.keyspaces[id].log_number))
+            .collect();
+        let kept_logs: std::collections::HashSet<u64> = match kept_log_numbers.values().min() {
+            Some(&keep_from) => {
+                applied_logs.retain(|&l| l < keep_from);
+                replay.iter().copied().filter(|&l| l >= keep_from).collect()
+            }
+            None => Default::default(),
+        };
+
+        // Flush what was replayed to level 0, so the old logs can go.
+        for (id, mem) in &mems {
+            if mem.is_empty() {
+                continue;
+            }
+            let o = &ks_opts[id];
+            let number = take_number(&mut next_file_number, &mut taken_numbers);
+            let mut it = mem.iter();
+            let out = build_table(
+                &vfs,
+                path,
+                &db_id,
+                number,
+                it.as_mut(),
+                o,
+                0,
+                &[],
+                false,
+                &|| false,
+                None,
+            )?;
+            if let Some(rec) = out {
+                let rec = NewFile {
+                    keyspace: *id,
+                    ..rec
+                };
+                let meta = open_table_meta(&vfs, path, &rec, cache.clone(), Arc::clone(&stats))?;
+                let v = versions
+                    .remove(id)
+                    .unwrap_or_else(|| Version::empty(o.num_levels));
+                versions.insert(*id, v.apply(*id, &[], vec![(0, Arc::new(meta))]));
+                Statistics::add(&stats.bytes_flushed, rec.size);
+            }
+        }
+        if !mems.is_empty() {
+            vfs.sync_dir(path)?;
+        }
+
+        // A new log for new writes, and a new manifest holding everything,
+        // with a reservation of file numbers above what is in use.
+        let wal_number = take_number(&mut next_file_number, &mut taken_numbers);
+        let manifest_number = take_number(&mut next_file_number, &mut taken_numbers);
+        let reserved = next_file_number + FILE_NUMBER_RESERVATION;
+        let mut snapshot = VersionEdit {
+            format_version: Some(MANIFEST_FORMAT_VERSION),
+            db_id: Some(db_id),
+            next_file_number: Some(reserved),
+            last_seqno: Some(last_seqno),
+            ..Default::default()
+        };
+        let mut identities = BTreeMap::new();
+        for (&id, rk) in &manifest.keyspaces {
+            snapshot.added_keyspaces.push((id, rk.name.clone()));
+            let log = kept_log_numbers.get(&id).copied().unwrap_or(wal_number);
+            snapshot.log_numbers.push((id, log));
+            for (level, f) in versions[&id].all_files() {
+                snapshot.new_files.push(f.record(id, level));
+            }
+            let identity = if id == DEFAULT_KEYSPACE_ID {
+                opts.default_keyspace.identity()
+            } else {
+                rk.identity
+                    .clone()
+                    .unwrap_or_else(|| KeyspaceOptions::default().identity())
+            };
+            snapshot.keyspace_identities.push((id, identity.clone()));
+            identities.insert(id, identity);
+        }
+        // The log first: a manifest never names a log that is not on disk,
+        // so a missing one is damage (see `recovery::check_needed_logs`).
+        let wal = create_wal(&*vfs, path, wal_number, &db_id)?;
+        vfs.sync_dir(path)?;
+        let mlog = write_new_manifest(&*vfs, path, manifest_number, &snapshot)?;
+
+        // Remove what the database wrote and no longer needs; leave (and
+        // report) whatever it cannot prove it wrote.
+        let live_tables = live_table_numbers(&versions);
+        let facts = CleanupFacts {
+            allocated_below,
+            wal_number,
+            manifest_number,
+            live_tables: &live_tables,
+            applied_logs: &applied_logs,
+            kept_logs: &kept_logs,
+        };
+        let sweep = Sweep {
+            vfs: &vfs,
+            dir: path,
+            db_id: &db_id,
+            id_known,
+            read_manifest: old_manifest.as_deref(),
+        };
+        sweep.run(&facts, false, &mut report)?;
+        vfs.sync_dir(path)?;
+
+        let mut inner = Self::assemble(
+            path,
+            opts,
+            vfs,
+            lock,
+            cache,
+            stats,
+            db_id,
+            manifest,
+            versions,
+            ks_opts,
+            pending_mems,
+            next_file_number,
+            taken_numbers,
+            reserved,
+            last_seqno,
+            Some((wal, wal_number)),
+            Some(ManifestWriter {
+                log: mlog,
+                number: manifest_number,
+            }),
+            report,
+        );
+        // Logs kept for pending keyspaces are retired like any closed log
+        // once every keyspace has moved past them.
+        if let Some(&keep_from) = kept_log_numbers.values().min() {
+            let st = inner.state.get_mut();
+            for &l in replay.iter().filter(|&&l| l >= keep_from) {
+                let bytes = inner
+                    .vfs
+                    .file_size(&filename::log_path(path, l))
+                    .unwrap_or(0);
+                st.closed_logs.push((l, bytes));
+            }
+        }
+        for (id, ks) in inner.state.get_mut().keyspaces.iter_mut() {
+            ks.log_number = kept_log_numbers.get(id).copied().unwrap_or(wal_number);
+            ks.recorded_log_number = ks.log_number;
+            ks.registered = !pending.contains(id);
+            if let Some(i) = identities.remove(id) {
+                ks.identity = i;
+            }
+        }
+        Ok(inner)
+    }
+
+    /// A read-only open, retried when a writer changed the database while
+    /// it read (rolled the manifest, or retired a log or table the read
+    /// state still named): such a failure says nothing of damage. A failure
+    /// on a database that did not change is returned.
+    pub(super) fn open_beside_writer(path: &Path, opts: Options) -> Result<DbInner> {
+        let vfs = Arc::clone(&opts.vfs);
+        let fingerprint = || {
+            let name = recovery::read_current(&*vfs, path).ok()?;
+            let size = vfs.file_size(&path.join(&name)).ok()?;
+            Some((name, size))
+        };
+        let mut attempts = 0;
+        loop {
+            let before = fingerprint();
+            match DbInner::open(path, opts.clone()) {
+                Ok(inner) => return Ok(inner),
+                Err(_) if attempts < 5 && before.is_some() && fingerprint() != before => {
+                    attempts += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Builds the open database from what recovery produced. `mems` become
+    /// the keyspaces' memtables (a read-only open keeps what it replayed
+    /// there); `wal` and `manifest` are absent for a read-only open.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn assemble(
+        path: &Path,
+        opts: Options,
+        vfs: Arc<dyn Vfs>,
+        lock: Option<Box<dyn FileLock>>,
+        cache: Option<Arc<BlockCache>>,
+        stats: Arc<Statistics>,
+        db_id: DbId,
+        manifest: ManifestState,
+        mut versions: BTreeMap<u32, Version>,
+        ks_opts: BTreeMap<u32, Arc<KeyspaceOptions>>,
+        mut mems: BTreeMap<u32, MemTable>,
+        next_file_number: u64,
+        taken_numbers: std::collections::BTreeSet<u64>,
+        reserved_file_numbers: u64,
+        last_seqno: SeqNo,
+        wal: Option<(LogWriter, u64)>,
+        manifest_writer: Option<ManifestWriter>,
+        report: RecoveryReport,
+    ) -> DbInner {
+        let wal_number = wal.as_ref().map_or(0, |w| w.1);
+        let next_memtable_id = AtomicU64::new(1);
+        let mut state_ks = BTreeMap::new();
+        let mut next_keyspace_id = 1;
+        for (id, rk) in manifest.keyspaces {
+            let o = Arc::clone(&ks_opts[&id]);
+            let version = Arc::new(
+                versions
+                    .remove(&id)
+                    .unwrap_or_else(|| Version::empty(o.num_levels)),
+            );
+            let mem_id = next_memtable_id.fetch_add(1, Ordering::Relaxed);
+            let mem = Arc::new(match mems.remove(&id) {
+                Some(m) => m,
+                None => MemTable::for_keyspace(&o, mem_id, wal_number),
+            });
+            let sv = Arc::new(SuperVersion {
+                mem: Arc::clone(&mem),
+                imms: Vec::new(),
+                version: Arc::clone(&version),
+                opts: Arc::clone(&o),
+                version_no: 0,
+            });
+            let shared = Arc::new(KeyspaceShared {
+                id,
+                name: rk.name.clone(),
+                sv: RwLock::new(sv),
+                filter: Mutex::new(LevelFilter::new(o.level_filter_bytes)),
+                filter_gate: SavingsGate::new(),
+                point_first_gate: SavingsGate::new(),
+            });
+            next_keyspace_id = next_keyspace_id.max(id + 1);
+            let levels = version.num_levels();
+            state_ks.insert(
+                id,
+                KeyspaceState {
+                    name: rk.name,
+                    opts: o,
+                    mem,
+                    imms: Vec::new(),
+                    version,
+                    log_number: rk.log_number,
+                    flushing: false,
+                    compact_cursor: vec![Vec::new(); levels],
+                    shared,
+                    level_stats: vec![LevelStats::default(); levels],
+                    version_no: 0,
+                    retained: VecDeque::new(),
+                    registered: true,
+                    identity: rk.identity.unwrap_or_default(),
+                    recorded_log_number: rk.log_number,
+                },
+            );
+        }
+        let (writer, wal_number) = match wal {
+            Some((w, n)) => (Some(w), n),
+            None => (None, 0),
+        };
+        let manifest_writer = manifest_writer.unwrap_or_else(|| ManifestWriter {
+            log: LogWriter::new(Box::new(RefusingFile)),
+            number: 0,
+        });
+        DbInner {
+            path: path.to_path_buf(),
+            vfs,
+            db_id,
+            lock: Mutex::new(lock),
+            cache,
+            stats,
+            state: Mutex::new(State {
+                keyspaces: state_ks,
+                next_keyspace_id,
+                next_file_number,
+                taken_numbers,
+                reserved_file_numbers,
+                closed_logs: Vec::new(),
+                bg_error: None,
+                snapshots: BTreeMap::new(),
+                running_compactions: 0,
+                running_flushes: 0,
+                compaction_error: None,
+                compaction_failures: 0,
+                closed: false,
+            }),
+            bg_cv: Condvar::new(),
+            writers: Mutex::new(WriteQueue::default()),
+            writers_cv: Condvar::new(),
+            wal: Mutex::new(WalState {
+                closed_unsynced: Vec::new(),
+                writer,
+                number: wal_number,
+            }),
+            manifest: Mutex::new(manifest_writer),
+            last_seqno: AtomicU64::new(last_seqno),
+            shutting_down: AtomicBool::new(false),
+            threads: Mutex::new(Vec::new()),
+            next_memtable_id,
+            recovery: report,
+            db_handles: std::sync::atomic::AtomicUsize::new(1),
+            current_wal_bytes: AtomicU64::new(0),
+            opts,
+        }
+    }
+}

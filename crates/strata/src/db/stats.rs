@@ -1,0 +1,284 @@
+//! Statistics: [`DbStats`] and its rendering.
+
+use super::*;
+
+/// Counters and shape of the database, from [`Db::stats`].
+#[derive(Clone, Debug, Default)]
+pub struct DbStats {
+    pub keyspaces: Vec<KeyspaceStats>,
+    pub block_cache_hits: u64,
+    pub block_cache_misses: u64,
+    pub block_cache_usage_bytes: u64,
+    pub block_cache_capacity_bytes: u64,
+    pub bloom_useful: u64,
+    pub bloom_checked_positive: u64,
+    pub bloom_false_positive: u64,
+    pub user_bytes_written: u64,
+    pub wal_bytes_written: u64,
+    pub flush_bytes_written: u64,
+    pub compaction_bytes_read: u64,
+    pub compaction_bytes_written: u64,
+    /// (flush + compaction bytes written) / user key and value bytes written.
+    pub write_amplification: f64,
+    pub stall_micros: u64,
+    pub slowdown_micros: u64,
+    pub flushes: u64,
+    pub compactions: u64,
+    pub writes: u64,
+    pub write_groups: u64,
+    pub wal_syncs: u64,
+    pub last_seqno: SeqNo,
+    pub live_snapshots: usize,
+    pub background_error: Option<String>,
+    /// Iterators created, children they merged, and seeks issued to children.
+    pub iterators_created: u64,
+    pub iterator_children: u64,
+    pub iterator_child_seeks: u64,
+    /// Levels >= 1 merged into a finished forward scan that held no entry
+    /// in its range (what a perfect per-file range filter would spare).
+    pub scan_levels_unused: u64,
+}
+
+/// Shape of one keyspace.
+#[derive(Clone, Debug, Default)]
+pub struct KeyspaceStats {
+    pub name: String,
+    pub id: u32,
+    /// Per level: (file count, bytes).
+    pub levels: Vec<(usize, u64)>,
+    pub level_compactions: Vec<LevelStats>,
+    pub memtable_bytes: usize,
+    pub immutable_memtables: usize,
+    pub memtable_kind: String,
+    /// Level-0 files served from retained memtables, and their bytes.
+    pub retained_memtables: usize,
+    pub retained_memtable_bytes: usize,
+    /// Level filter table: records, bytes, lookups, hits.
+    pub level_filter_records: usize,
+    pub level_filter_bytes: usize,
+    pub level_filter_lookups: u64,
+    pub level_filter_hits: u64,
+    /// Whether every scan consults the level filter (else one in 64: it
+    /// did not spare a quarter of scans a seek lately). The gate's verdict:
+    /// with `reduction_gates` off every scan consults it regardless.
+    pub level_filter_active: bool,
+    /// Scans that consulted the level filter and those it spared a seek,
+    /// over completed windows of 256.
+    pub level_filter_scans: u64,
+    pub level_filter_saved: u64,
+    /// Whether every scan seeks point-first (else one in 64: under a
+    /// quarter of scans ended at their start key lately). As for
+    /// `level_filter_active`, the gate's verdict.
+    pub point_first_active: bool,
+    /// Point-first scans and those that ended with older sources unread,
+    /// over completed windows of 256.
+    pub point_first_scans: u64,
+    pub point_first_saved: u64,
+    /// The representation of the mutable memtable (differs from
+    /// `memtable_kind` for `adaptive`).
+    pub memtable_rep: String,
+    /// Why the adaptive kind chose `memtable_rep`, with the operation mix
+    /// that led to it.
+    pub memtable_decision: Option<String>,
+}
+
+impl DbStats {
+    /// A human-readable multi-line summary (used by `strata stats`).
+    pub fn render(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        for ks in &self.keyspaces {
+            let _ = writeln!(
+                s,
+                "keyspace {} (id {}), memtable {}: {} bytes, {} immutable",
+                ks.name, ks.id, ks.memtable_kind, ks.memtable_bytes, ks.immutable_memtables
+            );
+            if let Some(d) = &ks.memtable_decision {
+                let _ = writeln!(s, "  adaptive memtable: {d}");
+            }
+            let _ = writeln!(
+                s,
+                "  level  files        bytes  compactions   read_bytes  written_bytes"
+            );
+            for (l, (n, b)) in ks.levels.iter().enumerate() {
+                let c = ks.level_compactions.get(l).copied().unwrap_or_default();
+                let _ = writeln!(
+                    s,
+                    "  L{l:<4} {n:>6} {b:>12} {:>12} {:>12} {:>14}",
+                    c.compactions, c.bytes_read, c.bytes_written
+                );
+            }
+        }
+        let _ = writeln!(s, "user bytes written: {}", self.user_bytes_written);
+        let _ = writeln!(s, "wal bytes written: {}", self.wal_bytes_written);
+        let _ = writeln!(s, "flush bytes written: {}", self.flush_bytes_written);
+        let _ = writeln!(
+            s,
+            "compaction bytes read/written: {} / {}",
+            self.compaction_bytes_read, self.compaction_bytes_written
+        );
+        let _ = writeln!(s, "write amplification: {:.2}", self.write_amplification);
+        let _ = writeln!(
+            s,
+            "stall micros: {} (slowdown {})",
+            self.stall_micros, self.slowdown_micros
+        );
+        let _ = writeln!(
+            s,
+            "flushes: {}, compactions: {}",
+            self.flushes, self.compactions
+        );
+        let _ = writeln!(
+            s,
+            "writes: {} in {} groups, wal syncs: {}",
+            self.writes, self.write_groups, self.wal_syncs
+        );
+        let _ = writeln!(
+            s,
+            "block cache: {} hits, {} misses, {} / {} bytes",
+            self.block_cache_hits,
+            self.block_cache_misses,
+            self.block_cache_usage_bytes,
+            self.block_cache_capacity_bytes
+        );
+        let _ = writeln!(
+            s,
+            "bloom: {} useful, {} positive, {} false positive",
+            self.bloom_useful, self.bloom_checked_positive, self.bloom_false_positive
+        );
+        let _ = writeln!(
+            s,
+            "last seqno: {}, live snapshots: {}",
+            self.last_seqno, self.live_snapshots
+        );
+        let _ = writeln!(
+            s,
+            "iterators: {} created, {} children, {} child seeks; {} levels held nothing in a scan's range",
+            self.iterators_created,
+            self.iterator_children,
+            self.iterator_child_seeks,
+            self.scan_levels_unused
+        );
+        let gate = |active: bool| {
+            if active {
+                "every scan"
+            } else {
+                "idle: one scan in 64"
+            }
+        };
+        for ks in &self.keyspaces {
+            if ks.retained_memtables > 0 || ks.level_filter_records > 0 || ks.point_first_scans > 0
+            {
+                let _ = writeln!(
+                    s,
+                    "keyspace {}: {} retained memtables ({} bytes); level filter {} records ({} bytes), {} of {} lookups hit, {} of {} scans spared a seek ({}); point-first seeks spared {} of {} scans ({})",
+                    ks.name,
+                    ks.retained_memtables,
+                    ks.retained_memtable_bytes,
+                    ks.level_filter_records,
+                    ks.level_filter_bytes,
+                    ks.level_filter_hits,
+                    ks.level_filter_lookups,
+                    ks.level_filter_saved,
+                    ks.level_filter_scans,
+                    gate(ks.level_filter_active),
+                    ks.point_first_saved,
+                    ks.point_first_scans,
+                    gate(ks.point_first_active),
+                );
+            }
+        }
+        if let Some(e) = &self.background_error {
+            let _ = writeln!(s, "background error: {e}");
+        }
+        s
+    }
+}
+
+impl DbInner {
+    pub(super) fn stats(&self) -> DbStats {
+        let s = &self.stats;
+        let g = Statistics::get;
+        let st = self.state.lock();
+        let keyspaces = st
+            .keyspaces
+            .iter()
+            .map(|(id, k)| {
+                // One guard: two lock() temporaries in one expression would
+                // deadlock on this non-reentrant mutex.
+                let f = k.shared.filter.lock();
+                let filter = (f.stats, f.len(), f.bytes());
+                drop(f);
+                (id, k, filter)
+            })
+            .map(|(id, k, (fstats, frecords, fbytes))| KeyspaceStats {
+                name: k.name.clone(),
+                id: *id,
+                levels: (0..k.version.num_levels())
+                    .map(|l| (k.version.levels[l].len(), k.version.level_bytes(l)))
+                    .collect(),
+                level_compactions: k.level_stats.clone(),
+                memtable_bytes: k.mem.memory_usage().total(),
+                immutable_memtables: k.imms.len(),
+                memtable_kind: k.opts.memtable.name().to_string(),
+                retained_memtables: k.version.levels[0]
+                    .iter()
+                    .filter(|f| f.retained().is_some())
+                    .count(),
+                retained_memtable_bytes: k.version.levels[0]
+                    .iter()
+                    .map(|f| f.retained_bytes())
+                    .sum(),
+                level_filter_records: frecords,
+                level_filter_bytes: fbytes,
+                level_filter_lookups: fstats.lookups,
+                level_filter_hits: fstats.hits,
+                level_filter_active: k.shared.filter_gate.is_active(),
+                level_filter_scans: k.shared.filter_gate.totals().0,
+                level_filter_saved: k.shared.filter_gate.totals().1,
+                point_first_active: k.shared.point_first_gate.is_active(),
+                point_first_scans: k.shared.point_first_gate.totals().0,
+                point_first_saved: k.shared.point_first_gate.totals().1,
+                memtable_rep: k.mem.rep_kind().name().to_string(),
+                memtable_decision: k.mem.decision().map(|d| d.to_string()),
+            })
+            .collect();
+        let user = g(&s.user_bytes_written);
+        let flushed = g(&s.bytes_flushed);
+        let cw = g(&s.compaction_bytes_written);
+        DbStats {
+            keyspaces,
+            block_cache_hits: g(&s.block_cache_hits),
+            block_cache_misses: g(&s.block_cache_misses),
+            block_cache_usage_bytes: self.cache.as_ref().map_or(0, |c| c.usage_bytes()),
+            block_cache_capacity_bytes: self.cache.as_ref().map_or(0, |c| c.capacity_bytes()),
+            bloom_useful: g(&s.bloom_useful),
+            bloom_checked_positive: g(&s.bloom_checked_positive),
+            bloom_false_positive: g(&s.bloom_false_positive),
+            user_bytes_written: user,
+            wal_bytes_written: g(&s.bytes_written_wal),
+            flush_bytes_written: flushed,
+            compaction_bytes_read: g(&s.compaction_bytes_read),
+            compaction_bytes_written: cw,
+            write_amplification: if user == 0 {
+                0.0
+            } else {
+                (flushed + cw) as f64 / user as f64
+            },
+            stall_micros: g(&s.stall_micros),
+            slowdown_micros: g(&s.slowdown_micros),
+            flushes: g(&s.flushes),
+            compactions: g(&s.compactions),
+            writes: g(&s.writes),
+            write_groups: g(&s.write_groups),
+            wal_syncs: g(&s.wal_syncs),
+            last_seqno: self.last_seqno.load(Ordering::Acquire),
+            live_snapshots: st.snapshots.values().sum(),
+            background_error: st.bg_error.as_ref().map(|e| e.to_string()),
+            iterators_created: g(&s.iterators_created),
+            iterator_children: g(&s.iterator_children),
+            iterator_child_seeks: g(&s.iterator_child_seeks),
+            scan_levels_unused: g(&s.scan_levels_unused),
+        }
+    }
+}

@@ -1,0 +1,263 @@
+//! Version changes: the manifest writer's one entry point (`log_edit`),
+//! manifest rollover, file-number reservations, keyspace registration,
+//! and the files that name versions (`CURRENT`, new logs).
+
+use super::*;
+
+/// Writes a manifest holding `snapshot` and points CURRENT at it.
+pub(super) fn write_new_manifest(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    number: u64,
+    snapshot: &VersionEdit,
+) -> Result<LogWriter> {
+    let name = filename::manifest_name(number);
+    let mut log = LogWriter::new(vfs.create(&dir.join(&name))?);
+    log.add_record(&snapshot.encode())?;
+    log.sync()?;
+    write_current(vfs, dir, number)?;
+    Ok(log)
+}
+
+/// Points CURRENT at manifest `number`: a new temporary file (created
+/// exclusively, never through a link), synced, renamed over CURRENT.
+pub(super) fn write_current(vfs: &dyn Vfs, dir: &Path, number: u64) -> Result<()> {
+    let tmp_name = recovery::current_temp_name(number);
+    let tmp = dir.join(&tmp_name);
+    // A leftover of a crash at this very step is ours to replace; anything
+    // else by that name makes the exclusive create below fail.
+    if vfs.exists(&tmp) && recovery::temp_owner(vfs, dir, &tmp_name) == Owner::Ours {
+        vfs.remove(&tmp)?;
+    }
+    let mut f = vfs.create(&tmp)?;
+    f.append(format!("{}\n", filename::manifest_name(number)).as_bytes())?;
+    f.sync()?;
+    drop(f);
+    vfs.rename(&tmp, &filename::current_path(dir))?;
+    // The rename is durable only once the directory is synced.
+    vfs.sync_dir(dir)
+}
+
+/// Creates write-ahead log `number` and writes its header (naming the
+/// database and the log), handed to the OS at once so that a log on disk
+/// without its header is one a crash cut at creation.
+pub(super) fn create_wal(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    number: u64,
+    db_id: &DbId,
+) -> Result<LogWriter> {
+    let mut w = LogWriter::new(vfs.create(&filename::log_path(dir, number))?);
+    w.add_record(&recovery::wal_header(db_id, number))?;
+    w.flush()?;
+    Ok(w)
+}
+
+impl DbInner {
+    /// A file number, reserved in the manifest before it is handed out (see
+    /// [`FILE_NUMBER_RESERVATION`]). Takes the manifest lock only when the
+    /// reservation runs out. REQUIRES: neither the manifest nor the state
+    /// lock is held.
+    pub(super) fn allocate_file_number(&self) -> Result<u64> {
+        {
+            let mut st = self.state.lock();
+            if st.next_file_number < st.reserved_file_numbers {
+                return Ok(st.new_file_number());
+            }
+        }
+        let mut manifest = self.manifest.lock();
+        let ceiling = {
+            let mut st = self.state.lock();
+            if st.next_file_number < st.reserved_file_numbers {
+                return Ok(st.new_file_number());
+            }
+            st.next_file_number + FILE_NUMBER_RESERVATION
+        };
+        let edit = VersionEdit {
+            next_file_number: Some(ceiling),
+            ..Default::default()
+        };
+        self.log_edit(&mut manifest, &edit)?;
+        // Others allocate only below the old ceiling while the manifest lock
+        // is held, so the number taken here is inside the new reservation.
+        let mut st = self.state.lock();
+        st.reserved_file_numbers = st.reserved_file_numbers.max(ceiling);
+        Ok(st.new_file_number())
+    }
+
+    pub(super) fn open_keyspace(
+        &self,
+        name: &str,
+        opts: KeyspaceOptions,
+    ) -> Result<Arc<KeyspaceShared>> {
+        self.check_open()?;
+        let opts = Arc::new(opts);
+        // Serialise with other version changes.
+        let mut manifest = self.manifest.lock();
+        let mut st = self.state.lock();
+        if let Some((&id, ks)) = st.keyspaces.iter_mut().find(|(_, k)| k.name == name) {
+            let given = opts.identity();
+            recovery::check_identity(name, Some(&ks.identity), &given)?;
+            ks.opts = Arc::clone(&opts);
+            let levels = opts.num_levels.max(ks.version.num_levels());
+            if levels > ks.version.num_levels() {
+                let mut v = (*ks.version).clone();
+                v.levels.resize(levels, Vec::new());
+                ks.version = Arc::new(v);
+                ks.compact_cursor.resize(levels, Vec::new());
+                ks.level_stats.resize(levels, LevelStats::default());
+            }
+            publish(ks);
+            let shared = Arc::clone(&ks.shared);
+            let changed = ks.identity != given;
+            if changed && !self.opts.read_only {
+                // A new layout (or an operator where there was none) is
+                // recorded before the keyspace's background work resumes
+                // under it.
+                drop(st);
+                let edit = VersionEdit {
+                    keyspace_identities: vec![(id, given.clone())],
+                    ..Default::default()
+                };
+                self.log_edit(&mut manifest, &edit)?;
+                st = self.state.lock();
+            }
+            if let Some(ks) = st.keyspaces.get_mut(&id) {
+                if changed {
+                    ks.identity = given;
+                }
+                ks.registered = true;
+            }
+            self.bg_cv.notify_all();
+            return Ok(shared);
+        }
+        self.check_writable("create a keyspace")?;
+        let id = st.next_keyspace_id;
+        if id > crate::manifest::MAX_KEYSPACE_ID {
+            return Err(Error::InvalidArgument(format!(
+                "cannot create keyspace {name:?}: every keyspace id up to {} has been used",
+                crate::manifest::MAX_KEYSPACE_ID
+            )));
+        }
+        let log_number = self.wal.lock().number;
+        let edit = VersionEdit {
+            added_keyspaces: vec![(id, name.to_string())],
+            log_numbers: vec![(id, log_number)],
+            keyspace_identities: vec![(id, opts.identity())],
+            ..Default::default()
+        };
+        drop(st);
+        self.log_edit(&mut manifest, &edit)?;
+        let mut st = self.state.lock();
+        st.next_keyspace_id = id + 1;
+        let mem = Arc::new(MemTable::for_keyspace(
+            &opts,
+            self.next_memtable_id.fetch_add(1, Ordering::Relaxed),
+            log_number,
+        ));
+        let version = Arc::new(Version::empty(opts.num_levels));
+        let shared = Arc::new(KeyspaceShared {
+            id,
+            name: name.to_string(),
+            sv: RwLock::new(Arc::new(SuperVersion {
+                mem: Arc::clone(&mem),
+                imms: Vec::new(),
+                version: Arc::clone(&version),
+                opts: Arc::clone(&opts),
+                version_no: 0,
+            })),
+            filter: Mutex::new(LevelFilter::new(opts.level_filter_bytes)),
+            filter_gate: SavingsGate::new(),
+            point_first_gate: SavingsGate::new(),
+        });
+        st.keyspaces.insert(
+            id,
+            KeyspaceState {
+                name: name.to_string(),
+                opts: Arc::clone(&opts),
+                mem,
+                imms: Vec::new(),
+                version,
+                log_number,
+                flushing: false,
+                compact_cursor: vec![Vec::new(); opts.num_levels],
+                shared: Arc::clone(&shared),
+                level_stats: vec![LevelStats::default(); opts.num_levels],
+                version_no: 0,
+                retained: VecDeque::new(),
+                registered: true,
+                identity: opts.identity(),
+                recorded_log_number: log_number,
+            },
+        );
+        Ok(shared)
+    }
+
+    /// Appends an edit to the manifest and syncs it. A failure is sticky.
+    /// REQUIRES: the manifest lock is held (the guard is the proof).
+    pub(super) fn log_edit(
+        &self,
+        manifest: &mut MutexGuard<'_, ManifestWriter>,
+        edit: &VersionEdit,
+    ) -> Result<()> {
+        if manifest.log.len() >= self.opts.max_manifest_bytes {
+            // Every earlier edit is installed (edits are serialised by the
+            // manifest lock), so the state is a faithful snapshot.
+            let r = self.roll_manifest(manifest);
+            if let Err(e) = &r {
+                self.set_bg_error(e.duplicate());
+            }
+            r?;
+        }
+        let r = manifest
+            .log
+            .add_record(&edit.encode())
+            .and_then(|()| manifest.log.sync());
+        if let Err(e) = &r {
+            self.set_bg_error(e.duplicate());
+        }
+        r
+    }
+
+    /// Starts a new manifest holding a snapshot of the installed state and
+    /// points CURRENT at it; the old manifest is removed.
+    /// REQUIRES: the manifest lock is held.
+    pub(super) fn roll_manifest(
+        &self,
+        manifest: &mut MutexGuard<'_, ManifestWriter>,
+    ) -> Result<()> {
+        let (number, snapshot) = {
+            let mut st = self.state.lock();
+            let number = st.new_file_number();
+            // The new manifest's own number may be the last reserved one;
+            // its snapshot then reserves more.
+            if st.next_file_number >= st.reserved_file_numbers {
+                st.reserved_file_numbers = st.next_file_number + FILE_NUMBER_RESERVATION;
+            }
+            let mut e = VersionEdit {
+                format_version: Some(MANIFEST_FORMAT_VERSION),
+                db_id: Some(self.db_id),
+                next_file_number: Some(st.reserved_file_numbers),
+                last_seqno: Some(self.last_seqno.load(Ordering::Acquire)),
+                ..Default::default()
+            };
+            for (id, k) in &st.keyspaces {
+                e.added_keyspaces.push((*id, k.name.clone()));
+                e.keyspace_identities.push((*id, k.identity.clone()));
+                e.log_numbers.push((*id, k.recorded_log_number));
+                for (level, f) in k.version.all_files() {
+                    e.new_files.push(f.record(*id, level));
+                }
+            }
+            (number, e)
+        };
+        let log = write_new_manifest(&*self.vfs, &self.path, number, &snapshot)?;
+        let old = std::mem::replace(&mut **manifest, ManifestWriter { log, number });
+        // CURRENT names the new manifest durably; a failed removal leaves a
+        // file that the next open deletes.
+        let _ = self
+            .vfs
+            .remove(&self.path.join(filename::manifest_name(old.number)));
+        Ok(())
+    }
+}
