@@ -1,6 +1,28 @@
 //! The database: keyspaces over one write-ahead log, the group-commit write
 //! path, background flush and compaction, reads at snapshots.
 //!
+//! One module per stage, all over the state defined here (`DbInner`):
+//!
+//! ```text
+//!   handle.rs        Db, Keyspace, Snapshot: the public handles
+//!      │  open            │ put/write/flush          │ get/iter
+//!      ▼                  ▼                           ▼
+//!   open.rs          write.rs                    read.rs
+//!   recovery,        group commit, WAL,          memtables + versions
+//!   cleanup sweep    memtable switches           (iter, lookup, db_iter)
+//!      │                  │ (imms)
+//!      │                  ▼
+//!      │             flush.rs ──► compact.rs     background jobs
+//!      │                  │           │
+//!      ▼                  ▼           ▼
+//!   version_set.rs   log_edit: the one way a version changes (manifest
+//!                    append + sync, rollover, file-number reservations)
+//!      │
+//!      ▼
+//!   recovery, manifest, log, sst, version, memtable, vfs   (lower modules;
+//!                                                 none calls back into db)
+//! ```
+//!
 //! Locks, in the order they may be taken:
 //! 1. `writers` — the queue of pending writes; its leader alone touches the
 //!    write-ahead log and switches memtables.
