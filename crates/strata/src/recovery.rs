@@ -808,14 +808,16 @@ pub(crate) fn current_temp_name(n: u64) -> String {
 }
 
 /// Who wrote the temporary file `name`: ours only if it is a regular file
-/// of the engine's naming, small, holding one manifest name.
+/// of the engine's naming, small, holding (a prefix of) the manifest name
+/// it was written for — `CURRENT.NNNNNN.tmp` holds `MANIFEST-NNNNNN\n`; an
+/// older build's `CURRENT.tmp`, any manifest name.
 pub(crate) fn temp_owner(vfs: &dyn Vfs, dir: &Path, name: &str) -> Owner {
-    let ours_by_name = name == "CURRENT.tmp"
-        || name
-            .strip_prefix("CURRENT.")
-            .and_then(|r| r.strip_suffix(".tmp"))
-            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-    if !ours_by_name {
+    let number = name
+        .strip_prefix("CURRENT.")
+        .and_then(|r| r.strip_suffix(".tmp"))
+        .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|n| n.parse::<u64>().ok());
+    if name != "CURRENT.tmp" && number.is_none() {
         return Owner::Unmarked;
     }
     let path = dir.join(name);
@@ -828,10 +830,16 @@ pub(crate) fn temp_owner(vfs: &dyn Vfs, dir: &Path, name: &str) -> Owner {
     }
     match vfs.read_all(&path) {
         Ok(b) => {
-            let text = std::str::from_utf8(&b).ok().map(str::trim_end);
-            let names_manifest = text.is_some_and(|t| {
-                t.is_empty() || matches!(filename::parse(t), Some(FileKind::Manifest(_)))
-            });
+            let names_manifest = match number {
+                Some(n) => format!("{}\n", filename::manifest_name(n))
+                    .as_bytes()
+                    .starts_with(&b),
+                None => std::str::from_utf8(&b).ok().is_some_and(|t| {
+                    let t = t.trim_end();
+                    "MANIFEST-".starts_with(t)
+                        || matches!(filename::parse(t), Some(FileKind::Manifest(_)))
+                }),
+            };
             if names_manifest {
                 Owner::Ours
             } else {

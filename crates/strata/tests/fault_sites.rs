@@ -439,8 +439,10 @@ fn table_open_sites(
 /// The sites of `write_new_manifest` called from the frame `caller`
 /// (described by `chain`).
 fn new_manifest_sites(scenario: Scenario, chain: &'static str, caller: &'static str) -> Vec<Site> {
-    let at = leak(format!("{chain} → write_new_manifest"));
+    let at = leak(format!("{chain} → db/version_set.rs:write_new_manifest"));
     let f = frames(&[&["write_new_manifest", caller]]);
+    let cur = leak(format!("{at} → write_current"));
+    let fc = frames(&[&["write_current", "write_new_manifest", caller]]);
     vec![
         site(
             at,
@@ -470,47 +472,84 @@ fn new_manifest_sites(scenario: Scenario, chain: &'static str, caller: &'static 
             FAILS,
         ),
         site(
-            at,
-            "create CURRENT.tmp",
+            cur,
+            "create CURRENT.NNNNNN.tmp",
             Create,
-            "CURRENT.tmp",
-            f,
+            ".tmp",
+            fc,
             scenario,
             FAILS,
         ),
         site(
-            at,
-            "write CURRENT.tmp",
+            cur,
+            "write CURRENT.NNNNNN.tmp",
             Append,
-            "CURRENT.tmp",
-            f,
+            ".tmp",
+            fc,
             scenario,
             FAILS,
         ),
         site(
-            at,
-            "fsync CURRENT.tmp",
+            cur,
+            "fsync CURRENT.NNNNNN.tmp",
             Sync,
-            "CURRENT.tmp",
-            f,
+            ".tmp",
+            fc,
             scenario,
             FAILS,
         ),
         site(
-            at,
-            "rename CURRENT.tmp to CURRENT",
+            cur,
+            "rename CURRENT.NNNNNN.tmp to CURRENT",
             Rename,
             "CURRENT",
-            f,
+            fc,
             scenario,
             FAILS,
         ),
         site(
-            at,
+            cur,
             "sync the directory after the rename",
             SyncDir,
             DIR,
+            fc,
+            scenario,
+            FAILS,
+        ),
+    ]
+}
+
+/// The sites of creating a write-ahead log (`create_wal`, called by the
+/// frame `caller`): the file, its header record, and handing the header to
+/// the OS.
+fn new_log_sites(scenario: Scenario, chain: &'static str, caller: &'static str) -> Vec<Site> {
+    let at = leak(format!("{chain} → db/version_set.rs:create_wal"));
+    let f = frames(&[&["create_wal", caller]]);
+    vec![
+        site(
+            at,
+            "create the new write-ahead log",
+            Create,
+            ".log",
             f,
+            scenario,
+            FAILS,
+        ),
+        site(
+            leak(format!("{at} → log.rs:LogWriter::add_record")),
+            "write the log's header record",
+            Append,
+            ".log",
+            frames(&[&["LogWriter::append", ".."], f]),
+            scenario,
+            FAILS,
+        ),
+        site(
+            leak(format!("{at} → log.rs:LogWriter::flush")),
+            "hand the header to the OS",
+            Flush,
+            ".log",
+            frames(&[&["LogWriter::flush"], f]),
             scenario,
             FAILS,
         ),
@@ -548,7 +587,7 @@ fn sites() -> Vec<Site> {
     // --- write path ---------------------------------------------------------
     v.extend([
         site(
-            "db.rs:DbInner::write_group → log.rs:LogWriter::add_record",
+            "db/write.rs:DbInner::write_group → log.rs:LogWriter::add_record",
             "append the batch to the write-ahead log",
             Append,
             ".log",
@@ -558,7 +597,7 @@ fn sites() -> Vec<Site> {
         )
         .also("faults::failed_wal_append_fails_that_write_and_every_later_one_until_reopen"),
         site(
-            "db.rs:DbInner::write_group → log.rs:LogWriter::flush",
+            "db/write.rs:DbInner::write_group → log.rs:LogWriter::flush",
             "flush the write-ahead log (write without sync)",
             Flush,
             ".log",
@@ -567,7 +606,7 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db.rs:DbInner::write_group → log.rs:LogWriter::sync",
+            "db/write.rs:DbInner::write_group → log.rs:LogWriter::sync",
             "fsync the write-ahead log (write with sync)",
             Sync,
             ".log",
@@ -577,7 +616,7 @@ fn sites() -> Vec<Site> {
         )
         .also("faults::failed_wal_fsync_fails_the_sync_write_and_later_writes"),
         site(
-            "db.rs:DbInner::write_group → sync_closed_logs → log.rs:LogWriter::sync",
+            "db/write.rs:DbInner::write_group → sync_closed_logs → log.rs:LogWriter::sync",
             "fsync a log closed at a switch (first synced write after it)",
             Sync,
             ".log",
@@ -588,19 +627,16 @@ fn sites() -> Vec<Site> {
     ]);
 
     // --- memtable switch and flush ------------------------------------------
+    v.extend(new_log_sites(
+        FlushJob,
+        "db/write.rs:DbInner::switch_memtables",
+        "DbInner::switch_memtables",
+    ));
+    let i = v.len() - 3;
+    v[i].also = "faults::failed_log_creation_at_memtable_switch_is_reported";
     v.extend([
         site(
-            "db.rs:DbInner::switch_memtables",
-            "create the new write-ahead log",
-            Create,
-            ".log",
-            &["DbInner::switch_memtables"],
-            FlushJob,
-            FAILS,
-        )
-        .also("faults::failed_log_creation_at_memtable_switch_is_reported"),
-        site(
-            "db.rs:DbInner::switch_memtables",
+            "db/write.rs:DbInner::switch_memtables",
             "sync the directory after creating the log",
             SyncDir,
             DIR,
@@ -609,7 +645,7 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db.rs:DbInner::switch_memtables → log.rs:LogWriter::flush",
+            "db/write.rs:DbInner::switch_memtables → log.rs:LogWriter::flush",
             "flush the old write-ahead log to the OS",
             Flush,
             ".log",
@@ -620,14 +656,14 @@ fn sites() -> Vec<Site> {
     ]);
     v.extend(table_builder_sites(
         FlushJob,
-        "db.rs:DbInner::flush_memtable → build_table",
+        "db/flush.rs:DbInner::flush_memtable → build_table",
         &["build_table", FLUSH],
         &["build_table", FLUSH],
     ));
     let i = v.len() - 7;
     v[i].also = "faults::failed_flush_keeps_the_previous_version_and_loses_nothing";
     v.push(site(
-        "db.rs:DbInner::flush_memtable",
+        "db/flush.rs:DbInner::flush_memtable",
         "sync the directory after writing the table",
         SyncDir,
         DIR,
@@ -637,7 +673,7 @@ fn sites() -> Vec<Site> {
     ));
     v.extend(table_open_sites(
         FlushJob,
-        "db.rs:DbInner::flush_memtable",
+        "db/flush.rs:DbInner::flush_memtable",
         FLUSH,
         "open the new table",
         0,
@@ -645,13 +681,13 @@ fn sites() -> Vec<Site> {
     ));
     v.extend(log_edit_sites(
         FlushJob,
-        "db.rs:DbInner::flush_memtable",
+        "db/flush.rs:DbInner::flush_memtable",
         FLUSH,
     ));
     let i = v.len() - 1;
     v[i].also = "faults::failed_manifest_write_makes_the_database_read_only_and_reopen_recovers";
     v.push(site(
-        "db.rs:DbInner::flush_memtable",
+        "db/flush.rs:DbInner::flush_memtable",
         "remove the obsolete write-ahead log",
         Remove,
         ".log",
@@ -663,11 +699,11 @@ fn sites() -> Vec<Site> {
     // --- manifest rollover and keyspace creation ----------------------------
     v.extend(new_manifest_sites(
         Roll,
-        "db.rs:DbInner::log_edit → roll_manifest",
+        "db/version_set.rs:DbInner::log_edit → roll_manifest",
         "DbInner::roll_manifest",
     ));
     v.push(site(
-        "db.rs:DbInner::log_edit → roll_manifest",
+        "db/version_set.rs:DbInner::log_edit → roll_manifest",
         "remove the old manifest",
         Remove,
         "MANIFEST",
@@ -677,13 +713,13 @@ fn sites() -> Vec<Site> {
     ));
     v.extend(log_edit_sites(
         NewKeyspace,
-        "db.rs:DbInner::open_keyspace",
+        "db/version_set.rs:DbInner::open_keyspace",
         "DbInner::open_keyspace",
     ));
 
     // --- compaction ---------------------------------------------------------
     v.push(site(
-        "db.rs:DbInner::run_compaction → write_compaction_outputs → sst/reader.rs:TableIter::load_block → TableReader::read_data_block",
+        "db/compact.rs:DbInner::run_compaction → write_compaction_outputs → sst/reader.rs:TableIter::load_block → TableReader::read_data_block",
         "read an input data block",
         Read,
         ".sst",
@@ -700,7 +736,7 @@ fn sites() -> Vec<Site> {
     ));
     v.extend(table_builder_sites(
         Compact,
-        "db.rs:DbInner::run_compaction → write_compaction_outputs",
+        "db/compact.rs:DbInner::run_compaction → write_compaction_outputs",
         &[OUTPUTS, "..", RUN_COMPACTION],
         &[OUTPUTS],
     ));
@@ -709,14 +745,14 @@ fn sites() -> Vec<Site> {
         "faults::full_disk_during_compaction_keeps_data_and_space_is_reclaimed_after_recovery";
     v.extend(table_open_sites(
         Compact,
-        "db.rs:DbInner::run_compaction",
+        "db/compact.rs:DbInner::run_compaction",
         RUN_COMPACTION,
         "open the output table",
         0,
         1,
     ));
     v.push(site(
-        "db.rs:DbInner::run_compaction",
+        "db/compact.rs:DbInner::run_compaction",
         "sync the directory after writing the outputs",
         SyncDir,
         DIR,
@@ -726,7 +762,7 @@ fn sites() -> Vec<Site> {
     ));
     v.extend(log_edit_sites(
         Compact,
-        "db.rs:DbInner::run_compaction",
+        "db/compact.rs:DbInner::run_compaction",
         RUN_COMPACTION,
     ));
     v.push(site(
@@ -742,7 +778,7 @@ fn sites() -> Vec<Site> {
     // --- open ---------------------------------------------------------------
     v.extend([
         site(
-            "db.rs:DbInner::open",
+            "db/open.rs:DbInner::open",
             "create the database directory",
             CreateDir,
             DIR,
@@ -751,7 +787,7 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db.rs:DbInner::open",
+            "db/open.rs:DbInner::open",
             "take the LOCK file",
             Lock,
             "LOCK",
@@ -760,25 +796,25 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db.rs:DbInner::open",
+            "db/open.rs:DbInner::open → recovery.rs:read_current",
             "open CURRENT",
             Open,
             "CURRENT",
-            &[OPEN],
+            &["read_current", OPEN],
             Reopen,
             FAILS,
         ),
         site(
-            "db.rs:DbInner::open",
+            "db/open.rs:DbInner::open → recovery.rs:read_current",
             "read CURRENT",
             Read,
             "CURRENT",
-            &[OPEN],
+            &["read_current", OPEN],
             Reopen,
             FAILS,
         ),
         site(
-            "db.rs:DbInner::open → replay_manifest → log.rs:LogReader::open",
+            "db/open.rs:DbInner::open → recovery.rs:replay_manifest → log.rs:LogReader::open",
             "open the manifest",
             Open,
             "MANIFEST",
@@ -787,7 +823,7 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db.rs:DbInner::open → replay_manifest → log.rs:LogReader::open",
+            "db/open.rs:DbInner::open → recovery.rs:replay_manifest → log.rs:LogReader::open",
             "read the manifest",
             Read,
             "MANIFEST",
@@ -796,7 +832,7 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db.rs:DbInner::open",
+            "db/open.rs:DbInner::open",
             "list the directory (logs to replay)",
             List,
             DIR,
@@ -807,7 +843,7 @@ fn sites() -> Vec<Site> {
     ]);
     v.extend(table_open_sites(
         Reopen,
-        "db.rs:DbInner::open",
+        "db/open.rs:DbInner::open",
         OPEN,
         "open a table of the manifest",
         0,
@@ -815,40 +851,40 @@ fn sites() -> Vec<Site> {
     ));
     v.extend([
         site(
-            "db.rs:DbInner::open → log.rs:LogReader::open",
+            "db/open.rs:DbInner::open → recovery.rs:replay_logs → log.rs:LogReader::open",
             "open a write-ahead log to replay",
             Open,
             ".log",
-            &["LogReader::open", OPEN],
+            &["LogReader::open", "replay_logs", OPEN],
             Reopen,
             FAILS,
         ),
         site(
-            "db.rs:DbInner::open → log.rs:LogReader::open",
+            "db/open.rs:DbInner::open → recovery.rs:replay_logs → log.rs:LogReader::open",
             "read a write-ahead log to replay",
             Read,
             ".log",
-            &["LogReader::open", OPEN],
+            &["LogReader::open", "replay_logs", OPEN],
             Reopen,
             FAILS,
         ),
     ]);
     v.extend(table_builder_sites(
         Reopen,
-        "db.rs:DbInner::open → build_table",
+        "db/open.rs:DbInner::open → build_table",
         &["build_table", OPEN],
         &["build_table", OPEN],
     ));
     v.extend(table_open_sites(
         Reopen,
-        "db.rs:DbInner::open",
+        "db/open.rs:DbInner::open",
         OPEN,
         "open the table written from the replayed log",
         1,
         1,
     ));
     v.push(site(
-        "db.rs:DbInner::open",
+        "db/open.rs:DbInner::open",
         "sync the directory after writing the replayed tables",
         SyncDir,
         DIR,
@@ -856,19 +892,10 @@ fn sites() -> Vec<Site> {
         Reopen,
         FAILS,
     ));
-    v.extend(new_manifest_sites(Reopen, "db.rs:DbInner::open", OPEN));
-    v.extend([
+    v.extend(new_log_sites(Reopen, "db/open.rs:DbInner::open", OPEN));
+    v.push(
         site(
-            "db.rs:DbInner::open",
-            "create the new write-ahead log",
-            Create,
-            ".log",
-            &[OPEN],
-            Reopen,
-            FAILS,
-        ),
-        site(
-            "db.rs:DbInner::open",
+            "db/open.rs:DbInner::open",
             "sync the directory after creating the log",
             SyncDir,
             DIR,
@@ -877,27 +904,29 @@ fn sites() -> Vec<Site> {
             FAILS,
         )
         .nth(1),
+    );
+    v.extend(new_manifest_sites(Reopen, "db/open.rs:DbInner::open", OPEN));
+    v.extend([
         site(
-            "db.rs:DbInner::open",
+            "db/open.rs:DbInner::open → Sweep::run",
             "list the directory (obsolete files)",
             List,
             DIR,
-            &[OPEN],
-            Reopen,
-            FAILS,
-        )
-        .nth(1),
-        site(
-            "db.rs:DbInner::open",
-            "remove an obsolete file (old log or manifest)",
-            Remove,
-            DIR,
-            &[OPEN],
+            &["Sweep::run", OPEN],
             Reopen,
             FAILS,
         ),
         site(
-            "db.rs:DbInner::open",
+            "db/open.rs:DbInner::open → Sweep::run",
+            "remove an obsolete file (old log or manifest)",
+            Remove,
+            DIR,
+            &["Sweep::run", OPEN],
+            Reopen,
+            FAILS,
+        ),
+        site(
+            "db/open.rs:DbInner::open",
             "sync the directory after the removals",
             SyncDir,
             DIR,
@@ -911,7 +940,7 @@ fn sites() -> Vec<Site> {
     // --- salvage mode -------------------------------------------------------
     v.extend([
         site(
-            "db.rs:DbInner::open → sst/reader.rs:TableReader::verify",
+            "db/open.rs:DbInner::open → sst/reader.rs:TableReader::verify",
             "read a block of a sound table",
             Read,
             ".sst",
@@ -925,29 +954,48 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db.rs:DbInner::open → set_aside_table",
+            "db/open.rs:DbInner::open → set_aside_table → recovery.rs:set_aside",
             "create lost/",
             CreateDir,
             "lost",
-            &["set_aside_table", OPEN],
+            &["set_aside", "set_aside_table", OPEN],
             Salvage,
             FAILS,
         ),
         site(
-            "db.rs:DbInner::open → set_aside_table",
+            "db/open.rs:DbInner::open → set_aside_table → recovery.rs:set_aside",
             "move the corrupt table to lost/",
             Rename,
             "lost",
-            &["set_aside_table", OPEN],
+            &["set_aside", "set_aside_table", OPEN],
             Salvage,
             FAILS,
         ),
+        site(
+            "db/open.rs:DbInner::open → set_aside_table → recovery.rs:set_aside",
+            "sync lost/ after the move",
+            SyncDir,
+            "lost",
+            &["set_aside", "set_aside_table", OPEN],
+            Salvage,
+            FAILS,
+        ),
+        site(
+            "db/open.rs:DbInner::open → set_aside_table → recovery.rs:set_aside",
+            "sync the directory after the move",
+            SyncDir,
+            DIR,
+            &["set_aside", "set_aside_table", OPEN],
+            Salvage,
+            FAILS,
+        )
+        .nth(1),
     ]);
 
     // --- reads --------------------------------------------------------------
     v.extend([
         site(
-            "db.rs:DbInner::get → sst/reader.rs:TableReader::get → read_data_block",
+            "db/read.rs:DbInner::get → sst/reader.rs:TableReader::get → read_data_block",
             "read a data block",
             Read,
             ".sst",
@@ -978,7 +1026,7 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db.rs:Db::verify → sst/reader.rs:TableReader::verify",
+            "db/handle.rs:Db::verify → sst/reader.rs:TableReader::verify",
             "read a block",
             Read,
             ".sst",
@@ -996,7 +1044,7 @@ fn sites() -> Vec<Site> {
     // --- close --------------------------------------------------------------
     v.extend([
         site(
-            "db.rs:DbInner::shutdown → log.rs:LogWriter::flush",
+            "db/mod.rs:DbInner::shutdown → log.rs:LogWriter::flush",
             "flush the write-ahead log",
             Flush,
             ".log",
@@ -1005,7 +1053,7 @@ fn sites() -> Vec<Site> {
             Expect::Ignored { leftover: false },
         ),
         site(
-            "db.rs:DbInner::drop → log.rs:LogWriter::flush",
+            "db/mod.rs:DbInner::drop → log.rs:LogWriter::flush",
             "flush the write-ahead log",
             Flush,
             ".log",
@@ -1488,8 +1536,31 @@ fn compact_case(case: &Case) {
     let r = db.compact();
     case.assert_fired();
     match case.site.expect {
-        Expect::Fails(cleanup) => {
+        Expect::Fails(cleanup) if case.site.frames.contains(&"DbInner::log_edit") => {
+            // A failed manifest write is sticky.
             case.expect_failed_write(&db, r);
+            case.check(&db, &model, "after the failed compaction");
+            if cleanup == Cleanup::AtOnce {
+                assert_eq!(
+                    case.tables_on_disk(),
+                    before,
+                    "{}: partial compaction output left behind",
+                    case.label
+                );
+            }
+        }
+        Expect::Fails(cleanup) => {
+            // An I/O failure of the compaction itself is not: the inputs
+            // are live and the log has room, so writes go on and the
+            // failure is reported until a compaction succeeds.
+            case.expect_io(r, "the compaction");
+            case.put_range(&db, &mut model, 300..310, 1);
+            assert!(
+                db.stats().background_error.is_none(),
+                "{}: a compaction failure made the database read-only",
+                case.label
+            );
+            case.expect_io(db.wait_for_background_work(), "the pending failure");
             case.check(&db, &model, "after the failed compaction");
             if cleanup == Cleanup::AtOnce {
                 assert_eq!(
@@ -2032,8 +2103,12 @@ fn outcome(s: &Site) -> String {
             cleanup(c)
         ),
         (NewKeyspace, _) => "keyspace creation fails (I/O error), then `ReadOnly` until reopen".into(),
-        (Compact, Expect::Fails(c)) => format!(
+        (Compact, Expect::Fails(c)) if s.frames.contains(&"DbInner::log_edit") => format!(
             "`compact` fails, then `ReadOnly` until reopen; reads see the previous state{}",
+            cleanup(c)
+        ),
+        (Compact, Expect::Fails(c)) => format!(
+            "`compact` fails (I/O error) and is retried later; writes go on; reads see the previous state{}",
             cleanup(c)
         ),
         (Reopen | CreateDb, Expect::Fails(c)) => {

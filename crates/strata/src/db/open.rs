@@ -22,7 +22,10 @@ pub(super) fn set_aside_table(
     let moved_to = if vfs.exists(&file) {
         Some(recovery::set_aside(vfs, dir, &file)?)
     } else {
-        None
+        // An earlier salvage may have moved it and failed before the
+        // manifest stopped naming it.
+        let earlier = dir.join("lost").join(file.file_name().unwrap_or_default());
+        vfs.exists(&earlier).then_some(earlier)
     };
     Ok(LostTable {
         keyspace,
@@ -297,16 +300,31 @@ impl DbInner {
         }
         let needed_logs: std::collections::HashSet<u64> =
             manifest.keyspaces.values().map(|k| k.log_number).collect();
-        // Never reuse a name that is taken, ours or not; skip such numbers
-        // rather than jump past them, so that a reservation never covers a
-        // file the database did not write.
-        let mut next_file_number = manifest.next_file_number.max(2);
-        let mut taken_numbers: std::collections::BTreeSet<u64> = names
+        // Numbers go on after the highest one in use below the recorded
+        // reservation, so that what this open creates before its own
+        // manifest records a new reservation (the log, the manifest, the
+        // tables of replayed entries) still has numbers the old one covers:
+        // if the open is cut short, cleanup can prove those files are the
+        // database's. Numbers of files above that (foreign, or a reserved
+        // one taken) are skipped, never reused, and never jumped past, so a
+        // reservation does not come to cover a file the database did not
+        // write.
+        let numbered: Vec<u64> = names
             .iter()
             .filter_map(|n| match filename::parse(n) {
                 Some(FileKind::Log(k) | FileKind::Table(k) | FileKind::Manifest(k)) => Some(k),
                 _ => None,
             })
+            .collect();
+        let mut next_file_number = numbered
+            .iter()
+            .copied()
+            .filter(|&k| k < manifest.next_file_number)
+            .max()
+            .map_or(manifest.next_file_number, |k| k + 1)
+            .max(2);
+        let mut taken_numbers: std::collections::BTreeSet<u64> = numbered
+            .into_iter()
             .filter(|&k| k >= next_file_number)
             .collect();
         let mut last_seqno = manifest.last_seqno;
