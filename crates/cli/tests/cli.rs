@@ -3,59 +3,14 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata_cli::encoding::{encode_bytes, encode_hex};
 
-const BIN: &str = env!("CARGO_BIN_EXE_strata");
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    fn lines(&self) -> Vec<&str> {
-        self.stdout.lines().collect()
-    }
-}
-
-fn finish(out: Output) -> Run {
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-/// Runs `strata --db DIR ARGS...` with `stdin` as standard input.
-fn strata_in(dir: &Path, args: &[&str], stdin: &str) -> Run {
-    let mut child = Command::new(BIN)
-        .arg("--db")
-        .arg(dir)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn strata");
-    let mut input = child.stdin.take().expect("stdin");
-    let data = stdin.as_bytes().to_vec();
-    let writer = std::thread::spawn(move || {
-        // The child may exit early (quit); a broken pipe is fine.
-        let _ = input.write_all(&data);
-    });
-    let out = child.wait_with_output().expect("wait strata");
-    writer.join().expect("writer thread");
-    finish(out)
-}
-
-fn strata(dir: &Path, args: &[&str]) -> Run {
-    strata_in(dir, args, "")
-}
+mod common;
+use common::{BIN, Run, finish, strata, strata_in};
 
 fn assert_ok(r: &Run, what: &str) {
     assert_eq!(

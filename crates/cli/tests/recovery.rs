@@ -3,44 +3,9 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_strata");
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn strata_in(dir: &Path, args: &[&str], stdin: &str) -> Run {
-    use std::io::Write;
-    let mut child = Command::new(BIN)
-        .arg("--db")
-        .arg(dir)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn strata");
-    let mut input = child.stdin.take().expect("stdin");
-    let data = stdin.as_bytes().to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = input.write_all(&data);
-    });
-    let out = child.wait_with_output().expect("wait strata");
-    writer.join().expect("writer thread");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-fn strata(dir: &Path, args: &[&str]) -> Run {
-    strata_in(dir, args, "")
-}
+mod common;
+use common::{Run, strata, strata_in};
 
 fn ok(r: &Run, what: &str) {
     assert_eq!(

@@ -9,6 +9,8 @@ use strata::manifest::VersionEdit;
 use strata::vfs::{StdVfs, Vfs};
 use strata::{Db, Error, Options};
 
+mod common;
+
 fn options() -> Options {
     let mut o = Options::default();
     o.default_keyspace.write_buffer_size = 64 * 1024;
@@ -117,24 +119,6 @@ fn db_with_unflushed_log(dir: &Path) -> PathBuf {
     files_with(dir, ".log").pop().expect("a log")
 }
 
-/// Every file under `dir` (recursively) with its bytes.
-fn snapshot_files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).expect("read dir") {
-            let p = e.expect("entry").path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.file_name().is_some_and(|n| n != "LOCK") {
-                out.push((p.clone(), fs::read(&p).expect("read")));
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 fn present(db: &Db) -> Vec<bool> {
     (0..100u32)
         .map(|i| {
@@ -151,12 +135,12 @@ fn a_damaged_record_in_the_middle_of_the_log_refuses_open_and_changes_nothing() 
     let log = db_with_unflushed_log(dir.path());
     let len = fs::metadata(&log).expect("stat").len() as usize;
     flip(&log, len / 2);
-    let before = snapshot_files(dir.path());
+    let before = common::snapshot_except_lock(dir.path());
     let (file, reason) = open_corruption(dir.path());
     assert_eq!(file, log);
     assert!(reason.contains("valid records follow"), "{reason}");
     assert_eq!(
-        snapshot_files(dir.path()),
+        common::snapshot_except_lock(dir.path()),
         before,
         "a refused open changed files"
     );

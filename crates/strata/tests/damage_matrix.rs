@@ -22,6 +22,9 @@ use std::path::{Path, PathBuf};
 
 use strata::{Db, Options};
 
+mod common;
+use common::snapshot;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Kind {
     Current,
@@ -131,35 +134,6 @@ fn target(dir: &Path, kind: Kind) -> PathBuf {
         Kind::Lock => dir.join("LOCK"),
         Kind::Temp => dir.join("CURRENT.000001.tmp"),
     }
-}
-
-/// What is at a path, for before/after comparison.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Entry {
-    File(Vec<u8>),
-    Dir,
-    Link(PathBuf),
-}
-
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Entry> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).expect("read dir") {
-            let p = e.expect("entry").path();
-            let meta = fs::symlink_metadata(&p).expect("stat");
-            let entry = if meta.file_type().is_symlink() {
-                Entry::Link(fs::read_link(&p).expect("readlink"))
-            } else if meta.is_dir() {
-                stack.push(p.clone());
-                Entry::Dir
-            } else {
-                Entry::File(fs::read(&p).expect("read"))
-            };
-            out.insert(p, entry);
-        }
-    }
-    out
 }
 
 /// Applies `damage` to `path`; `outside` is a directory for link targets.

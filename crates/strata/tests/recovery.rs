@@ -9,39 +9,12 @@ use std::sync::Arc;
 use strata::vfs_mem::{FaultKind, FaultRule, MemVfs, VfsOp};
 use strata::{Db, Error, MemTableKind, Options};
 
+mod common;
+
 fn options() -> Options {
     let mut o = Options::default();
     o.default_keyspace.write_buffer_size = 64 * 1024;
     o
-}
-
-/// Every file under `dir` (recursively, links as their target's path) with
-/// its bytes; the lock file is left out (opening creates it).
-fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).expect("read dir") {
-            let p = e.expect("entry").path();
-            let meta = fs::symlink_metadata(&p).expect("stat");
-            if meta.is_dir() {
-                stack.push(p);
-            } else if p.file_name().is_some_and(|n| n != "LOCK") {
-                let bytes = if meta.file_type().is_symlink() {
-                    fs::read_link(&p)
-                        .expect("readlink")
-                        .to_string_lossy()
-                        .into_owned()
-                        .into_bytes()
-                } else {
-                    fs::read(&p).expect("read")
-                };
-                out.push((p, bytes));
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 /// A database with `a` flushed to a table and `b` only in the log.
@@ -66,14 +39,18 @@ fn a_missing_current_refuses_to_open_and_deletes_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
     db_with_table_and_log(dir.path());
     fs::remove_file(dir.path().join("CURRENT")).expect("remove CURRENT");
-    let before = files(dir.path());
+    let before = common::snapshot_except_lock(dir.path());
     let (file, reason) = expect_corruption(Db::open(dir.path(), options()));
     assert_eq!(file, dir.path().join("CURRENT"));
     assert!(reason.contains("not a new database"), "{reason}");
     assert!(reason.contains("Salvage"), "{reason}");
-    assert_eq!(files(dir.path()), before, "a refused open changed files");
+    assert_eq!(
+        common::snapshot_except_lock(dir.path()),
+        before,
+        "a refused open changed files"
+    );
     expect_corruption(Db::open_read_only(dir.path(), options()));
-    assert_eq!(files(dir.path()), before);
+    assert_eq!(common::snapshot_except_lock(dir.path()), before);
 
     // Salvage rebuilds CURRENT from the manifest, and nothing is lost.
     let mut o = options();
@@ -91,12 +68,12 @@ fn a_directory_of_engine_like_files_is_not_taken_for_a_new_database() {
     for (i, name) in planted.iter().enumerate() {
         fs::write(dir.path().join(name), format!("not the engine's {i}")).expect("plant");
     }
-    let before = files(dir.path());
+    let before = common::snapshot_except_lock(dir.path());
     let (_, reason) = expect_corruption(Db::open(dir.path(), options()));
     for name in &planted[..3] {
         assert!(reason.contains(name), "{reason} should name {name}");
     }
-    assert_eq!(files(dir.path()), before);
+    assert_eq!(common::snapshot_except_lock(dir.path()), before);
 }
 
 #[test]
@@ -193,11 +170,15 @@ fn a_manifest_cut_in_an_edit_that_was_acted_on_is_damage() {
     let m = the_manifest(dir.path());
     let len = fs::metadata(&m).expect("stat").len();
     truncate(&m, len - 3);
-    let before = files(dir.path());
+    let before = common::snapshot_except_lock(dir.path());
     let (file, reason) = expect_corruption(Db::open(dir.path(), options()));
     assert_eq!(file, m);
     assert!(reason.contains("not a crash"), "{reason}");
-    assert_eq!(files(dir.path()), before, "a refused open changed files");
+    assert_eq!(
+        common::snapshot_except_lock(dir.path()),
+        before,
+        "a refused open changed files"
+    );
 }
 
 #[test]
@@ -298,7 +279,7 @@ fn links_planted_at_the_engines_file_names_are_never_followed() {
 fn a_read_only_open_changes_nothing_and_refuses_writes() {
     let dir = tempfile::tempdir().expect("tempdir");
     db_with_table_and_log(dir.path());
-    let before = files(dir.path());
+    let before = common::snapshot_except_lock(dir.path());
     let db = Db::open_read_only(dir.path(), options()).expect("read-only open");
     assert!(db.is_read_only());
     assert_eq!(db.get(b"a").expect("get"), Some(b"1".to_vec()));
@@ -319,7 +300,7 @@ fn a_read_only_open_changes_nothing_and_refuses_writes() {
     ));
     assert!(db.verify().is_empty());
     db.close().expect("close");
-    assert_eq!(files(dir.path()), before);
+    assert_eq!(common::snapshot_except_lock(dir.path()), before);
     assert!(!dir.path().join("LOCK").exists() || before.iter().all(|(p, _)| !p.ends_with("LOCK")));
     // A missing database is not created.
     let missing = dir.path().join("nothing-here");

@@ -439,6 +439,15 @@ impl DbInner {
         )?;
         report.entries_replayed = entries_replayed;
 
+        // Cleanup: a dry run for a read-only open (it reports what is not
+        // the database's), the real one after the new manifest is written.
+        let sweep = Sweep {
+            vfs: &vfs,
+            dir: path,
+            db_id: &db_id,
+            id_known,
+            read_manifest: old_manifest.as_deref(),
+        };
         if read_only {
             // Say what is not the database's, changing nothing.
             let live_tables = live_table_numbers(&versions);
@@ -455,13 +464,6 @@ impl DbInner {
                 live_tables: &live_tables,
                 applied_logs: &outcome.applied,
                 kept_logs: &Default::default(),
-            };
-            let sweep = Sweep {
-                vfs: &vfs,
-                dir: path,
-                db_id: &db_id,
-                id_known,
-                read_manifest: old_manifest.as_deref(),
             };
             sweep.run(&facts, true, &mut report)?;
             return Ok(Self::assemble(
@@ -605,13 +607,6 @@ impl DbInner {
             live_tables: &live_tables,
             applied_logs: &applied_logs,
             kept_logs: &kept_logs,
-        };
-        let sweep = Sweep {
-            vfs: &vfs,
-            dir: path,
-            db_id: &db_id,
-            id_known,
-            read_manifest: old_manifest.as_deref(),
         };
         sweep.run(&facts, false, &mut report)?;
         vfs.sync_dir(path)?;
