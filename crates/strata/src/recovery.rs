@@ -168,6 +168,99 @@ impl RecoveryReport {
             || !self.logs_set_aside.is_empty()
             || !self.lost_tables.is_empty()
     }
+
+    /// Whether recovery dropped, skipped, set aside or rebuilt anything
+    /// (what [`RecoveryReport::render`] then has to say).
+    pub fn changed_anything(&self) -> bool {
+        self.lost_anything()
+            || self.wal_tail_dropped.is_some()
+            || self.manifest_tail_dropped.is_some()
+            || self.current_rebuilt.is_some()
+    }
+
+    /// What recovery dropped, skipped, set aside, rebuilt or left in place,
+    /// one line each (empty when it did none of that).
+    pub fn render(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        if let Some(name) = &self.current_rebuilt {
+            let _ = writeln!(s, "CURRENT was missing; salvage rebuilt it naming {name}");
+        }
+        if let Some((f, off, bytes, why)) = &self.manifest_tail_dropped {
+            let _ = writeln!(
+                s,
+                "dropped the cut last record of {} ({bytes} bytes at offset {off}: {why})",
+                f.display()
+            );
+        }
+        if let Some((f, off, bytes, why)) = &self.wal_tail_dropped {
+            let _ = writeln!(
+                s,
+                "dropped the torn tail of {} ({bytes} bytes at offset {off}: {why})",
+                f.display()
+            );
+        }
+        for d in &self.wal_damage {
+            let _ = writeln!(
+                s,
+                "{} damage in {} at offset {} ({}): {} bytes, {} valid records after it",
+                d.action,
+                d.file.display(),
+                d.offset,
+                d.reason,
+                d.bytes,
+                d.records_after
+            );
+        }
+        for (from, to) in &self.logs_set_aside {
+            let _ = writeln!(
+                s,
+                "log {} was not fully applied; kept as {}",
+                from.display(),
+                to.display()
+            );
+        }
+        for t in &self.lost_tables {
+            let _ = writeln!(
+                s,
+                "table {} (keyspace {}, level {}, {} entries) set aside: {}",
+                t.file.display(),
+                t.keyspace,
+                t.level,
+                t.entries,
+                t.error
+            );
+        }
+        for (p, why) in &self.left_in_place {
+            let _ = writeln!(
+                s,
+                "left in place, not the database's: {}: {why}",
+                p.display()
+            );
+        }
+        s
+    }
+}
+
+/// Keeps what recovery dropped or set aside on record: `lost/recovery-N.txt`
+/// (N: the new manifest's number), written only when there is something to
+/// say. The report is also returned by `Db::recovery_report`.
+pub(crate) fn log_report(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    manifest_number: u64,
+    r: &RecoveryReport,
+) -> Result<()> {
+    if !r.changed_anything() {
+        return Ok(());
+    }
+    let lost = dir.join("lost");
+    vfs.create_dir_all(&lost)?;
+    let path = lost.join(format!("recovery-{manifest_number:06}.txt"));
+    let mut f = vfs.create(&path)?;
+    f.append(r.render().as_bytes())?;
+    f.sync()?;
+    vfs.sync_dir(&lost)
 }
 
 /// A damaged stretch of a write-ahead log that recovery went past.

@@ -168,6 +168,12 @@ fn point_in_time_recovery_keeps_the_prefix_and_the_log_in_lost() {
     assert_eq!(report.logs_set_aside.len(), 1);
     let kept = &report.logs_set_aside[0].1;
     assert_eq!(fs::read(kept).expect("read kept log"), original);
+    // What was dropped is on record in lost/ too.
+    let record = files_with(&dir.path().join("lost"), "recovery-");
+    assert_eq!(record.len(), 1, "{record:?}");
+    let text = fs::read_to_string(&record[0]).expect("read record");
+    assert!(text.contains("stopped damage in"), "{text}");
+    assert!(text.contains("kept as"), "{text}");
     let p = present(&db);
     let first_missing = p.iter().position(|p| !p).expect("something dropped");
     assert!(first_missing > 0);

@@ -990,6 +990,51 @@ fn sites() -> Vec<Site> {
             FAILS,
         )
         .nth(1),
+        site(
+            "db/open.rs:DbInner::open → recovery.rs:log_report",
+            "create lost/ for the recovery record",
+            CreateDir,
+            "lost",
+            &["log_report", OPEN],
+            Salvage,
+            FAILS,
+        ),
+        site(
+            "db/open.rs:DbInner::open → recovery.rs:log_report",
+            "create lost/recovery-NNNNNN.txt",
+            Create,
+            ".txt",
+            &["log_report", OPEN],
+            Salvage,
+            FAILS,
+        ),
+        site(
+            "db/open.rs:DbInner::open → recovery.rs:log_report",
+            "write the recovery record",
+            Append,
+            ".txt",
+            &["log_report", OPEN],
+            Salvage,
+            FAILS,
+        ),
+        site(
+            "db/open.rs:DbInner::open → recovery.rs:log_report",
+            "fsync the recovery record",
+            Sync,
+            ".txt",
+            &["log_report", OPEN],
+            Salvage,
+            FAILS,
+        ),
+        site(
+            "db/open.rs:DbInner::open → recovery.rs:log_report",
+            "sync lost/ after writing the record",
+            SyncDir,
+            "lost",
+            &["log_report", OPEN],
+            Salvage,
+            FAILS,
+        ),
     ]);
 
     // --- reads --------------------------------------------------------------

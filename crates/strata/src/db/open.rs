@@ -591,6 +591,10 @@ impl DbInner {
             snapshot.keyspace_identities.push((id, identity.clone()));
             identities.insert(id, identity);
         }
+        // What was dropped or set aside is on record before the manifest
+        // that no longer names it: if the open fails from here, the next one
+        // finds the same and records it.
+        recovery::log_report(&*vfs, path, manifest_number, &report)?;
         // The log first: a manifest never names a log that is not on disk,
         // so a missing one is damage (see `recovery::check_needed_logs`).
         let wal = create_wal(&*vfs, path, wal_number, &db_id)?;
