@@ -796,7 +796,7 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db/open.rs:DbInner::open → recovery.rs:read_current",
+            "db/open.rs:DbInner::open → recovery/mod.rs:read_current",
             "open CURRENT",
             Open,
             "CURRENT",
@@ -805,7 +805,7 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db/open.rs:DbInner::open → recovery.rs:read_current",
+            "db/open.rs:DbInner::open → recovery/mod.rs:read_current",
             "read CURRENT",
             Read,
             "CURRENT",
@@ -814,7 +814,7 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db/open.rs:DbInner::open → recovery.rs:replay_manifest → log.rs:LogReader::open",
+            "db/open.rs:DbInner::open → recovery/manifest_replay.rs:replay_manifest → log.rs:LogReader::open",
             "open the manifest",
             Open,
             "MANIFEST",
@@ -823,7 +823,7 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db/open.rs:DbInner::open → recovery.rs:replay_manifest → log.rs:LogReader::open",
+            "db/open.rs:DbInner::open → recovery/manifest_replay.rs:replay_manifest → log.rs:LogReader::open",
             "read the manifest",
             Read,
             "MANIFEST",
@@ -851,7 +851,7 @@ fn sites() -> Vec<Site> {
     ));
     v.extend([
         site(
-            "db/open.rs:DbInner::open → recovery.rs:replay_logs → log.rs:LogReader::open",
+            "db/open.rs:DbInner::open → recovery/wal_replay.rs:replay_logs → log.rs:LogReader::open",
             "open a write-ahead log to replay",
             Open,
             ".log",
@@ -860,7 +860,7 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db/open.rs:DbInner::open → recovery.rs:replay_logs → log.rs:LogReader::open",
+            "db/open.rs:DbInner::open → recovery/wal_replay.rs:replay_logs → log.rs:LogReader::open",
             "read a write-ahead log to replay",
             Read,
             ".log",
@@ -954,7 +954,7 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db/open.rs:DbInner::open → set_aside_table → recovery.rs:set_aside",
+            "db/open.rs:DbInner::open → set_aside_table → recovery/mod.rs:set_aside",
             "create lost/",
             CreateDir,
             "lost",
@@ -963,7 +963,7 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db/open.rs:DbInner::open → set_aside_table → recovery.rs:set_aside",
+            "db/open.rs:DbInner::open → set_aside_table → recovery/mod.rs:set_aside",
             "move the corrupt table to lost/",
             Rename,
             "lost",
@@ -972,7 +972,7 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db/open.rs:DbInner::open → set_aside_table → recovery.rs:set_aside",
+            "db/open.rs:DbInner::open → set_aside_table → recovery/mod.rs:set_aside",
             "sync lost/ after the move",
             SyncDir,
             "lost",
@@ -981,7 +981,7 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db/open.rs:DbInner::open → set_aside_table → recovery.rs:set_aside",
+            "db/open.rs:DbInner::open → set_aside_table → recovery/mod.rs:set_aside",
             "sync the directory after the move",
             SyncDir,
             DIR,
@@ -991,7 +991,7 @@ fn sites() -> Vec<Site> {
         )
         .nth(1),
         site(
-            "db/open.rs:DbInner::open → recovery.rs:log_report",
+            "db/open.rs:DbInner::open → recovery/mod.rs:log_report",
             "create lost/ for the recovery record",
             CreateDir,
             "lost",
@@ -1000,7 +1000,7 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db/open.rs:DbInner::open → recovery.rs:log_report",
+            "db/open.rs:DbInner::open → recovery/mod.rs:log_report",
             "create lost/recovery-NNNNNN.txt",
             Create,
             ".txt",
@@ -1009,7 +1009,7 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db/open.rs:DbInner::open → recovery.rs:log_report",
+            "db/open.rs:DbInner::open → recovery/mod.rs:log_report",
             "write the recovery record",
             Append,
             ".txt",
@@ -1018,7 +1018,7 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db/open.rs:DbInner::open → recovery.rs:log_report",
+            "db/open.rs:DbInner::open → recovery/mod.rs:log_report",
             "fsync the recovery record",
             Sync,
             ".txt",
@@ -1027,7 +1027,7 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db/open.rs:DbInner::open → recovery.rs:log_report",
+            "db/open.rs:DbInner::open → recovery/mod.rs:log_report",
             "sync lost/ after writing the record",
             SyncDir,
             "lost",

@@ -1,4 +1,4 @@
-//! Opening a database: recovery (the rules are in `recovery.rs`), the
+//! Opening a database: recovery (the rules are in `recovery/`), the
 //! cleanup sweep, and assembling the in-memory state.
 
 use super::*;
@@ -179,7 +179,7 @@ impl DbInner {
     /// Opens the database: reads the manifest, opens its tables, replays
     /// the write-ahead logs; then (unless read-only) flushes what was
     /// replayed, writes a fresh manifest and log, and removes what it can
-    /// prove is its own and obsolete. See `recovery.rs` for the rules.
+    /// prove is its own and obsolete. See `recovery/` for the rules.
     pub(super) fn open(path: &Path, opts: Options) -> Result<DbInner> {
         let vfs = Arc::clone(&opts.vfs);
         let read_only = opts.read_only;

@@ -1,0 +1,184 @@
+//! Replaying the write-ahead logs: torn tails, damage, and what each
+//! `WalRecoveryMode` does with it.
+
+use super::*;
+
+/// What [`replay_logs`] did with each log.
+#[derive(Default)]
+pub(crate) struct LogReplay {
+    /// Logs whose every record was applied (a dropped torn tail included).
+    pub applied: HashSet<u64>,
+    /// Logs not fully applied (damage recovered past, or after the point
+    /// where point-in-time recovery stopped): to be moved to `lost/`.
+    pub partial: Vec<u64>,
+}
+
+/// What [`replay_logs`] replays and how.
+#[derive(Clone, Copy)]
+pub(crate) struct ReplayPlan<'a> {
+    /// Log numbers, ascending.
+    pub logs: &'a [u64],
+    pub expect_id: Option<&'a DbId>,
+    pub needed: &'a HashSet<u64>,
+    pub mode: WalRecoveryMode,
+}
+
+/// Applies one record: (log path, log number, offset, record).
+pub(crate) type ApplyRecord<'a> = dyn FnMut(&Path, u64, u64, &[u8]) -> Result<()> + 'a;
+
+/// Replays write-ahead logs `plan.logs` (ascending) through `apply(path, log,
+/// offset, record)`. `expect_id` is the database id the logs' headers must
+/// carry (`None` for a database from before headers: every record is a
+/// batch). A log without the right header is not replayed (cleanup then
+/// leaves it in place and reports it), unless a keyspace needs it
+/// (`needed`): then it is corruption.
+pub(crate) fn replay_logs(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    plan: &ReplayPlan<'_>,
+    report: &mut RecoveryReport,
+    apply: &mut ApplyRecord<'_>,
+) -> Result<LogReplay> {
+    let ReplayPlan {
+        logs,
+        expect_id,
+        needed,
+        mode,
+    } = *plan;
+    let mut out = LogReplay::default();
+    let mut stopped = false;
+    for (i, &log) in logs.iter().enumerate() {
+        let lpath = filename::log_path(dir, log);
+        if stopped {
+            out.partial.push(log);
+            continue;
+        }
+        let is_newest = i + 1 == logs.len();
+        let mut reader = LogReader::open(vfs, &lpath, TailPolicy::StopAtDamage)?;
+        if reader.file_len() == 0 {
+            out.applied.insert(log);
+            continue;
+        }
+        report.logs_replayed += 1;
+        let mut want_header = expect_id.is_some();
+        let mut partial = false;
+        let mut foreign = false;
+        loop {
+            if let Some(rec) = reader.next_record()? {
+                let offset = reader.last_record_offset();
+                if want_header {
+                    want_header = false;
+                    match (parse_wal_header(&rec), expect_id) {
+                        (Some((id, n)), Some(want)) if id == *want && n == log => continue,
+                        _ => {
+                            foreign = true;
+                            break;
+                        }
+                    }
+                }
+                apply(&lpath, log, offset, &rec)?;
+                continue;
+            }
+            let Some(d) = reader.dropped().cloned() else {
+                break;
+            };
+            if want_header && d.is_tail() {
+                // Not one valid record: a log cut while its header was being
+                // written (its bytes a prefix of that header, or zeros)
+                // holds nothing and is ours; anything else is not a log of
+                // this database.
+                let expected = crate::log::first_record_bytes(&wal_header(
+                    expect_id.unwrap_or(&[0; DB_ID_LEN]),
+                    log,
+                ));
+                let data = reader.contents();
+                foreign = !(expected.starts_with(data) || data.iter().all(|&b| b == 0));
+                break;
+            }
+            if is_newest && d.is_tail() && mode != WalRecoveryMode::AbsoluteConsistency {
+                report.wal_tail_dropped =
+                    Some((lpath.clone(), d.offset, d.bytes, d.reason.clone()));
+                break;
+            }
+            let damage = |action, bytes| WalDamage {
+                file: lpath.clone(),
+                offset: d.offset,
+                bytes,
+                reason: d.reason.clone(),
+                records_after: d.valid_records_after,
+                action,
+            };
+            match mode {
+                WalRecoveryMode::AbsoluteConsistency | WalRecoveryMode::TolerateTornTail => {
+                    return Err(log_damage_error(&lpath, &d, is_newest, mode));
+                }
+                WalRecoveryMode::PointInTime => {
+                    report.wal_damage.push(damage("stopped", d.bytes));
+                    partial = true;
+                    stopped = true;
+                    break;
+                }
+                WalRecoveryMode::SkipDamagedRecords => {
+                    partial = true;
+                    match reader.skip_damage() {
+                        Some((_, skipped)) => {
+                            report.wal_damage.push(damage("skipped", skipped));
+                            // Whatever header the log had is behind us.
+                            want_header = false;
+                        }
+                        None => {
+                            report.wal_damage.push(damage("skipped", d.bytes));
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        if foreign {
+            if needed.contains(&log) {
+                return Err(Error::corruption(
+                    &lpath,
+                    0,
+                    "a keyspace needs this write-ahead log, but it does not start with a header \
+                     naming this database: it was replaced, and the acknowledged writes it held \
+                     are not here. Nothing was changed",
+                ));
+            }
+            continue;
+        }
+        if partial {
+            out.partial.push(log);
+        } else {
+            out.applied.insert(log);
+        }
+    }
+    Ok(out)
+}
+
+fn log_damage_error(
+    lpath: &Path,
+    d: &crate::log::Dropped,
+    is_newest: bool,
+    mode: WalRecoveryMode,
+) -> Error {
+    let why = if d.valid_records_after > 0 {
+        format!(
+            "{} valid records follow it, so this is damage, not a torn tail",
+            d.valid_records_after
+        )
+    } else if !is_newest {
+        "it is not the newest log, whose tail alone a crash can tear".to_string()
+    } else {
+        format!("recovery mode {mode:?} accepts no damage")
+    };
+    Error::corruption(
+        lpath,
+        d.offset,
+        format!(
+            "write-ahead log damaged ({}); {why}. Nothing was changed. To open anyway, choose a \
+             WAL recovery mode (Options::wal_recovery, `--wal-recovery point-in-time` or \
+             `skip-damaged`): the log is then kept in lost/ and what was dropped is reported",
+            d.reason
+        ),
+    )
+}
