@@ -382,12 +382,12 @@ fn table_builder_sites(
 fn table_open_sites(
     scenario: Scenario,
     chain: &'static str,
-    caller: &'static str,
+    caller: &'static [&'static str],
     label: &'static str,
     first: u64,
     blocks: usize,
 ) -> Vec<Site> {
-    let open = frames(&[&["open_table_meta", caller]]);
+    let open = frames(&[&["open_table_meta"], caller]);
     let mut v = vec![
         site(
             leak(format!("{chain} → open_table_meta")),
@@ -673,8 +673,8 @@ fn sites() -> Vec<Site> {
     ));
     v.extend(table_open_sites(
         FlushJob,
-        "db/flush.rs:DbInner::flush_memtable",
-        FLUSH,
+        "db/flush.rs:DbInner::flush_memtable → open_new_table",
+        &["DbInner::open_new_table", FLUSH],
         "open the new table",
         0,
         3,
@@ -745,8 +745,8 @@ fn sites() -> Vec<Site> {
         "faults::full_disk_during_compaction_keeps_data_and_space_is_reclaimed_after_recovery";
     v.extend(table_open_sites(
         Compact,
-        "db/compact.rs:DbInner::run_compaction",
-        RUN_COMPACTION,
+        "db/compact.rs:DbInner::run_compaction → db/flush.rs:open_new_table",
+        &["DbInner::open_new_table", RUN_COMPACTION],
         "open the output table",
         0,
         1,
@@ -844,7 +844,7 @@ fn sites() -> Vec<Site> {
     v.extend(table_open_sites(
         Reopen,
         "db/open.rs:DbInner::open",
-        OPEN,
+        &[OPEN],
         "open a table of the manifest",
         0,
         3,
@@ -878,7 +878,7 @@ fn sites() -> Vec<Site> {
     v.extend(table_open_sites(
         Reopen,
         "db/open.rs:DbInner::open",
-        OPEN,
+        &[OPEN],
         "open the table written from the replayed log",
         1,
         1,

@@ -135,14 +135,7 @@ impl DbInner {
                     keyspace: id,
                     ..rec
                 };
-                let meta = open_table_meta(
-                    &self.vfs,
-                    &self.path,
-                    &rec,
-                    self.cache.clone(),
-                    Arc::clone(&self.stats),
-                )?;
-                added.push((t.output_level, Arc::new(meta)));
+                added.push((t.output_level, self.open_new_table(&rec)?));
             }
             self.vfs.sync_dir(&self.path)?;
         }

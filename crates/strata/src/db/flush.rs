@@ -120,6 +120,19 @@ pub(super) fn open_table_meta(
 }
 
 impl DbInner {
+    /// Opens a table this database just wrote (a flush or compaction
+    /// output), through the shared cache.
+    pub(super) fn open_new_table(&self, rec: &NewFile) -> Result<Arc<FileMeta>> {
+        let meta = open_table_meta(
+            &self.vfs,
+            &self.path,
+            rec,
+            self.cache.clone(),
+            Arc::clone(&self.stats),
+        )?;
+        Ok(Arc::new(meta))
+    }
+
     pub(super) fn flush_loop(self: Arc<Self>) {
         loop {
             let job = {
@@ -205,14 +218,7 @@ impl DbInner {
                 };
                 self.vfs.sync_dir(&self.path)?;
                 Statistics::add(&self.stats.bytes_flushed, rec.size);
-                let meta = open_table_meta(
-                    &self.vfs,
-                    &self.path,
-                    &rec,
-                    self.cache.clone(),
-                    Arc::clone(&self.stats),
-                )?;
-                vec![(0usize, Arc::new(meta))]
+                vec![(0usize, self.open_new_table(&rec)?)]
             }
             None => Vec::new(),
         };
