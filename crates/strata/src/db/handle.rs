@@ -99,16 +99,11 @@ impl Db {
 
     /// The default keyspace.
     pub fn default_keyspace(&self) -> Keyspace {
-        let st = self.inner.state.lock();
-        let ks = st
-            .keyspaces
-            .get(&DEFAULT_KEYSPACE_ID)
-            .map(|k| Arc::clone(&k.shared));
-        drop(st);
+        // No lock: the default keyspace exists from the open on and is
+        // never dropped, so its handle is kept beside the state.
         Keyspace {
             inner: Arc::clone(&self.inner),
-            // The default keyspace is created at open and never dropped.
-            shared: ks.unwrap_or_else(unreachable_default),
+            shared: Arc::clone(&self.inner.default),
         }
     }
 
@@ -267,13 +262,6 @@ impl Db {
             None => Ok(()),
         }
     }
-}
-
-#[cold]
-pub(super) fn unreachable_default() -> Arc<KeyspaceShared> {
-    // The default keyspace exists from creation on; reaching this means the
-    // manifest lost it, which open() rejects.
-    panic!("default keyspace missing")
 }
 
 impl Keyspace {

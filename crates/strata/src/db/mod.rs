@@ -244,6 +244,9 @@ pub(crate) struct DbInner {
     /// The database's identity: in its manifest, every log header and every
     /// table's properties.
     db_id: DbId,
+    /// The default keyspace (also in `state`), for handles made without a
+    /// lock.
+    default: Arc<KeyspaceShared>,
     vfs: Arc<dyn Vfs>,
     /// The database lock; released at shutdown so that a reopen in this
     /// process works even while stale keyspace handles exist.

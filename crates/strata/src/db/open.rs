@@ -767,6 +767,11 @@ impl DbInner {
             Some((w, n)) => (Some(w), n),
             None => (None, 0),
         };
+        let default = match state_ks.get(&DEFAULT_KEYSPACE_ID) {
+            Some(k) => Arc::clone(&k.shared),
+            // The open inserts the default keyspace before it gets here.
+            None => unreachable!("the default keyspace is always recovered"),
+        };
         let manifest_writer = manifest_writer.unwrap_or_else(|| ManifestWriter {
             log: LogWriter::new(Box::new(RefusingFile)),
             number: 0,
@@ -775,6 +780,7 @@ impl DbInner {
             path: path.to_path_buf(),
             vfs,
             db_id,
+            default,
             lock: Mutex::new(lock),
             cache,
             stats,
