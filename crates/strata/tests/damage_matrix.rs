@@ -222,6 +222,16 @@ fn run_case(kind: Kind, d: Damage) -> Result<Outcome, String> {
         }
         Ok(())
     };
+    // A read-only open (what `strata check` does) changes nothing, whether
+    // it opens or refuses; when it opens, what it reads is checked like the
+    // writable open's.
+    let everything = snapshot(&dir);
+    if let Ok(db) = Db::open_read_only(&dir, options()) {
+        check_data(&db, kind, &name).map_err(|e| format!("read-only open: {e}"))?;
+    }
+    if snapshot(&dir) != everything {
+        return Err("a read-only open changed files".into());
+    }
     let outcome = match Db::open(&dir, options()) {
         Err(e) => {
             let msg = e.to_string();
