@@ -10,8 +10,10 @@ use crate::iter::InternalIterator;
 use crate::key::{
     SeqNo, TRAILER_LEN, ValueKind, append_internal_key, parse_internal_key, trailer, user_key,
 };
+use crate::layout::GroupPlan;
 use crate::merge::MergeOperator;
 use crate::options::KeyspaceOptions;
+use crate::table_format::GroupId;
 use crate::version::{FileMeta, Version};
 
 /// Why a compaction was chosen.
@@ -25,75 +27,129 @@ pub enum CompactionReason {
     Manual,
 }
 
-/// A chosen compaction: merge `inputs` (at `level`) with `overlapping` (at
-/// `output_level`) and write the result to `output_level`.
+/// One output of a compaction: a child group of the input group on the
+/// output level, and the files of its run that the inputs overlap.
+#[derive(Clone, Debug)]
+pub struct OutputRun {
+    pub group: GroupId,
+    pub overlapping: Vec<Arc<FileMeta>>,
+}
+
+/// A chosen compaction: merge `inputs` (column group `group` at `level`)
+/// into each child group of it at `output_level`, each child's output
+/// merged with the files of that child's run the inputs overlap. With one
+/// group per level (a plain key-value keyspace) there is one output run.
 #[derive(Clone, Debug)]
 pub struct CompactionTask {
     pub level: usize,
+    pub group: GroupId,
     pub output_level: usize,
     pub inputs: Vec<Arc<FileMeta>>,
-    pub overlapping: Vec<Arc<FileMeta>>,
+    pub outputs: Vec<OutputRun>,
     pub reason: CompactionReason,
-    /// The only input moves down unchanged: nothing overlaps it below.
+    /// The only input moves down unchanged: nothing overlaps it below, and
+    /// its group and format continue unchanged on the output level.
     pub trivial_move: bool,
     /// No level below the output level holds any key of the inputs, so
     /// tombstones may be dropped.
     pub bottommost: bool,
-    /// The score that made this level the most urgent (>= 1 unless manual).
+    /// The score that made this run the most urgent (>= 1 unless manual).
     pub score: f64,
 }
 
 impl CompactionTask {
-    /// Every input file.
-    pub fn all_inputs(&self) -> impl Iterator<Item = &Arc<FileMeta>> {
-        self.inputs.iter().chain(self.overlapping.iter())
+    /// The files of the output level that the task rewrites.
+    pub fn overlapping(&self) -> impl Iterator<Item = &Arc<FileMeta>> {
+        self.outputs.iter().flat_map(|o| o.overlapping.iter())
     }
 
-    /// Bytes read.
+    /// Every input file.
+    pub fn all_inputs(&self) -> impl Iterator<Item = &Arc<FileMeta>> {
+        self.inputs.iter().chain(self.overlapping())
+    }
+
+    /// Bytes read: each output run reads the inputs again.
     pub fn input_bytes(&self) -> u64 {
-        self.all_inputs().map(|f| f.size).sum()
+        let inputs: u64 = self.inputs.iter().map(|f| f.size).sum();
+        let overlapping: u64 = self.overlapping().map(|f| f.size).sum();
+        inputs * self.outputs.len().max(1) as u64 + overlapping
     }
 }
 
-/// The urgency of each level: level 0 by file count over its trigger,
-/// deeper levels by bytes over their budget. The last level has no score.
-pub fn level_scores(version: &Version, opts: &KeyspaceOptions) -> Vec<f64> {
+/// The urgency of each sorted run: level 0 by file count over its trigger,
+/// a group's run on a deeper level by its bytes over its share of the
+/// level's budget (the groups of a level divide it by weight). The last
+/// level has no score; neither has a run whose group the layout no longer
+/// has on its level (it stays until a layout change moves it).
+pub fn run_scores(version: &Version, opts: &KeyspaceOptions, plan: &GroupPlan) -> Vec<RunScore> {
     let n = version.num_levels();
-    let mut scores = vec![0.0; n];
+    let mut scores = Vec::new();
     let l0_files = version.levels[0]
         .iter()
         .filter(|f| !f.is_being_compacted())
         .count();
-    scores[0] = l0_files as f64 / opts.level0_compaction_trigger as f64;
-    for (level, score) in scores.iter_mut().enumerate().take(n - 1).skip(1) {
-        let bytes: u64 = version.levels[level]
-            .iter()
-            .filter(|f| !f.is_being_compacted())
-            .map(|f| f.size)
-            .sum();
-        *score = bytes as f64 / opts.level_max_bytes(level) as f64;
+    scores.push(RunScore {
+        level: 0,
+        group: GroupId::WHOLE,
+        score: l0_files as f64 / opts.level0_compaction_trigger as f64,
+    });
+    for level in 1..n.saturating_sub(1) {
+        for (group, files) in version.runs(level) {
+            if plan.group(level, group).is_none() {
+                continue;
+            }
+            let bytes: u64 = files
+                .iter()
+                .filter(|f| !f.is_being_compacted())
+                .map(|f| f.size)
+                .sum();
+            let budget = opts.level_max_bytes(level) as f64 * plan.share(level, group);
+            scores.push(RunScore {
+                level,
+                group,
+                score: bytes as f64 / budget.max(1.0),
+            });
+        }
     }
     scores
 }
 
-/// User-key range covered by `files`.
-fn key_range(files: &[Arc<FileMeta>]) -> Option<(Vec<u8>, Vec<u8>)> {
-    let lo = files.iter().map(|f| f.smallest_user_key()).min()?;
-    let hi = files.iter().map(|f| f.largest_user_key()).max()?;
-    Some((lo.to_vec(), hi.to_vec()))
+/// How urgently one sorted run needs compacting.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RunScore {
+    pub level: usize,
+    pub group: GroupId,
+    pub score: f64,
 }
 
-/// True if no level deeper than `output_level` holds keys in `[lo, hi]`.
+/// User-key range covered by `files`.
+fn key_range<'a>(files: impl Iterator<Item = &'a Arc<FileMeta>>) -> Option<(Vec<u8>, Vec<u8>)> {
+    let mut range: Option<(&[u8], &[u8])> = None;
+    for f in files {
+        let (lo, hi) = (f.smallest_user_key(), f.largest_user_key());
+        range = Some(match range {
+            None => (lo, hi),
+            Some((a, b)) => (a.min(lo), b.max(hi)),
+        });
+    }
+    range.map(|(a, b)| (a.to_vec(), b.to_vec()))
+}
+
+/// True if no level deeper than `output_level` holds keys in `[lo, hi]`
+/// in any group (conservative: another lineage's files count too).
 fn is_bottommost(version: &Version, output_level: usize, lo: &[u8], hi: &[u8]) -> bool {
     (output_level + 1..version.num_levels())
         .all(|l| version.overlapping(l, Some(lo), Some(hi)).is_empty())
 }
 
-/// Builds the task that merges `inputs` at `level` into `level + 1`, or
-/// `None` if any file it would touch is already being compacted.
+/// Builds the task that merges `inputs` (of `group` at `level`) into the
+/// group's children on `level + 1`, or `None` if any file it would touch
+/// is already being compacted or the layout has no such group.
 pub fn task_for_inputs(
     version: &Version,
+    plan: &GroupPlan,
     level: usize,
+    group: GroupId,
     inputs: Vec<Arc<FileMeta>>,
     reason: CompactionReason,
     score: f64,
@@ -102,23 +158,49 @@ pub fn task_for_inputs(
     if output_level >= version.num_levels() || inputs.is_empty() {
         return None;
     }
-    if inputs.iter().any(|f| f.is_being_compacted()) {
+    if inputs
+        .iter()
+        .any(|f| f.is_being_compacted() || f.group != group)
+    {
         return None;
     }
-    let (lo, hi) = key_range(&inputs)?;
-    let overlapping = version.overlapping(output_level, Some(&lo), Some(&hi));
-    if overlapping.iter().any(|f| f.is_being_compacted()) {
-        return None;
+    plan.group(level, group)?;
+    let (lo, hi) = key_range(inputs.iter())?;
+    let children = plan.children(level, group);
+    let mut outputs = Vec::with_capacity(children.len());
+    for child in &children {
+        let overlapping = version.overlapping_in(output_level, child.id, Some(&lo), Some(&hi));
+        if overlapping.iter().any(|f| f.is_being_compacted()) {
+            return None;
+        }
+        outputs.push(OutputRun {
+            group: child.id,
+            overlapping,
+        });
     }
-    let all: Vec<_> = inputs.iter().chain(overlapping.iter()).cloned().collect();
-    let (lo, hi) = key_range(&all)?;
-    let trivial_move = level > 0 && inputs.len() == 1 && overlapping.is_empty();
+    let (lo, hi) = key_range(
+        inputs
+            .iter()
+            .chain(outputs.iter().flat_map(|o| &o.overlapping)),
+    )?;
+    let same_format = |f: &FileMeta| {
+        children.len() == 1
+            && children[0].id == group
+            && plan
+                .format(&f.format)
+                .is_some_and(|fmt| fmt.name() == children[0].format.name())
+    };
+    let trivial_move = level > 0
+        && inputs.len() == 1
+        && outputs.iter().all(|o| o.overlapping.is_empty())
+        && same_format(&inputs[0]);
     let bottommost = is_bottommost(version, output_level, &lo, &hi);
     Some(CompactionTask {
         level,
+        group,
         output_level,
         inputs,
-        overlapping,
+        outputs,
         reason,
         trivial_move,
         bottommost,
@@ -129,20 +211,25 @@ pub fn task_for_inputs(
 /// A file as the picker sees it: smallest and largest user key, bytes.
 pub type FileSpan<'a> = (&'a [u8], &'a [u8], u64);
 
-/// The order in which to try the files of a level `>= 1`: by the bytes of
-/// the next level they overlap per byte of their own, smallest first (what
-/// RocksDB's default `kMinOverlappingRatio` does); ties in round-robin
-/// order from the first file past `cursor` (the largest key compacted last
-/// time at this level). Pushing down the file with the least overlap
-/// rewrites the fewest bytes of the next level per byte moved. `next` must
-/// be sorted and non-overlapping (a level `>= 1`).
-pub fn file_order(files: &[FileSpan<'_>], next: &[FileSpan<'_>], cursor: &[u8]) -> Vec<usize> {
+/// The order in which to try the files of a run on a level `>= 1`: by the
+/// bytes of the next level's runs (`next`, one per child group) they
+/// overlap per byte of their own, smallest first (what RocksDB's default
+/// `kMinOverlappingRatio` does); ties in round-robin order from the first
+/// file past `cursor` (the largest key compacted last time at this level).
+/// Pushing down the file with the least overlap rewrites the fewest bytes
+/// of the next level per byte moved. Each run of `next` must be sorted and
+/// non-overlapping.
+pub fn file_order(files: &[FileSpan<'_>], next: &[&[FileSpan<'_>]], cursor: &[u8]) -> Vec<usize> {
     let overlap = |lo: &[u8], hi: &[u8]| -> u64 {
-        let first = next.partition_point(|(_, h, _)| *h < lo);
-        next[first..]
-            .iter()
-            .take_while(|(l, _, _)| *l <= hi)
-            .map(|(_, _, size)| size)
+        next.iter()
+            .map(|run| {
+                let first = run.partition_point(|(_, h, _)| *h < lo);
+                run[first..]
+                    .iter()
+                    .take_while(|(l, _, _)| *l <= hi)
+                    .map(|(_, _, size)| size)
+                    .sum::<u64>()
+            })
             .sum()
     };
     let n = files.len();
@@ -168,43 +255,62 @@ pub fn file_order(files: &[FileSpan<'_>], next: &[FileSpan<'_>], cursor: &[u8]) 
     keyed.into_iter().map(|k| k.3).collect()
 }
 
-/// Picks the most urgent compaction of a version, if any level is over its
-/// budget: all of level 0, or one file of a deeper level chosen by
+/// Picks the most urgent compaction of a version, if any run is over its
+/// budget: all of level 0, or one file of a deeper run chosen by
 /// [`file_order`] (`cursor[level]` breaks ties round-robin).
 pub fn pick_compaction(
     version: &Version,
     opts: &KeyspaceOptions,
+    plan: &GroupPlan,
     cursor: &[Vec<u8>],
 ) -> Option<CompactionTask> {
-    let scores = level_scores(version, opts);
-    let mut order: Vec<usize> = (0..scores.len()).filter(|&l| scores[l] >= 1.0).collect();
-    order.sort_by(|a, b| scores[*b].total_cmp(&scores[*a]));
-    for level in order {
-        let score = scores[level];
+    let mut order: Vec<RunScore> = run_scores(version, opts, plan)
+        .into_iter()
+        .filter(|s| s.score >= 1.0)
+        .collect();
+    order.sort_by(|a, b| b.score.total_cmp(&a.score));
+    for RunScore {
+        level,
+        group,
+        score,
+    } in order
+    {
         if level == 0 {
             let inputs: Vec<_> = version.levels[0].to_vec();
-            if let Some(t) =
-                task_for_inputs(version, 0, inputs, CompactionReason::Level0FileCount, score)
-            {
+            if let Some(t) = task_for_inputs(
+                version,
+                plan,
+                0,
+                group,
+                inputs,
+                CompactionReason::Level0FileCount,
+                score,
+            ) {
                 return Some(t);
             }
             continue;
         }
-        let files = &version.levels[level];
+        let files = version.run(level, group);
         fn span(f: &Arc<FileMeta>) -> FileSpan<'_> {
             (f.smallest_user_key(), f.largest_user_key(), f.size)
         }
         let spans: Vec<FileSpan<'_>> = files.iter().map(span).collect();
-        let next: Vec<FileSpan<'_>> = version
-            .levels
-            .get(level + 1)
-            .map(|l| l.iter().map(span).collect())
-            .unwrap_or_default();
+        let next: Vec<Vec<FileSpan<'_>>> = if level + 1 < version.num_levels() {
+            plan.children(level, group)
+                .iter()
+                .map(|c| version.run(level + 1, c.id).iter().map(span).collect())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let next: Vec<&[FileSpan<'_>]> = next.iter().map(Vec::as_slice).collect();
         let after = cursor.get(level).map(Vec::as_slice).unwrap_or(&[]);
         for i in file_order(&spans, &next, after) {
             if let Some(t) = task_for_inputs(
                 version,
+                plan,
                 level,
+                group,
                 vec![Arc::clone(&files[i])],
                 CompactionReason::LevelSize,
                 score,
@@ -445,10 +551,10 @@ mod tests {
         let files: Vec<FileSpan<'_>> = vec![(b"a", b"c", 10), (b"d", b"f", 10), (b"g", b"i", 20)];
         let next: Vec<FileSpan<'_>> = vec![(b"a", b"b", 100), (b"e", b"e", 5), (b"h", b"z", 50)];
         // Overlap per byte: a-c 100/10, d-f 5/10, g-i 50/20.
-        assert_eq!(file_order(&files, &next, b""), vec![1, 2, 0]);
+        assert_eq!(file_order(&files, &[&next], b""), vec![1, 2, 0]);
         // A file that overlaps nothing below (a trivial move) comes first.
         let next: Vec<FileSpan<'_>> = vec![(b"a", b"b", 100), (b"h", b"z", 50)];
-        assert_eq!(file_order(&files, &next, b"")[0], 1);
+        assert_eq!(file_order(&files, &[&next], b"")[0], 1);
     }
 
     #[test]

@@ -12,7 +12,9 @@ use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{
     KIND_SEEK, MAX_SEQNO, SeqNo, ValueKind, make_internal_key, make_seek_key, parse_internal_key,
 };
+use crate::layout::Layout;
 use crate::merge::MergeOperator;
+use crate::stitch::Stitched;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Direction {
@@ -49,6 +51,10 @@ pub struct DbIter {
     operands: Vec<Vec<u8>>,
     base: Option<Vec<u8>>,
     on_drop: Option<ScanReport>,
+    /// Set for a keyspace whose layout splits values into column groups:
+    /// every call goes to the lineage iterators it joins, and the fields
+    /// above go unused.
+    stitched: Option<Box<Stitched>>,
     // Keeps memtables and table files alive for the iterator's life.
     _pin: Box<dyn Send + Sync>,
 }
@@ -88,22 +94,48 @@ impl DbIter {
             operands: Vec::new(),
             base: None,
             on_drop,
+            stitched: None,
             _pin: pin,
         }
     }
 
+    /// An iterator that joins one resolving iterator per lineage of
+    /// `layout` (see [`crate::stitch`]).
+    pub(crate) fn stitched(parts: Vec<DbIter>, layout: Arc<dyn Layout>) -> Self {
+        let mut it = DbIter::new(
+            MergingIterator::new(Vec::new()),
+            0,
+            None,
+            None,
+            None,
+            Box::new(()),
+            None,
+        );
+        it.stitched = Some(Box::new(Stitched::new(parts, layout)));
+        it
+    }
+
     /// True when positioned on an entry.
     pub fn valid(&self) -> bool {
+        if let Some(st) = &self.stitched {
+            return st.valid();
+        }
         self.valid
     }
 
     /// The current key. REQUIRES: `valid()`.
     pub fn key(&self) -> &[u8] {
+        if let Some(st) = &self.stitched {
+            return st.key();
+        }
         &self.key
     }
 
     /// The current value. REQUIRES: `valid()`.
     pub fn value(&self) -> &[u8] {
+        if let Some(st) = &self.stitched {
+            return st.value();
+        }
         if self.value_pinned {
             self.inner.value()
         } else {
@@ -113,6 +145,9 @@ impl DbIter {
 
     /// The first error met; check it when `valid()` turns false.
     pub fn status(&self) -> Result<()> {
+        if let Some(st) = &self.stitched {
+            return st.status();
+        }
         match &self.error {
             Some(e) => Err(e.duplicate()),
             None => self.inner.status(),
@@ -136,6 +171,9 @@ impl DbIter {
 
     /// Positions on the first key.
     pub fn seek_to_first(&mut self) {
+        if let Some(st) = self.stitched.as_deref_mut() {
+            return st.seek_to_first();
+        }
         match self.lower.clone() {
             Some(l) => self.seek(&l),
             None => {
@@ -148,6 +186,9 @@ impl DbIter {
 
     /// Positions on the last key.
     pub fn seek_to_last(&mut self) {
+        if let Some(st) = self.stitched.as_deref_mut() {
+            return st.seek_to_last();
+        }
         self.direction = Direction::Reverse;
         match self.upper.clone() {
             Some(u) => self
@@ -160,6 +201,9 @@ impl DbIter {
 
     /// Positions on the first key `>= target`.
     pub fn seek(&mut self, target: &[u8]) {
+        if let Some(st) = self.stitched.as_deref_mut() {
+            return st.seek(target);
+        }
         let target = match &self.lower {
             Some(l) if target < l.as_slice() => l.clone(),
             _ => target.to_vec(),
@@ -175,6 +219,9 @@ impl DbIter {
 
     /// Positions on the last key `<= target`.
     pub fn seek_for_prev(&mut self, target: &[u8]) {
+        if let Some(st) = self.stitched.as_deref_mut() {
+            return st.seek_for_prev(target);
+        }
         self.direction = Direction::Reverse;
         if self.past_upper(target) {
             self.seek_to_last();
@@ -188,6 +235,9 @@ impl DbIter {
 
     /// Moves to the next key. REQUIRES: `valid()`.
     pub fn next(&mut self) {
+        if let Some(st) = self.stitched.as_deref_mut() {
+            return st.next();
+        }
         if !self.valid {
             return;
         }
@@ -207,6 +257,9 @@ impl DbIter {
 
     /// Moves to the previous key. REQUIRES: `valid()`.
     pub fn prev(&mut self) {
+        if let Some(st) = self.stitched.as_deref_mut() {
+            return st.prev();
+        }
         if !self.valid {
             return;
         }
@@ -434,10 +487,10 @@ impl Iterator for DbIter {
     /// Yields the entry at the current position and advances. Call
     /// `seek`/`seek_to_first` first.
     fn next(&mut self) -> Option<Self::Item> {
-        if !self.valid {
+        if !self.valid() {
             return self.status().err().map(Err);
         }
-        let item = (self.key.clone(), self.value().to_vec());
+        let item = (self.key().to_vec(), self.value().to_vec());
         DbIter::next(self);
         Some(Ok(item))
     }

@@ -31,10 +31,13 @@ pub mod error;
 pub mod gate;
 pub mod iter;
 pub mod key;
+pub mod layout;
 pub mod level_filter;
 pub mod log;
 pub mod sst;
 pub mod stats;
+pub(crate) mod stitch;
+pub mod table_format;
 pub mod vfs;
 pub mod vfs_mem;
 

@@ -24,7 +24,14 @@
 //!   9 DB_ID           id: len-prefixed bytes (16)          (format 2 on)
 //!  10 KEYSPACE_IDENTITY keyspace: varint32 | merge operator: len-prefixed
 //!                     | layout: len-prefixed                (format 2 on)
+//!  11 NEW_FILE_IN_FORMAT  the fields of NEW_FILE | format: len-prefixed
+//!                     (a table in a format other than the core's own)
 //! ```
+//!
+//! `NEW_FILE_IN_FORMAT` is written only for files of a format a layout
+//! plugged in, so the manifest of a plain key-value database is unchanged;
+//! a build that does not know the tag refuses the manifest rather than
+//! read such a file as the core's format.
 //!
 //! Format 2 adds `DB_ID`: the database's identity, chosen at creation and
 //! carried by the first record of every manifest, the header of every
@@ -42,6 +49,8 @@ use crate::coding::{
 };
 use crate::filename::MAX_FILE_NUMBER;
 use crate::key::{MAX_SEQNO, SeqNo};
+use crate::sst::TableSummary;
+use crate::table_format::{GroupId, SST_FORMAT};
 
 /// The largest keyspace id. Leaves room so that the next id, counted on
 /// from one read from disk, cannot overflow.
@@ -88,6 +97,7 @@ const TAG_NEW_FILE: u32 = 7;
 const TAG_DELETED_FILE: u32 = 8;
 const TAG_DB_ID: u32 = 9;
 const TAG_KEYSPACE_IDENTITY: u32 = 10;
+const TAG_NEW_FILE_IN_FORMAT: u32 = 11;
 
 /// What a keyspace was created with that shapes its files: the merge
 /// operator's name (empty for none) and the layout's descriptor. Recorded
@@ -111,31 +121,32 @@ impl KeyspaceIdentity {
 /// Bytes of a database id.
 pub const DB_ID_LEN: usize = 16;
 
-/// A table file as recorded in the manifest.
+/// What the manifest records of a table file wherever it is: its group,
+/// number, size, key and sequence ranges, counts and format. A live file's
+/// handle ([`crate::version::FileMeta`]) carries the same record.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NewFile {
-    pub keyspace: u32,
-    pub level: u32,
-    /// Column group (always 0 for plain key-value keyspaces).
-    pub group: u32,
+pub struct TableFile {
+    /// Column group ([`GroupId::WHOLE`] for plain key-value keyspaces).
+    pub group: GroupId,
     pub number: u64,
     pub size: u64,
+    /// Smallest and largest internal keys.
     pub smallest: Vec<u8>,
     pub largest: Vec<u8>,
     pub smallest_seqno: SeqNo,
     pub largest_seqno: SeqNo,
     pub num_entries: u64,
     pub num_deletions: u64,
+    /// The table format's name; empty for the core's own format (written
+    /// as `NEW_FILE`; any other as `NEW_FILE_IN_FORMAT`).
+    pub format: String,
 }
 
-impl NewFile {
-    /// The record of table `number`, just written, for keyspace 0 and level 0
-    /// (callers set those where they differ).
-    pub fn from_summary(s: crate::sst::TableSummary, number: u64) -> Self {
-        NewFile {
-            keyspace: 0,
-            level: 0,
-            group: 0,
+impl TableFile {
+    /// The record of table `number`, just written in `format` for `group`.
+    pub fn from_summary(s: TableSummary, number: u64, group: GroupId, format: &str) -> Self {
+        TableFile {
+            group,
             number,
             size: s.file_size,
             smallest: s.smallest,
@@ -144,7 +155,33 @@ impl NewFile {
             largest_seqno: s.largest_seqno,
             num_entries: s.num_entries,
             num_deletions: s.num_deletions,
+            format: if format == SST_FORMAT {
+                String::new()
+            } else {
+                format.to_string()
+            },
         }
+    }
+}
+
+/// A table file added to a keyspace's level.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewFile {
+    pub keyspace: u32,
+    pub level: u32,
+    pub file: TableFile,
+}
+
+impl std::ops::Deref for NewFile {
+    type Target = TableFile;
+    fn deref(&self) -> &TableFile {
+        &self.file
+    }
+}
+
+impl std::ops::DerefMut for NewFile {
+    fn deref_mut(&mut self) -> &mut TableFile {
+        &mut self.file
     }
 }
 
@@ -216,10 +253,15 @@ impl VersionEdit {
             put_varint64(&mut out, *number);
         }
         for f in &self.new_files {
-            put_varint32(&mut out, TAG_NEW_FILE);
+            let tag = if f.format.is_empty() {
+                TAG_NEW_FILE
+            } else {
+                TAG_NEW_FILE_IN_FORMAT
+            };
+            put_varint32(&mut out, tag);
             put_varint32(&mut out, f.keyspace);
             put_varint32(&mut out, f.level);
-            put_varint32(&mut out, f.group);
+            put_varint32(&mut out, f.group.0);
             put_varint64(&mut out, f.number);
             put_varint64(&mut out, f.size);
             put_length_prefixed(&mut out, &f.smallest);
@@ -228,6 +270,9 @@ impl VersionEdit {
             put_varint64(&mut out, f.largest_seqno);
             put_varint64(&mut out, f.num_entries);
             put_varint64(&mut out, f.num_deletions);
+            if tag == TAG_NEW_FILE_IN_FORMAT {
+                put_length_prefixed(&mut out, f.format.as_bytes());
+            }
         }
         out
     }
@@ -290,11 +335,11 @@ impl VersionEdit {
                     let number = file_number(s, "file number")?;
                     e.deleted_files.push((ks, level, number));
                 }
-                TAG_NEW_FILE => {
-                    let f = NewFile {
-                        keyspace: keyspace_id(s)?,
-                        level: get_varint32(s).ok_or("bad level")?,
-                        group: get_varint32(s).ok_or("bad column group")?,
+                TAG_NEW_FILE | TAG_NEW_FILE_IN_FORMAT => {
+                    let keyspace = keyspace_id(s)?;
+                    let level = get_varint32(s).ok_or("bad level")?;
+                    let mut file = TableFile {
+                        group: GroupId(get_varint32(s).ok_or("bad column group")?),
                         number: file_number(s, "file number")?,
                         size: get_varint64(s).ok_or("bad file size")?,
                         smallest: get_length_prefixed(s).ok_or("bad smallest key")?.to_vec(),
@@ -303,8 +348,21 @@ impl VersionEdit {
                         largest_seqno: seqno(s, "largest seqno")?,
                         num_entries: get_varint64(s).ok_or("bad entry count")?,
                         num_deletions: get_varint64(s).ok_or("bad deletion count")?,
+                        format: String::new(),
                     };
-                    e.new_files.push(f);
+                    if tag == TAG_NEW_FILE_IN_FORMAT {
+                        let name = get_length_prefixed(s).ok_or("bad table format name")?;
+                        file.format = String::from_utf8(name.to_vec())
+                            .map_err(|_| "table format name is not UTF-8")?;
+                        if file.format.is_empty() || file.format == SST_FORMAT {
+                            return Err("NEW_FILE_IN_FORMAT names the core's own format".into());
+                        }
+                    }
+                    e.new_files.push(NewFile {
+                        keyspace,
+                        level,
+                        file,
+                    });
                 }
                 other => return Err(format!("unknown field tag {other}")),
             }
@@ -352,19 +410,40 @@ mod tests {
             added_keyspaces: vec![(0, "default".into()), (3, "idx".into())],
             dropped_keyspaces: vec![2],
             log_numbers: vec![(0, 7)],
-            new_files: vec![NewFile {
-                keyspace: 3,
-                level: 1,
-                group: 0,
-                number: 9,
-                size: 4096,
-                smallest: b"a\0\0\0\0\0\0\0\0".to_vec(),
-                largest: b"z\0\0\0\0\0\0\0\0".to_vec(),
-                smallest_seqno: 1,
-                largest_seqno: 99,
-                num_entries: 10,
-                num_deletions: 2,
-            }],
+            new_files: vec![
+                NewFile {
+                    keyspace: 3,
+                    level: 1,
+                    file: TableFile {
+                        group: GroupId(0),
+                        number: 9,
+                        size: 4096,
+                        smallest: b"a\0\0\0\0\0\0\0\0".to_vec(),
+                        largest: b"z\0\0\0\0\0\0\0\0".to_vec(),
+                        smallest_seqno: 1,
+                        largest_seqno: 99,
+                        num_entries: 10,
+                        num_deletions: 2,
+                        format: String::new(),
+                    },
+                },
+                NewFile {
+                    keyspace: 3,
+                    level: 2,
+                    file: TableFile {
+                        group: GroupId(7),
+                        number: 10,
+                        size: 100,
+                        smallest: b"b\0\0\0\0\0\0\0\0".to_vec(),
+                        largest: b"c\0\0\0\0\0\0\0\0".to_vec(),
+                        smallest_seqno: 2,
+                        largest_seqno: 3,
+                        num_entries: 1,
+                        num_deletions: 0,
+                        format: "columns".into(),
+                    },
+                },
+            ],
             deleted_files: vec![(0, 0, 5)],
             db_id: Some(*b"0123456789abcdef"),
             keyspace_identities: vec![(

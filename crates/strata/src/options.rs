@@ -5,6 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
+pub use crate::layout::{GroupSpec, Layout, TieredCompressionLayout, UniformLayout};
 use crate::memtable::{MemTableKind, MemTableOptions};
 use crate::merge::MergeOperator;
 use crate::sst::{Compression, TableBuilderOptions};
@@ -148,65 +149,6 @@ impl Options {
             ));
         }
         self.default_keyspace.validate()
-    }
-}
-
-/// Chooses how each level of a keyspace is stored. The key-value core uses
-/// one column group per level and varies only the table options (for
-/// example LZ4 on hot levels and Zstd on cold ones); the table layer plugs in
-/// column-group layouts through the same seam.
-pub trait Layout: Send + Sync {
-    /// A stable name for stats and logs.
-    fn name(&self) -> &str;
-    /// The name and every parameter that changes what files it writes;
-    /// recorded in the manifest as part of the keyspace's identity.
-    fn descriptor(&self) -> String {
-        self.name().to_string()
-    }
-    /// Table options for files written to `level`.
-    fn table_options(&self, level: usize, base: &TableBuilderOptions) -> TableBuilderOptions;
-}
-
-/// The default layout: the keyspace's table options at every level.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct UniformLayout;
-
-impl Layout for UniformLayout {
-    fn name(&self) -> &str {
-        "uniform"
-    }
-    fn table_options(&self, _level: usize, base: &TableBuilderOptions) -> TableBuilderOptions {
-        base.clone()
-    }
-}
-
-/// A layout that compresses levels from `cold_from_level` on with a
-/// different codec (for example Zstd below LZ4).
-#[derive(Debug, Clone, Copy)]
-pub struct TieredCompressionLayout {
-    pub hot: Compression,
-    pub cold: Compression,
-    pub cold_from_level: usize,
-}
-
-impl Layout for TieredCompressionLayout {
-    fn name(&self) -> &str {
-        "tiered-compression"
-    }
-    fn descriptor(&self) -> String {
-        format!(
-            "tiered-compression:hot={},cold={},from={}",
-            self.hot, self.cold, self.cold_from_level
-        )
-    }
-    fn table_options(&self, level: usize, base: &TableBuilderOptions) -> TableBuilderOptions {
-        let mut o = base.clone();
-        o.compression = if level >= self.cold_from_level {
-            self.cold
-        } else {
-            self.hot
-        };
-        o
     }
 }
 
@@ -441,7 +383,13 @@ impl KeyspaceOptions {
         }
         self.memtable.validate()?;
         self.memtable_options
-            .validate(self.memtable, self.write_buffer_size)
+            .validate(self.memtable, self.write_buffer_size)?;
+        self.group_plan().map(|_| ())
+    }
+
+    /// The layout, checked and precomputed for this keyspace's levels.
+    pub(crate) fn group_plan(&self) -> Result<crate::layout::GroupPlan> {
+        crate::layout::GroupPlan::new(&*self.layout, self.num_levels)
     }
 
     /// What of these options shapes the keyspace's files, as recorded in

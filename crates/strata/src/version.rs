@@ -11,25 +11,17 @@ use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
-use crate::key::{SeqNo, compare_internal, user_key};
-use crate::manifest::NewFile;
+use crate::key::{compare_internal, user_key};
+use crate::manifest::{NewFile, TableFile};
 use crate::retained::RetainedTable;
-use crate::sst::{TableIter, TableReader};
+use crate::table_format::{GroupId, TableHandle, TableHandleIter};
 use crate::vfs::Vfs;
 
-/// A live table file.
+/// A live table file: its manifest record (reached through `Deref`), its
+/// open handle and, for level-0 files, the memtable retained to serve it.
 pub struct FileMeta {
-    pub number: u64,
-    pub group: u32,
-    pub size: u64,
-    /// Smallest and largest internal keys.
-    pub smallest: Vec<u8>,
-    pub largest: Vec<u8>,
-    pub smallest_seqno: SeqNo,
-    pub largest_seqno: SeqNo,
-    pub num_entries: u64,
-    pub num_deletions: u64,
-    pub table: Arc<TableReader>,
+    pub file: TableFile,
+    pub(crate) table: TableHandle,
     pub path: PathBuf,
     pub(crate) being_compacted: AtomicBool,
     obsolete: AtomicBool,
@@ -40,19 +32,23 @@ pub struct FileMeta {
     retained: parking_lot::RwLock<Option<Arc<RetainedTable>>>,
 }
 
+impl std::ops::Deref for FileMeta {
+    type Target = TableFile;
+    fn deref(&self) -> &TableFile {
+        &self.file
+    }
+}
+
 impl FileMeta {
     /// Wraps an opened table.
-    pub fn new(rec: &NewFile, table: Arc<TableReader>, path: PathBuf, vfs: Arc<dyn Vfs>) -> Self {
+    pub(crate) fn new(
+        file: TableFile,
+        table: TableHandle,
+        path: PathBuf,
+        vfs: Arc<dyn Vfs>,
+    ) -> Self {
         FileMeta {
-            number: rec.number,
-            group: rec.group,
-            size: rec.size,
-            smallest: rec.smallest.clone(),
-            largest: rec.largest.clone(),
-            smallest_seqno: rec.smallest_seqno,
-            largest_seqno: rec.largest_seqno,
-            num_entries: rec.num_entries,
-            num_deletions: rec.num_deletions,
+            file,
             table,
             path,
             being_compacted: AtomicBool::new(false),
@@ -91,15 +87,7 @@ impl FileMeta {
         NewFile {
             keyspace,
             level: level as u32,
-            group: self.group,
-            number: self.number,
-            size: self.size,
-            smallest: self.smallest.clone(),
-            largest: self.largest.clone(),
-            smallest_seqno: self.smallest_seqno,
-            largest_seqno: self.largest_seqno,
-            num_entries: self.num_entries,
-            num_deletions: self.num_deletions,
+            file: self.file.clone(),
         }
     }
 
@@ -144,15 +132,16 @@ impl Drop for FileMeta {
 
 impl std::fmt::Debug for FileMeta {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "#{}({}B)", self.number, self.size)
+        write!(f, "#{}({}B, {})", self.number, self.size, self.group)
     }
 }
 
 /// The files of one keyspace at one moment.
 #[derive(Clone, Debug)]
 pub struct Version {
-    /// `levels[0]` newest first (overlapping ranges); deeper levels sorted
-    /// by smallest key, ranges disjoint.
+    /// `levels[0]` newest first (overlapping ranges, all of the whole-value
+    /// group); deeper levels sorted by column group and then by smallest
+    /// key: each group's files form one sorted run of disjoint ranges.
     pub levels: Vec<Vec<Arc<FileMeta>>>,
 }
 
@@ -182,7 +171,30 @@ impl Version {
             .flat_map(|(l, fs)| fs.iter().map(move |f| (l, f)))
     }
 
-    /// Files of `level` whose user-key range intersects `[lo, hi]`.
+    /// The sorted run of column group `group` on `level` (>= 1).
+    pub fn run(&self, level: usize, group: GroupId) -> &[Arc<FileMeta>] {
+        let files = &self.levels[level];
+        // The common case, one group per level, costs two comparisons.
+        match (files.first(), files.last()) {
+            (Some(a), Some(b)) if a.group == group && b.group == group => files,
+            (None, _) | (_, None) => &[],
+            _ => {
+                let lo = files.partition_point(|f| f.group < group);
+                let hi = lo + files[lo..].partition_point(|f| f.group == group);
+                &files[lo..hi]
+            }
+        }
+    }
+
+    /// The sorted runs of `level` (>= 1), one per column group present.
+    pub fn runs(&self, level: usize) -> impl Iterator<Item = (GroupId, &[Arc<FileMeta>])> {
+        self.levels[level]
+            .chunk_by(|a, b| a.group == b.group)
+            .map(|run| (run[0].group, run))
+    }
+
+    /// Files of `level` (every group) whose user-key range intersects
+    /// `[lo, hi]`.
     pub fn overlapping(
         &self,
         level: usize,
@@ -196,15 +208,32 @@ impl Version {
             .collect()
     }
 
-    /// The file of a sorted level (>= 1) that may hold `user_key`.
-    pub fn find_file(&self, level: usize, ukey: &[u8]) -> Option<&Arc<FileMeta>> {
-        let files = &self.levels[level];
+    /// Files of group `group`'s run on `level` whose user-key range
+    /// intersects `[lo, hi]`.
+    pub fn overlapping_in(
+        &self,
+        level: usize,
+        group: GroupId,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+    ) -> Vec<Arc<FileMeta>> {
+        self.run(level, group)
+            .iter()
+            .filter(|f| f.overlaps(lo, hi))
+            .cloned()
+            .collect()
+    }
+
+    /// The file of group `group`'s run on a sorted level (>= 1) that may
+    /// hold `user_key`.
+    pub fn find_file(&self, level: usize, group: GroupId, ukey: &[u8]) -> Option<&Arc<FileMeta>> {
+        let files = self.run(level, group);
         let i = files.partition_point(|f| f.largest_user_key() < ukey);
         files.get(i).filter(|f| f.smallest_user_key() <= ukey)
     }
 
     /// Applies an edit's file changes for `keyspace`, returning the new
-    /// version. `open` turns a new file record into a handle.
+    /// version.
     pub fn apply(
         &self,
         keyspace: u32,
@@ -227,20 +256,33 @@ impl Version {
         }
         sort_level0(&mut levels[0]);
         for files in levels.iter_mut().skip(1) {
-            files.sort_by(|a, b| compare_internal(&a.smallest, &b.smallest));
+            files.sort_by(|a, b| {
+                a.group
+                    .cmp(&b.group)
+                    .then_with(|| compare_internal(&a.smallest, &b.smallest))
+            });
         }
         Version { levels }
     }
 
-    /// Checks that deeper levels hold disjoint, sorted ranges.
+    /// Checks that level 0 holds only whole values and that each column
+    /// group's run on a deeper level holds disjoint, sorted ranges.
     pub fn check_invariants(&self) -> std::result::Result<(), String> {
-        for (l, files) in self.levels.iter().enumerate().skip(1) {
-            for w in files.windows(2) {
-                if compare_internal(&w[0].largest, &w[1].smallest) != Ordering::Less {
-                    return Err(format!(
-                        "level {l}: files {} and {} overlap",
-                        w[0].number, w[1].number
-                    ));
+        if let Some(f) = self.levels[0].iter().find(|f| f.group != GroupId::WHOLE) {
+            return Err(format!(
+                "level 0: file {} is of column group {}, but level 0 holds whole values",
+                f.number, f.group
+            ));
+        }
+        for l in 1..self.levels.len() {
+            for (group, files) in self.runs(l) {
+                for w in files.windows(2) {
+                    if compare_internal(&w[0].largest, &w[1].smallest) != Ordering::Less {
+                        return Err(format!(
+                            "level {l}, group {group}: files {} and {} overlap",
+                            w[0].number, w[1].number
+                        ));
+                    }
                 }
             }
         }
@@ -262,7 +304,7 @@ pub fn sort_level0(files: &mut [Arc<FileMeta>]) {
 pub struct LevelIter {
     files: Vec<Arc<FileMeta>>,
     index: usize,
-    current: Option<TableIter>,
+    current: Option<TableHandleIter>,
     /// Seeks that land before a file's first key position lazily.
     lazy: bool,
     /// Positioned on the first entry of `files[index]` without opening it:
@@ -507,8 +549,8 @@ impl InternalIterator for LevelIter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::{ValueKind, make_internal_key, make_seek_key};
-    use crate::sst::{TableBuilder, TableBuilderOptions};
+    use crate::key::{SeqNo, ValueKind, make_internal_key, make_seek_key};
+    use crate::sst::{TableBuilder, TableBuilderOptions, TableReader};
     use crate::stats::Statistics;
     use crate::vfs::StdVfs;
 
@@ -537,10 +579,7 @@ mod tests {
                     }
                 }
                 let s = b.finish().expect("finish");
-                let mut rec = NewFile {
-                    level: 1,
-                    ..NewFile::from_summary(s, n as u64)
-                };
+                let mut rec = TableFile::from_summary(s, n as u64, GroupId::WHOLE, "");
                 if bend_first_key && n == 1 {
                     // A manifest that claims the file starts earlier.
                     rec.smallest = ikey(35, 9);
@@ -553,7 +592,12 @@ mod tests {
                     Arc::new(Statistics::default()),
                 )
                 .expect("table");
-                Arc::new(FileMeta::new(&rec, Arc::new(table), path, Arc::clone(&vfs)))
+                Arc::new(FileMeta::new(
+                    rec,
+                    TableHandle::Sst(Arc::new(table)),
+                    path,
+                    Arc::clone(&vfs),
+                ))
             })
             .collect()
     }

@@ -281,11 +281,12 @@ fn frames(parts: &[&[&'static str]]) -> &'static [&'static str] {
 /// The sites of writing one table: its creation by `chain` (with the
 /// frames `create`), the TableBuilder's appends, flush and sync (called
 /// from the frames `caller`), and the removal of the file when writing it
-/// fails (after a failed footer append).
+/// fails (after a failed footer append; frames `remove`).
 fn table_builder_sites(
     scenario: Scenario,
     chain: &'static str,
     create: &'static [&'static str],
+    remove: &'static [&'static str],
     caller: &'static [&'static str],
 ) -> Vec<Site> {
     let b = |inner: &str| leak(format!("{chain} → sst/builder.rs:{inner}"));
@@ -363,7 +364,7 @@ fn table_builder_sites(
             "remove the table file after a failed footer append",
             Remove,
             ".sst",
-            create,
+            remove,
             scenario,
             FAILS,
         )
@@ -657,6 +658,7 @@ fn sites() -> Vec<Site> {
     v.extend(table_builder_sites(
         FlushJob,
         "db/flush.rs:DbInner::flush_memtable → build_table",
+        &["TableOutput::create", "build_table", FLUSH],
         &["build_table", FLUSH],
         &["build_table", FLUSH],
     ));
@@ -737,7 +739,8 @@ fn sites() -> Vec<Site> {
     v.extend(table_builder_sites(
         Compact,
         "db/compact.rs:DbInner::run_compaction → write_compaction_outputs",
-        &[OUTPUTS, "..", RUN_COMPACTION],
+        &["TableOutput::create", OUTPUTS, "..", RUN_COMPACTION],
+        &["DbInner::remove_tables", OUTPUTS, "..", RUN_COMPACTION],
         &[OUTPUTS],
     ));
     let i = v.len() - 7;
@@ -872,6 +875,7 @@ fn sites() -> Vec<Site> {
     v.extend(table_builder_sites(
         Reopen,
         "db/open.rs:DbInner::open → build_table",
+        &["TableOutput::create", "build_table", OPEN],
         &["build_table", OPEN],
         &["build_table", OPEN],
     ));
@@ -940,7 +944,7 @@ fn sites() -> Vec<Site> {
     // --- salvage mode -------------------------------------------------------
     v.extend([
         site(
-            "db/open.rs:DbInner::open → sst/reader.rs:TableReader::verify",
+            "db/open.rs:DbInner::open → table_format.rs:TableHandle::verify → sst/reader.rs:TableReader::verify",
             "read a block of a sound table",
             Read,
             ".sst",
@@ -948,6 +952,7 @@ fn sites() -> Vec<Site> {
                 "read_block_contents",
                 "TableReader::read_uncached",
                 "TableReader::verify",
+                "TableHandle::verify",
                 OPEN,
             ],
             Salvage,
@@ -1040,7 +1045,7 @@ fn sites() -> Vec<Site> {
     // --- reads --------------------------------------------------------------
     v.extend([
         site(
-            "db/read.rs:DbInner::get → sst/reader.rs:TableReader::get → read_data_block",
+            "db/read.rs:DbInner::get → get_in_lineage → table_format.rs:TableHandle::get → sst/reader.rs:TableReader::get → read_data_block",
             "read a data block",
             Read,
             ".sst",
@@ -1049,6 +1054,8 @@ fn sites() -> Vec<Site> {
                 "TableReader::read_uncached",
                 "TableReader::read_data_block",
                 "TableReader::get",
+                "TableHandle::get",
+                "get_in_lineage",
                 "DbInner::get",
             ],
             Get,
@@ -1071,7 +1078,7 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db/handle.rs:Db::verify → sst/reader.rs:TableReader::verify",
+            "db/handle.rs:Db::verify → table_format.rs:TableHandle::verify → sst/reader.rs:TableReader::verify",
             "read a block",
             Read,
             ".sst",
@@ -1079,6 +1086,7 @@ fn sites() -> Vec<Site> {
                 "read_block_contents",
                 "TableReader::read_uncached",
                 "TableReader::verify",
+                "TableHandle::verify",
                 "Db::verify",
             ],
             Verify,

@@ -7,9 +7,10 @@ use std::sync::Arc;
 
 use strata::key::{ValueKind, make_internal_key};
 use strata::log::LogWriter;
-use strata::manifest::{NewFile, VersionEdit};
+use strata::manifest::{NewFile, TableFile, VersionEdit};
 use strata::sst::block::BlockBuilder;
 use strata::sst::{Compression, TableBuilder, TableBuilderOptions};
+use strata::table_format::GroupId;
 use strata::vfs::Vfs;
 use strata::vfs_mem::MemVfs;
 use strata::{Db, KeyspaceOptions, Options, WriteBatch, WriteOptions};
@@ -223,15 +224,18 @@ pub fn write_all(out: &Path) -> io::Result<usize> {
         new_files: vec![NewFile {
             keyspace: 1,
             level: 2,
-            group: 0,
-            number: 11,
-            size: 4096,
-            smallest: make_internal_key(b"a", 5, ValueKind::Put),
-            largest: make_internal_key(b"z", 9, ValueKind::Delete),
-            smallest_seqno: 5,
-            largest_seqno: 9,
-            num_entries: 40,
-            num_deletions: 3,
+            file: TableFile {
+                group: GroupId::WHOLE,
+                number: 11,
+                size: 4096,
+                smallest: make_internal_key(b"a", 5, ValueKind::Put),
+                largest: make_internal_key(b"z", 9, ValueKind::Delete),
+                smallest_seqno: 5,
+                largest_seqno: 9,
+                num_entries: 40,
+                num_deletions: 3,
+                format: String::new(),
+            },
         }],
         deleted_files: vec![(0, 1, 4)],
     };

@@ -11,7 +11,9 @@ pub(super) const COMPACTION_RETRY_MAX: Duration = Duration::from_secs(10);
 /// Finds a compaction in any keyspace and marks its inputs.
 pub(super) fn pick_any(st: &mut State) -> Option<(u32, CompactionTask)> {
     for (id, k) in st.keyspaces.iter().filter(|(_, k)| k.registered) {
-        if let Some(t) = compaction::pick_compaction(&k.version, &k.opts, &k.compact_cursor) {
+        if let Some(t) =
+            compaction::pick_compaction(&k.version, &k.opts, &k.plan, &k.compact_cursor)
+        {
             for f in t.all_inputs() {
                 f.being_compacted.store(true, Ordering::Release);
             }
@@ -92,10 +94,10 @@ impl DbInner {
     /// compacted, and installs its result.
     pub(super) fn run_compaction(&self, id: u32, t: &CompactionTask) -> Result<()> {
         let started = Instant::now();
-        let (opts, snapshots) = {
+        let (opts, plan, snapshots) = {
             let st = self.state.lock();
             let k = st.keyspaces.get(&id).ok_or(Error::Closed)?;
-            (Arc::clone(&k.opts), st.snapshot_list())
+            (Arc::clone(&k.opts), Arc::clone(&k.plan), st.snapshot_list())
         };
         let mut deleted: Vec<(u32, u32, u64)> = t
             .all_inputs()
@@ -116,26 +118,34 @@ impl DbInner {
         if t.trivial_move {
             added.push((t.output_level, Arc::clone(&t.inputs[0])));
         } else {
-            let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
-            for f in &t.inputs {
-                children.push(Box::new(f.table.iter()));
-            }
-            if t.level == 0 {
-                // Level-0 inputs overlap; the merge handles that.
-            }
-            if !t.overlapping.is_empty() {
-                children.push(Box::new(LevelIter::new(t.overlapping.clone())));
-            }
-            let mut input = MergingIterator::new(children);
+            // Each child group's output is the inputs merged with that
+            // child's own overlapping files: a child holds only its
+            // columns, so another child's entries must not reach it.
             let stop = || self.shutting_down.load(Ordering::Acquire);
-            let outputs = self.write_compaction_outputs(&mut input, &opts, t, &snapshots, &stop)?;
-            for rec in outputs {
-                written += rec.size;
-                let rec = NewFile {
-                    keyspace: id,
-                    ..rec
-                };
-                added.push((t.output_level, self.open_new_table(&rec)?));
+            let mut written_files: Vec<TableFile> = Vec::new();
+            for out in &t.outputs {
+                let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+                for f in &t.inputs {
+                    children.push(Box::new(f.table.iter()));
+                }
+                if !out.overlapping.is_empty() {
+                    children.push(Box::new(LevelIter::new(out.overlapping.clone())));
+                }
+                let mut input = MergingIterator::new(children);
+                let r = self.write_compaction_outputs(
+                    &mut input, &opts, &plan, t, out.group, &snapshots, &stop,
+                );
+                match r {
+                    Ok(files) => written_files.extend(files),
+                    Err(e) => {
+                        self.remove_tables(written_files.iter().map(|f| f.number));
+                        return Err(e);
+                    }
+                }
+            }
+            for file in written_files {
+                written += file.size;
+                added.push((t.output_level, self.open_new_table(&file, &plan)?));
             }
             self.vfs.sync_dir(&self.path)?;
         }
@@ -200,19 +210,31 @@ impl DbInner {
         Ok(())
     }
 
+    /// Removes table files a failed job wrote (best effort: the next open
+    /// removes what no version references).
+    fn remove_tables(&self, numbers: impl Iterator<Item = u64>) {
+        for n in numbers {
+            let _ = self.vfs.remove(&filename::table_path(&self.path, n));
+        }
+    }
+
+    /// Writes the survivors of `input` as the files of `group` on the
+    /// task's output level, split at the target file size.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn write_compaction_outputs(
         &self,
         input: &mut dyn InternalIterator,
         opts: &KeyspaceOptions,
+        plan: &GroupPlan,
         t: &CompactionTask,
+        group: GroupId,
         snapshots: &[SeqNo],
         stop: &dyn Fn() -> bool,
-    ) -> Result<Vec<NewFile>> {
-        let mut outputs: Vec<NewFile> = Vec::new();
-        let mut builder: Option<(TableBuilder, u64)> = None;
+    ) -> Result<Vec<TableFile>> {
+        let mut outputs: Vec<TableFile> = Vec::new();
+        let mut builder: Option<TableOutput> = None;
         let mut last_ukey: Vec<u8> = Vec::new();
         let target = opts.target_file_size;
-        let table_opts = opts.table_options(t.output_level);
         let policy = DropPolicy {
             snapshots,
             bottommost: t.bottommost,
@@ -220,28 +242,33 @@ impl DbInner {
         };
         // An output whose writing fails is removed at once, like the others
         // below (test fault_sites::compaction_sites).
-        let finish = |b: TableBuilder, number: u64| {
-            finish_table(b, number).inspect_err(|_| {
-                let _ = self.vfs.remove(&filename::table_path(&self.path, number));
-            })
+        let finish = |b: TableOutput| {
+            let number = b.number();
+            b.finish()
+                .inspect_err(|_| self.remove_tables(std::iter::once(number)))
         };
         let mut emit = |k: &[u8], v: &[u8]| -> Result<()> {
             let uk = user_key(k);
-            let split = builder.as_ref().is_some_and(|(b, _)| {
-                b.estimated_file_size() >= target && uk != last_ukey.as_slice()
-            });
-            if split && let Some((b, number)) = builder.take() {
-                outputs.push(finish(b, number)?);
+            let split = builder
+                .as_ref()
+                .is_some_and(|b| b.estimated_file_size() >= target && uk != last_ukey.as_slice());
+            if split && let Some(b) = builder.take() {
+                outputs.push(finish(b)?);
             }
             if builder.is_none() {
                 let number = self.allocate_file_number()?;
-                let p = filename::table_path(&self.path, number);
-                let f = self.vfs.create(&p)?;
-                let mut b = TableBuilder::new(f, p, table_opts.clone());
-                b.set_owner(&self.db_id, number);
-                builder = Some((b, number));
+                builder = Some(TableOutput::create(
+                    &self.vfs,
+                    &self.path,
+                    &self.db_id,
+                    number,
+                    opts,
+                    plan,
+                    t.output_level,
+                    group,
+                )?);
             }
-            if let Some((b, _)) = builder.as_mut() {
+            if let Some(b) = builder.as_mut() {
                 b.add(k, v)?;
             }
             last_ukey.clear();
@@ -250,15 +277,13 @@ impl DbInner {
         };
         let r: Result<DropStats> = compaction::compact_entries(input, &policy, &mut emit, stop);
         let r = r.and_then(|_| match builder.take() {
-            Some((b, number)) => finish(b, number).map(|rec| outputs.push(rec)),
+            Some(b) => finish(b).map(|rec| outputs.push(rec)),
             None => Ok(()),
         });
         if let Err(e) = r {
-            for o in &outputs {
-                let _ = self.vfs.remove(&filename::table_path(&self.path, o.number));
-            }
-            if let Some((_, number)) = builder {
-                let _ = self.vfs.remove(&filename::table_path(&self.path, number));
+            self.remove_tables(outputs.iter().map(|o| o.number));
+            if let Some(b) = builder {
+                self.remove_tables(std::iter::once(b.number()));
             }
             return Err(e);
         }
@@ -287,56 +312,92 @@ impl DbInner {
         };
         let target = last_nonempty.max(1);
         for level in 0..target {
-            loop {
-                let task = {
-                    let mut st = self.state.lock();
-                    Self::bg_error(&st)?;
-                    if st.closed {
-                        return Err(Error::Closed);
-                    }
-                    let k = st.keyspaces.get(&id).ok_or(Error::Closed)?;
-                    let inputs = k.version.overlapping(level, lo, hi);
-                    if inputs.is_empty() {
-                        break;
-                    }
-                    match compaction::task_for_inputs(
-                        &k.version,
-                        level,
-                        inputs,
-                        CompactionReason::Manual,
-                        0.0,
-                    ) {
-                        Some(mut t) => {
-                            // A manual compaction rewrites even a lone file,
-                            // so that its tombstones and old versions go.
-                            t.trivial_move = false;
-                            for f in t.all_inputs() {
-                                f.being_compacted.store(true, Ordering::Release);
-                            }
-                            st.running_compactions += 1;
-                            Some(t)
-                        }
-                        None => {
-                            // Background compaction holds some input; wait.
-                            self.bg_cv.wait_for(&mut st, Duration::from_millis(50));
-                            None
-                        }
-                    }
-                };
-                let Some(t) = task else { continue };
-                let r = self.run_compaction(id, &t);
-                for f in t.all_inputs() {
-                    f.being_compacted.store(false, Ordering::Release);
+            let groups: Vec<GroupId> = {
+                let st = self.state.lock();
+                let k = st.keyspaces.get(&id).ok_or(Error::Closed)?;
+                if level == 0 {
+                    vec![GroupId::WHOLE]
+                } else {
+                    k.version.runs(level).map(|(g, _)| g).collect()
                 }
-                self.state.lock().running_compactions -= 1;
-                self.bg_cv.notify_all();
-                if let Err(e) = r {
-                    self.note_compaction_failure(&e);
-                    return Err(e);
-                }
-                self.state.lock().compaction_error = None;
-                break;
+            };
+            for group in groups {
+                self.compact_run_manually(id, level, group, lo, hi)?;
             }
+        }
+        Ok(())
+    }
+
+    /// Compacts the files of `group` on `level` in `[lo, hi]` into the
+    /// next level, waiting for background compactions holding them.
+    fn compact_run_manually(
+        &self,
+        id: u32,
+        level: usize,
+        group: GroupId,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+    ) -> Result<()> {
+        loop {
+            let task = {
+                let mut st = self.state.lock();
+                Self::bg_error(&st)?;
+                if st.closed {
+                    return Err(Error::Closed);
+                }
+                let k = st.keyspaces.get(&id).ok_or(Error::Closed)?;
+                let inputs = if level == 0 {
+                    k.version.overlapping(level, lo, hi)
+                } else {
+                    k.version.overlapping_in(level, group, lo, hi)
+                };
+                if inputs.is_empty() {
+                    break;
+                }
+                let plan = Arc::clone(&k.plan);
+                if plan.group(level, group).is_none() {
+                    // A group the layout no longer has stays put.
+                    break;
+                }
+                match compaction::task_for_inputs(
+                    &k.version,
+                    &plan,
+                    level,
+                    group,
+                    inputs,
+                    CompactionReason::Manual,
+                    0.0,
+                ) {
+                    Some(mut t) => {
+                        // A manual compaction rewrites even a lone file,
+                        // so that its tombstones and old versions go.
+                        t.trivial_move = false;
+                        for f in t.all_inputs() {
+                            f.being_compacted.store(true, Ordering::Release);
+                        }
+                        st.running_compactions += 1;
+                        Some(t)
+                    }
+                    None => {
+                        // Background compaction holds some input; wait.
+                        self.bg_cv.wait_for(&mut st, Duration::from_millis(50));
+                        None
+                    }
+                }
+            };
+            let Some(t) = task else { continue };
+            let r = self.run_compaction(id, &t);
+            for f in t.all_inputs() {
+                f.being_compacted.store(false, Ordering::Release);
+            }
+            self.state.lock().running_compactions -= 1;
+            self.bg_cv.notify_all();
+            if let Err(e) = r {
+                self.note_compaction_failure(&e);
+                return Err(e);
+            }
+            self.state.lock().compaction_error = None;
+            break;
         }
         Ok(())
     }

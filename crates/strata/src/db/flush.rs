@@ -25,11 +25,88 @@ pub(super) fn enforce_retention_budget(ks: &mut KeyspaceState) {
     }
 }
 
-pub(super) fn finish_table(b: TableBuilder, number: u64) -> Result<NewFile> {
-    Ok(NewFile::from_summary(b.finish()?, number))
+/// A table file being written: the writer of its group's format and what
+/// its manifest record needs besides the writer's summary.
+pub(super) struct TableOutput {
+    writer: Box<dyn TableWriter>,
+    number: u64,
+    group: GroupId,
+    format: String,
 }
 
-/// Writes the surviving entries of `input` into one table file at `level`;
+impl TableOutput {
+    /// Creates table `number` for `group` of `level`, in the format the
+    /// keyspace's layout gives that group.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn create(
+        vfs: &Arc<dyn Vfs>,
+        dir: &Path,
+        db_id: &DbId,
+        number: u64,
+        opts: &KeyspaceOptions,
+        plan: &GroupPlan,
+        level: usize,
+        group: GroupId,
+    ) -> Result<TableOutput> {
+        let spec = plan.group(level, group).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "layout {} has no group {group} on level {level}",
+                opts.layout.name()
+            ))
+        })?;
+        let path = filename::table_path(dir, number);
+        let file = vfs.create(&path)?;
+        let table_opts = opts.table_options(level);
+        let ctx = WriterContext {
+            options: &table_opts,
+            level,
+            group,
+            owner_db_id: db_id.as_slice(),
+            file_number: number,
+        };
+        let writer = spec
+            .format
+            .writer(file, path.clone(), &ctx)
+            .inspect_err(|_| {
+                let _ = vfs.remove(&path);
+            })?;
+        Ok(TableOutput {
+            writer,
+            number,
+            group,
+            format: spec.format.name().to_string(),
+        })
+    }
+
+    pub(super) fn number(&self) -> u64 {
+        self.number
+    }
+
+    pub(super) fn add(&mut self, internal_key: &[u8], value: &[u8]) -> Result<()> {
+        self.writer.add(internal_key, value)
+    }
+
+    pub(super) fn num_entries(&self) -> u64 {
+        self.writer.num_entries()
+    }
+
+    pub(super) fn estimated_file_size(&self) -> u64 {
+        self.writer.estimated_file_size()
+    }
+
+    /// Completes the file; its manifest record.
+    pub(super) fn finish(self) -> Result<TableFile> {
+        let summary = self.writer.finish()?;
+        Ok(TableFile::from_summary(
+            summary,
+            self.number,
+            self.group,
+            &self.format,
+        ))
+    }
+}
+
+/// Writes the surviving entries of `input` into one level-0 table file;
 /// `None` if nothing survived (the file is removed).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn build_table(
@@ -39,19 +116,16 @@ pub(super) fn build_table(
     number: u64,
     input: &mut dyn InternalIterator,
     opts: &KeyspaceOptions,
-    level: usize,
+    plan: &GroupPlan,
     snapshots: &[SeqNo],
-    bottommost: bool,
     stop: &dyn Fn() -> bool,
     mut copy: Option<&mut RetainedTableBuilder>,
-) -> Result<Option<NewFile>> {
+) -> Result<Option<TableFile>> {
     let p = filename::table_path(dir, number);
-    let f = vfs.create(&p)?;
-    let mut b = TableBuilder::new(f, p.clone(), opts.table_options(level));
-    b.set_owner(db_id, number);
+    let mut b = TableOutput::create(vfs, dir, db_id, number, opts, plan, 0, GroupId::WHOLE)?;
     let policy = DropPolicy {
         snapshots,
-        bottommost,
+        bottommost: false,
         merge: opts.merge_operator.as_deref(),
     };
     let r = compaction::compact_entries(
@@ -69,33 +143,27 @@ pub(super) fn build_table(
         if b.num_entries() == 0 {
             Ok(None)
         } else {
-            finish_table(b, number).map(Some)
+            b.finish().map(Some)
         }
     });
-    match r {
-        Ok(Some(mut rec)) => {
-            rec.level = level as u32;
-            Ok(Some(rec))
-        }
-        Ok(None) => {
-            let _ = vfs.remove(&p);
-            Ok(None)
-        }
-        Err(e) => {
-            let _ = vfs.remove(&p);
-            Err(e)
-        }
+    if !matches!(r, Ok(Some(_))) {
+        let _ = vfs.remove(&p);
     }
+    r
 }
 
+/// Opens table `file` of a keyspace: the core's format directly, another
+/// through the keyspace's layout (`plan`). With no plan (a keyspace waiting
+/// for registration), a file of another format is left unopened.
 pub(super) fn open_table_meta(
     vfs: &Arc<dyn Vfs>,
     dir: &Path,
-    rec: &NewFile,
+    file: &TableFile,
+    plan: Option<&GroupPlan>,
     cache: Option<Arc<BlockCache>>,
     stats: Arc<Statistics>,
 ) -> Result<FileMeta> {
-    let p = filename::table_path(dir, rec.number);
+    let p = filename::table_path(dir, file.number);
     if !vfs.exists(&p) {
         return Err(Error::corruption(
             &p,
@@ -103,30 +171,65 @@ pub(super) fn open_table_meta(
             "table file named by the manifest is missing",
         ));
     }
-    let file = vfs.open(&p)?;
-    if file.len() != rec.size {
+    let handle = if file.format.is_empty() {
+        let f = vfs.open(&p)?;
+        check_table_size(&p, f.len(), file.size)?;
+        TableHandle::Sst(Arc::new(TableReader::open(
+            f,
+            p.clone(),
+            file.number,
+            cache,
+            stats,
+        )?))
+    } else {
+        match plan {
+            None => TableHandle::Unopened(file.format.clone()),
+            Some(plan) => {
+                let format = plan.format(&file.format).ok_or_else(|| {
+                    Error::InvalidArgument(format!(
+                        "table {} is in format {:?}, which the keyspace's layout does not supply",
+                        p.display(),
+                        file.format
+                    ))
+                })?;
+                let f = vfs.open(&p)?;
+                check_table_size(&p, f.len(), file.size)?;
+                let ctx = OpenContext {
+                    file_number: file.number,
+                    cache,
+                    stats,
+                };
+                TableHandle::Plugin(format.open(f, p.clone(), &ctx)?)
+            }
+        }
+    };
+    Ok(FileMeta::new(file.clone(), handle, p, Arc::clone(vfs)))
+}
+
+fn check_table_size(p: &Path, actual: u64, recorded: u64) -> Result<()> {
+    if actual != recorded {
         return Err(Error::corruption(
-            &p,
+            p,
             0,
-            format!(
-                "table file has {} bytes, the manifest says {}",
-                file.len(),
-                rec.size
-            ),
+            format!("table file has {actual} bytes, the manifest says {recorded}"),
         ));
     }
-    let table = TableReader::open(file, p.clone(), rec.number, cache, stats)?;
-    Ok(FileMeta::new(rec, Arc::new(table), p, Arc::clone(vfs)))
+    Ok(())
 }
 
 impl DbInner {
     /// Opens a table this database just wrote (a flush or compaction
     /// output), through the shared cache.
-    pub(super) fn open_new_table(&self, rec: &NewFile) -> Result<Arc<FileMeta>> {
+    pub(super) fn open_new_table(
+        &self,
+        file: &TableFile,
+        plan: &GroupPlan,
+    ) -> Result<Arc<FileMeta>> {
         let meta = open_table_meta(
             &self.vfs,
             &self.path,
-            rec,
+            file,
+            Some(plan),
             self.cache.clone(),
             Arc::clone(&self.stats),
         )?;
@@ -184,11 +287,11 @@ impl DbInner {
         number: u64,
         snapshots: &[SeqNo],
     ) -> Result<()> {
-        let opts = {
+        let (opts, plan) = {
             let st = self.state.lock();
             st.keyspaces
                 .get(&id)
-                .map(|k| Arc::clone(&k.opts))
+                .map(|k| (Arc::clone(&k.opts), Arc::clone(&k.plan)))
                 .ok_or(Error::Closed)?
         };
         let mut it = imm.iter();
@@ -204,21 +307,16 @@ impl DbInner {
             number,
             it.as_mut(),
             &opts,
-            0,
+            &plan,
             snapshots,
-            false,
             &|| false,
             copy.as_mut(),
         )?;
         let added = match out {
-            Some(rec) => {
-                let rec = NewFile {
-                    keyspace: id,
-                    ..rec
-                };
+            Some(file) => {
                 self.vfs.sync_dir(&self.path)?;
-                Statistics::add(&self.stats.bytes_flushed, rec.size);
-                vec![(0usize, self.open_new_table(&rec)?)]
+                Statistics::add(&self.stats.bytes_flushed, file.size);
+                vec![(0usize, self.open_new_table(&file, &plan)?)]
             }
             None => Vec::new(),
         };

@@ -200,8 +200,13 @@ impl Db {
                 || st.running_compactions > 0
                 || st.keyspaces.values().filter(|k| k.registered).any(|k| {
                     !k.imms.is_empty()
-                        || compaction::pick_compaction(&k.version, &k.opts, &k.compact_cursor)
-                            .is_some()
+                        || compaction::pick_compaction(
+                            &k.version,
+                            &k.opts,
+                            &k.plan,
+                            &k.compact_cursor,
+                        )
+                        .is_some()
                 });
             if !busy {
                 return Ok(());

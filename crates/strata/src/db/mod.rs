@@ -49,10 +49,11 @@ use crate::filename::{self, FileKind};
 use crate::gate::{self, SavingsGate};
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{SeekKey, SeqNo, ValueKind, append_internal_key, user_key};
+use crate::layout::GroupPlan;
 use crate::level_filter::{LevelFilter, LevelMask};
 use crate::log::LogWriter;
 use crate::lookup::Lookup;
-use crate::manifest::{MANIFEST_FORMAT_VERSION, NewFile, VersionEdit};
+use crate::manifest::{MANIFEST_FORMAT_VERSION, NewFile, TableFile, VersionEdit};
 use crate::memtable::{MemTable, SwitchDue};
 use crate::options::{
     KeyspaceOptions, MAX_KEY_BYTES, MAX_VALUE_BYTES, Options, ReadOptions, WriteOptions,
@@ -62,8 +63,9 @@ use crate::recovery::{
     Owner, RecoveredKeyspace, RecoveryReport,
 };
 use crate::retained::{RetainedTableBuilder, RetainedTableIter};
-use crate::sst::{TableBuilder, TableReader};
+use crate::sst::TableReader;
 use crate::stats::Statistics;
+use crate::table_format::{GroupId, OpenContext, TableHandle, TableWriter, WriterContext};
 use crate::version::{FileMeta, LevelIter, Version};
 use crate::vfs::{FileLock, Vfs};
 
@@ -80,8 +82,9 @@ pub use handle::{Db, Keyspace, Snapshot};
 pub use stats::{DbStats, KeyspaceStats};
 
 // Free functions that more than one stage uses.
-use flush::{build_table, finish_table, open_table_meta};
+use flush::{TableOutput, build_table, open_table_meta};
 use open::take_number;
+pub(crate) use read::stitch_error;
 use version_set::{create_wal, write_current, write_new_manifest};
 
 /// Id of the default keyspace.
@@ -97,6 +100,8 @@ pub(crate) struct SuperVersion {
     imms: Vec<Arc<MemTable>>,
     version: Arc<Version>,
     opts: Arc<KeyspaceOptions>,
+    /// The keyspace's layout, checked: its groups and lineages.
+    plan: Arc<GroupPlan>,
     /// Grows with every publication; the level filter dates its records by it.
     version_no: u64,
 }
@@ -105,6 +110,8 @@ pub(crate) struct SuperVersion {
 struct KeyspaceState {
     name: String,
     opts: Arc<KeyspaceOptions>,
+    /// `opts.layout`, checked ([`GroupPlan::new`]).
+    plan: Arc<GroupPlan>,
     mem: Arc<MemTable>,
     /// Oldest first.
     imms: Vec<Arc<MemTable>>,
@@ -288,6 +295,7 @@ fn publish(ks: &mut KeyspaceState) {
         imms: ks.imms.iter().rev().cloned().collect(),
         version: Arc::clone(&ks.version),
         opts: Arc::clone(&ks.opts),
+        plan: Arc::clone(&ks.plan),
         version_no: ks.version_no,
     });
     *ks.shared.sv.write() = sv;

@@ -151,6 +151,14 @@ pub(super) fn table_owner(vfs: &Arc<dyn Vfs>, path: &Path, number: u64, db_id: &
     }
 }
 
+/// A recovered keyspace's options until the application registers it (the
+/// default keyspace's are the application's), and its checked layout.
+#[derive(Clone)]
+pub(super) struct KeyspaceSetup {
+    pub(super) opts: Arc<KeyspaceOptions>,
+    pub(super) plan: Arc<GroupPlan>,
+}
+
 /// The manifest sink of a read-only database: every write is refused (the
 /// write paths refuse earlier; this is the last line).
 pub(super) struct RefusingFile;
@@ -331,22 +339,27 @@ impl DbInner {
 
         // Open the tables every keyspace references.
         let mut versions: BTreeMap<u32, Version> = BTreeMap::new();
-        let mut ks_opts: BTreeMap<u32, Arc<KeyspaceOptions>> = BTreeMap::new();
+        let mut ks_opts: BTreeMap<u32, KeyspaceSetup> = BTreeMap::new();
         for (&id, rk) in &manifest.keyspaces {
             let o = if id == DEFAULT_KEYSPACE_ID {
                 opts.default_keyspace.clone()
             } else {
                 KeyspaceOptions::default()
             };
+            let plan = Arc::new(o.group_plan()?);
+            // A keyspace waiting for its layout opens only the core's own
+            // tables; the others wait with it.
+            let known_plan = (!pending.contains(&id)).then_some(&*plan);
             let mut added = Vec::new();
             for f in rk.files.values() {
-                let opened = open_table_meta(&vfs, path, f, cache.clone(), Arc::clone(&stats))
-                    .and_then(|m| {
-                        if opts.skip_corrupt_tables {
-                            m.table.verify()?;
-                        }
-                        Ok(m)
-                    });
+                let opened =
+                    open_table_meta(&vfs, path, f, known_plan, cache.clone(), Arc::clone(&stats))
+                        .and_then(|m| {
+                            if opts.skip_corrupt_tables {
+                                m.table.verify()?;
+                            }
+                            Ok(m)
+                        });
                 match opened {
                     Ok(meta) => added.push((f.level as usize, Arc::new(meta))),
                     Err(e) if opts.skip_corrupt_tables && is_damage(&e) => {
@@ -368,7 +381,13 @@ impl DbInner {
             v.check_invariants()
                 .map_err(|e| Error::corruption(old_manifest.clone().unwrap_or_default(), 0, e))?;
             versions.insert(id, v);
-            ks_opts.insert(id, Arc::new(o));
+            ks_opts.insert(
+                id,
+                KeyspaceSetup {
+                    opts: Arc::new(o),
+                    plan,
+                },
+            );
         }
 
         // Replay write-ahead logs into fresh memtables.
@@ -425,7 +444,7 @@ impl DbInner {
                     }
                     let mem = mems.entry(entry.keyspace).or_insert_with(|| {
                         match ks_opts.get(&entry.keyspace) {
-                            Some(o) => MemTable::for_keyspace(o, 0, log),
+                            Some(k) => MemTable::for_keyspace(&k.opts, 0, log),
                             None => MemTable::new(Default::default(), 0, log),
                         }
                     });
@@ -528,7 +547,7 @@ impl DbInner {
             if mem.is_empty() {
                 continue;
             }
-            let o = &ks_opts[id];
+            let k = &ks_opts[id];
             let number = take_number(&mut next_file_number, &mut taken_numbers);
             let mut it = mem.iter();
             let out = build_table(
@@ -537,24 +556,26 @@ impl DbInner {
                 &db_id,
                 number,
                 it.as_mut(),
-                o,
-                0,
+                &k.opts,
+                &k.plan,
                 &[],
-                false,
                 &|| false,
                 None,
             )?;
-            if let Some(rec) = out {
-                let rec = NewFile {
-                    keyspace: *id,
-                    ..rec
-                };
-                let meta = open_table_meta(&vfs, path, &rec, cache.clone(), Arc::clone(&stats))?;
+            if let Some(file) = out {
+                let meta = open_table_meta(
+                    &vfs,
+                    path,
+                    &file,
+                    Some(&k.plan),
+                    cache.clone(),
+                    Arc::clone(&stats),
+                )?;
                 let v = versions
                     .remove(id)
-                    .unwrap_or_else(|| Version::empty(o.num_levels));
+                    .unwrap_or_else(|| Version::empty(k.opts.num_levels));
                 versions.insert(*id, v.apply(*id, &[], vec![(0, Arc::new(meta))]));
-                Statistics::add(&stats.bytes_flushed, rec.size);
+                Statistics::add(&stats.bytes_flushed, file.size);
             }
         }
         if !mems.is_empty() {
@@ -699,7 +720,7 @@ impl DbInner {
         db_id: DbId,
         manifest: ManifestState,
         mut versions: BTreeMap<u32, Version>,
-        ks_opts: BTreeMap<u32, Arc<KeyspaceOptions>>,
+        ks_opts: BTreeMap<u32, KeyspaceSetup>,
         mut mems: BTreeMap<u32, MemTable>,
         next_file_number: u64,
         taken_numbers: std::collections::BTreeSet<u64>,
@@ -714,7 +735,7 @@ impl DbInner {
         let mut state_ks = BTreeMap::new();
         let mut next_keyspace_id = 1;
         for (id, rk) in manifest.keyspaces {
-            let o = Arc::clone(&ks_opts[&id]);
+            let KeyspaceSetup { opts: o, plan } = ks_opts[&id].clone();
             let version = Arc::new(
                 versions
                     .remove(&id)
@@ -730,6 +751,7 @@ impl DbInner {
                 imms: Vec::new(),
                 version: Arc::clone(&version),
                 opts: Arc::clone(&o),
+                plan: Arc::clone(&plan),
                 version_no: 0,
             });
             let shared = Arc::new(KeyspaceShared {
@@ -747,6 +769,7 @@ impl DbInner {
                 KeyspaceState {
                     name: rk.name,
                     opts: o,
+                    plan,
                     mem,
                     imms: Vec::new(),
                     version,

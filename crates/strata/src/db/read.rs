@@ -6,7 +6,7 @@ use super::*;
 /// filter answers for it: the copy holds exactly the file's entries.
 pub(super) struct RetainedIter {
     inner: RetainedTableIter,
-    table: Arc<TableReader>,
+    table: TableHandle,
 }
 
 impl InternalIterator for RetainedIter {
@@ -57,54 +57,28 @@ impl DbInner {
         self.check_open()?;
         let sv = Arc::clone(&ks.sv.read());
         let snap = snapshot.unwrap_or_else(|| self.last_seqno.load(Ordering::Acquire));
-        let seek = SeekKey::new(key, snap);
-        let seek = seek.as_slice();
-        let mut lookup = Lookup::new(key, snap, out);
-        let mut visit = |k: &[u8], v: &[u8]| lookup.visit(k, v);
-        sv.mem.get(seek, &mut visit);
-        for imm in &sv.imms {
-            if lookup.is_done() {
-                break;
-            }
-            let mut visit = |k: &[u8], v: &[u8]| lookup.visit(k, v);
-            imm.get(seek, &mut visit);
+        if sv.plan.single_lineage() {
+            return get_in_lineage(&sv, key, snap, 0, out);
         }
-        let merge = sv.opts.merge_operator.as_deref();
-        if lookup.is_done() {
-            return lookup.finish(merge, "memtable");
+        // Each lineage resolves on its own (its groups hold only older
+        // data deeper down); the layout joins the parts.
+        let n = sv.plan.lineages().len();
+        let mut parts: Vec<Option<Vec<u8>>> = Vec::with_capacity(n);
+        for lineage in 0..n {
+            let mut buf = Vec::new();
+            let found = get_in_lineage(&sv, key, snap, lineage, &mut buf)?;
+            parts.push(found.then_some(buf));
         }
-        let v = &sv.version;
-        for f in &v.levels[0] {
-            if lookup.is_done() {
-                break;
+        let refs: Vec<Option<&[u8]>> = parts.iter().map(|p| p.as_deref()).collect();
+        out.clear();
+        match sv.opts.layout.stitch(key, &refs) {
+            Ok(Some(v)) => {
+                *out = v;
+                Ok(true)
             }
-            if key < f.smallest_user_key() || key > f.largest_user_key() {
-                continue;
-            }
-            let mut visit = |k: &[u8], val: &[u8]| lookup.visit(k, val);
-            match f.retained() {
-                // The file's filter answers for its retained entries (the
-                // same user keys): a probe is cheaper than a search.
-                Some(t) => {
-                    if f.table.may_contain(key) {
-                        t.get(seek, &mut visit);
-                    }
-                }
-                None => {
-                    f.table.get(key, seek, &mut visit)?;
-                }
-            }
+            Ok(None) => Ok(false),
+            Err(e) => Err(stitch_error(&*sv.opts.layout, &e)),
         }
-        for level in 1..v.num_levels() {
-            if lookup.is_done() {
-                break;
-            }
-            if let Some(f) = v.find_file(level, key) {
-                let mut visit = |k: &[u8], val: &[u8]| lookup.visit(k, val);
-                f.table.get(key, seek, &mut visit)?;
-            }
-        }
-        lookup.finish(merge, "table")
     }
 
     pub(super) fn iter(&self, ks: &Arc<KeyspaceShared>, opts: ReadOptions) -> Result<DbIter> {
@@ -113,6 +87,10 @@ impl DbInner {
         let snap = opts
             .snapshot
             .unwrap_or_else(|| self.last_seqno.load(Ordering::Acquire));
+        if !sv.plan.single_lineage() {
+            Statistics::add(&self.stats.iterators_created, 1);
+            return Ok(stitched_iter(&sv, snap, opts));
+        }
         let lo = opts.lower_bound.as_deref();
         let hi = opts.upper_bound.as_deref();
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
@@ -129,14 +107,15 @@ impl DbInner {
             match f.retained() {
                 Some(t) => children.push(Box::new(RetainedIter {
                     inner: t.iter(),
-                    table: Arc::clone(&f.table),
+                    table: f.table.clone(),
                 })),
                 None => children.push(Box::new(f.table.iter())),
             }
         }
         levels.resize(children.len(), None);
-        for (level, files) in sv.version.levels.iter().enumerate().skip(1) {
-            let files: Vec<_> = files.iter().filter(|f| in_range(f)).cloned().collect();
+        for level in 1..sv.version.num_levels() {
+            let run = sv.version.run(level, sv.plan.lineage_group(0, level));
+            let files: Vec<_> = run.iter().filter(|f| in_range(f)).cloned().collect();
             if !files.is_empty() {
                 // Part of iterator reduction: a seek into the gap before a
                 // file is answered from the file's smallest key, and a scan
@@ -233,4 +212,113 @@ impl DbInner {
     }
 
     // ----- background work ----------------------------------------------
+}
+
+/// Resolves `key` at `snap` in lineage `lineage` of the keyspace's layout
+/// (the only one of a plain key-value keyspace): memtables, level 0, then
+/// on each deeper level the lineage's group, newest first, until a value
+/// or tombstone ends the search.
+fn get_in_lineage(
+    sv: &SuperVersion,
+    key: &[u8],
+    snap: SeqNo,
+    lineage: usize,
+    out: &mut Vec<u8>,
+) -> Result<bool> {
+    let seek = SeekKey::new(key, snap);
+    let seek = seek.as_slice();
+    let mut lookup = Lookup::new(key, snap, out);
+    let mut visit = |k: &[u8], v: &[u8]| lookup.visit(k, v);
+    sv.mem.get(seek, &mut visit);
+    for imm in &sv.imms {
+        if lookup.is_done() {
+            break;
+        }
+        let mut visit = |k: &[u8], v: &[u8]| lookup.visit(k, v);
+        imm.get(seek, &mut visit);
+    }
+    let merge = sv.opts.merge_operator.as_deref();
+    if lookup.is_done() {
+        return lookup.finish(merge, "memtable");
+    }
+    let v = &sv.version;
+    for f in &v.levels[0] {
+        if lookup.is_done() {
+            break;
+        }
+        if key < f.smallest_user_key() || key > f.largest_user_key() {
+            continue;
+        }
+        let mut visit = |k: &[u8], val: &[u8]| lookup.visit(k, val);
+        match f.retained() {
+            // The file's filter answers for its retained entries (the
+            // same user keys): a probe is cheaper than a search.
+            Some(t) => {
+                if f.table.may_contain(key) {
+                    t.get(seek, &mut visit);
+                }
+            }
+            None => {
+                f.table.get(key, seek, &mut visit)?;
+            }
+        }
+    }
+    for level in 1..v.num_levels() {
+        if lookup.is_done() {
+            break;
+        }
+        let group = sv.plan.lineage_group(lineage, level);
+        if let Some(f) = v.find_file(level, group, key) {
+            let mut visit = |k: &[u8], val: &[u8]| lookup.visit(k, val);
+            f.table.get(key, seek, &mut visit)?;
+        }
+    }
+    lookup.finish(merge, "table")
+}
+
+/// A scan of a keyspace whose layout has several lineages: one resolving
+/// iterator per lineage, joined key by key by the layout. Iterator
+/// reduction is not used on such keyspaces (its level filter records
+/// levels, not groups).
+fn stitched_iter(sv: &Arc<SuperVersion>, snap: SeqNo, opts: ReadOptions) -> DbIter {
+    let lo = opts.lower_bound.as_deref();
+    let hi = opts.upper_bound.as_deref();
+    let in_range = |f: &&Arc<FileMeta>| {
+        !(hi.is_some_and(|h| f.smallest_user_key() >= h)
+            || lo.is_some_and(|l| f.largest_user_key() < l))
+    };
+    let parts = (0..sv.plan.lineages().len())
+        .map(|lineage| {
+            let mut children: Vec<Box<dyn InternalIterator>> = vec![sv.mem.iter()];
+            children.extend(sv.imms.iter().map(|m| m.iter()));
+            for f in sv.version.levels[0].iter().filter(in_range) {
+                children.push(Box::new(f.table.iter()));
+            }
+            for level in 1..sv.version.num_levels() {
+                let run = sv.version.run(level, sv.plan.lineage_group(lineage, level));
+                let files: Vec<_> = run.iter().filter(in_range).cloned().collect();
+                if !files.is_empty() {
+                    children.push(Box::new(LevelIter::new(files)));
+                }
+            }
+            DbIter::new(
+                MergingIterator::new(children),
+                snap,
+                sv.opts.merge_operator.clone(),
+                opts.lower_bound.clone(),
+                opts.upper_bound.clone(),
+                Box::new(Arc::clone(sv)),
+                None,
+            )
+        })
+        .collect();
+    DbIter::stitched(parts, Arc::clone(&sv.opts.layout))
+}
+
+/// A layout's failure to join a key's parts, as the reader sees it.
+pub(crate) fn stitch_error(layout: &dyn crate::layout::Layout, why: &str) -> Error {
+    Error::InvalidArgument(format!(
+        "layout {} could not join the column groups of a key: {why}",
+        layout.name()
+    ))
 }

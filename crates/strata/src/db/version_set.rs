@@ -91,6 +91,7 @@ impl DbInner {
         opts: KeyspaceOptions,
     ) -> Result<Arc<KeyspaceShared>> {
         self.check_open()?;
+        let plan = Arc::new(opts.group_plan()?);
         let opts = Arc::new(opts);
         // Serialise with other version changes.
         let mut manifest = self.manifest.lock();
@@ -98,7 +99,29 @@ impl DbInner {
         if let Some((&id, ks)) = st.keyspaces.iter_mut().find(|(_, k)| k.name == name) {
             let given = opts.identity();
             recovery::check_identity(name, Some(&ks.identity), &given)?;
+            // Files whose format waited for this layout open now; one the
+            // layout does not supply refuses the registration.
+            if ks.version.all_files().any(|(_, f)| !f.table.is_opened()) {
+                let mut v = (*ks.version).clone();
+                for files in &mut v.levels {
+                    for f in files.iter_mut() {
+                        if !f.table.is_opened() {
+                            let opened = open_table_meta(
+                                &self.vfs,
+                                &self.path,
+                                &f.file,
+                                Some(&plan),
+                                self.cache.clone(),
+                                Arc::clone(&self.stats),
+                            )?;
+                            *f = Arc::new(opened);
+                        }
+                    }
+                }
+                ks.version = Arc::new(v);
+            }
             ks.opts = Arc::clone(&opts);
+            ks.plan = Arc::clone(&plan);
             let levels = opts.num_levels.max(ks.version.num_levels());
             if levels > ks.version.num_levels() {
                 let mut v = (*ks.version).clone();
@@ -164,6 +187,7 @@ impl DbInner {
                 imms: Vec::new(),
                 version: Arc::clone(&version),
                 opts: Arc::clone(&opts),
+                plan: Arc::clone(&plan),
                 version_no: 0,
             })),
             filter: Mutex::new(LevelFilter::new(opts.level_filter_bytes)),
@@ -175,6 +199,7 @@ impl DbInner {
             KeyspaceState {
                 name: name.to_string(),
                 opts: Arc::clone(&opts),
+                plan,
                 mem,
                 imms: Vec::new(),
                 version,
