@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand};
-use strata::memtable::FixedPrefix;
-use strata::sst::Compression;
+use strata::Compression;
+use strata::FixedPrefix;
 use strata::{
     Db, Error, MemTableKind, Options, ReadOptions, WalRecoveryMode, WriteBatch, WriteOptions,
 };

@@ -17,34 +17,54 @@ pub enum Error {
     /// An operating-system I/O call failed. `context` says which call and on
     /// which file.
     Io {
+        /// The call and the file.
         context: String,
+        /// The operating system's error.
         source: std::io::Error,
     },
     /// Bytes read from disk are not what the engine wrote: a checksum does not
     /// match, a length points past the end, a field holds an impossible value.
     Corruption {
+        /// The damaged file.
         file: PathBuf,
+        /// Where in it the damage was found.
         offset: u64,
+        /// What is wrong.
         reason: String,
     },
     /// The caller passed something the engine refuses; nothing was written.
     InvalidArgument(String),
     /// Another process (or another `Db` in this one) holds the database lock.
-    Locked { path: PathBuf },
+    Locked {
+        /// The database directory.
+        path: PathBuf,
+    },
     /// A write or sync failed earlier; the database refuses writes until it
     /// is closed and reopened, so that no acknowledged write is lost.
-    ReadOnly { cause: String },
+    ReadOnly {
+        /// The failure that caused it.
+        cause: String,
+    },
     /// The file was written by a format version this build does not know.
     UnsupportedVersion {
+        /// The file.
         file: PathBuf,
+        /// The version it records.
         found: u32,
+        /// The newest version this build reads.
         supported: u32,
     },
     /// The path holds no database and `create_if_missing` is off.
-    NotFound { path: PathBuf },
+    NotFound {
+        /// The directory.
+        path: PathBuf,
+    },
     /// The database was opened read-only ([`crate::Options::read_only`]);
     /// the operation would change it.
-    OpenedReadOnly { operation: &'static str },
+    OpenedReadOnly {
+        /// What was refused.
+        operation: &'static str,
+    },
     /// The database has been closed.
     Closed,
 }

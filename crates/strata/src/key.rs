@@ -55,8 +55,11 @@ impl ValueKind {
 /// An internal key split into its parts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ParsedKey<'a> {
+    /// The key the application wrote.
     pub user_key: &'a [u8],
+    /// The write's sequence number.
     pub seqno: SeqNo,
+    /// Put, delete or merge operand.
     pub kind: ValueKind,
 }
 

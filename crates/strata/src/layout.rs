@@ -137,8 +137,11 @@ impl Layout for UniformLayout {
 /// different codec (for example Zstd below LZ4).
 #[derive(Debug, Clone, Copy)]
 pub struct TieredCompressionLayout {
+    /// The codec of levels above `cold_from_level`.
     pub hot: Compression,
+    /// The codec from `cold_from_level` down.
     pub cold: Compression,
+    /// The first level compressed with `cold`.
     pub cold_from_level: usize,
 }
 

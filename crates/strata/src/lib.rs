@@ -25,41 +25,73 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-pub mod cache;
-pub mod coding;
-pub mod error;
-pub mod gate;
-pub mod iter;
+#![warn(missing_docs)]
+
+// The public surface: what an application or an extension (a merge
+// operator, a layout, a table format, a file system) names.
 pub mod key;
 pub mod layout;
-pub mod level_filter;
-pub mod log;
-pub mod sst;
-pub mod stats;
-pub(crate) mod stitch;
-pub mod table_format;
-pub mod vfs;
-pub mod vfs_mem;
-
-pub use error::{Error, Result};
-pub mod batch;
-pub mod compaction;
-pub mod db;
-pub mod db_iter;
-pub mod filename;
-pub mod lookup;
-pub mod manifest;
-pub mod memtable;
 pub mod merge;
 pub mod options;
-pub mod recovery;
-pub mod retained;
-pub mod version;
+pub mod stats;
+pub mod table_format;
+pub mod vfs;
+
+mod db;
+mod db_iter;
+mod error;
+mod stitch;
+
+/// Declares the engine's internal modules: crate-private, or public (and
+/// hidden from the documentation) with the `testing` feature, for the
+/// stress tool, the fuzzers, the benchmarks and the integration tests,
+/// which reach the log, table and manifest formats directly. Nothing in
+/// them is a stable interface.
+macro_rules! internal_modules {
+    ($($name:ident),* $(,)?) => {$(
+        #[cfg(feature = "testing")]
+        #[doc(hidden)]
+        #[allow(missing_docs)]
+        pub mod $name;
+        #[cfg(not(feature = "testing"))]
+        #[allow(dead_code, unused_imports)]
+        mod $name;
+    )*};
+}
+
+internal_modules!(
+    batch,
+    cache,
+    coding,
+    compaction,
+    filename,
+    gate,
+    iter,
+    level_filter,
+    log,
+    lookup,
+    manifest,
+    memtable,
+    recovery,
+    retained,
+    sst,
+    version,
+    vfs_mem,
+);
 
 pub use batch::WriteBatch;
-pub use db::{Db, DbStats, Keyspace, KeyspaceStats, Snapshot};
+pub use cache::BlockCache;
+pub use db::{DEFAULT_KEYSPACE, Db, DbStats, Keyspace, KeyspaceStats, Snapshot};
 pub use db_iter::DbIter;
-pub use memtable::MemTableKind;
+pub use error::{Error, Result};
+pub use iter::InternalIterator;
+pub use key::SeqNo;
+pub use layout::{GroupPlan, GroupSpec, Layout, TieredCompressionLayout, UniformLayout};
+pub use memtable::{
+    CappedPrefix, FixedPrefix, FnPrefix, MemTableKind, MemTableOptions, PrefixExtractor,
+};
 pub use merge::MergeOperator;
 pub use options::{KeyspaceOptions, Options, ReadOptions, WriteOptions};
-pub use recovery::{LostTable, RecoveryReport, WalDamage, WalRecoveryMode};
+pub use recovery::{DbId, LostTable, RecoveryReport, WalDamage, WalRecoveryMode};
+pub use sst::{Compression, TableBuilderOptions, TableSummary};
+pub use table_format::GroupId;

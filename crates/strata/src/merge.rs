@@ -66,6 +66,7 @@ impl MergeOperator for U64AddOperator {
 /// one delimiter byte.
 #[derive(Debug, Clone, Copy)]
 pub struct AppendOperator {
+    /// The byte written between the value and each operand.
     pub delimiter: u8,
 }
 

@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Counters shared by every keyspace and background thread of one database.
 #[derive(Debug, Default)]
 pub struct Statistics {
+    /// Data blocks found in the block cache.
     pub block_cache_hits: AtomicU64,
+    /// Data blocks read from disk because the cache lacked them.
     pub block_cache_misses: AtomicU64,
     /// Point lookups the Bloom filter answered "definitely absent".
     pub bloom_useful: AtomicU64,
@@ -14,22 +16,36 @@ pub struct Statistics {
     pub bloom_checked_positive: AtomicU64,
     /// Lookups that passed the filter but found no entry for the key.
     pub bloom_false_positive: AtomicU64,
+    /// Bytes appended to write-ahead logs.
     pub bytes_written_wal: AtomicU64,
+    /// Bytes of level-0 tables written by flushes.
     pub bytes_flushed: AtomicU64,
+    /// Bytes compactions read.
     pub compaction_bytes_read: AtomicU64,
+    /// Bytes compactions wrote.
     pub compaction_bytes_written: AtomicU64,
+    /// Key and value bytes the application wrote.
     pub user_bytes_written: AtomicU64,
+    /// Time writers waited because memtables or level 0 were full.
     pub stall_micros: AtomicU64,
+    /// Time writers were delayed as level 0 neared its limit.
     pub slowdown_micros: AtomicU64,
+    /// Memtables flushed.
     pub flushes: AtomicU64,
+    /// Compactions run.
     pub compactions: AtomicU64,
+    /// Write-ahead log fsyncs.
     pub wal_syncs: AtomicU64,
+    /// Group commits.
     pub write_groups: AtomicU64,
+    /// Write batches committed.
     pub writes: AtomicU64,
     /// Iterators created, the children they merged, and the seeks issued to
     /// children (iterator reduction lowers the last).
     pub iterators_created: AtomicU64,
+    /// Sources those iterators merged.
     pub iterator_children: AtomicU64,
+    /// Seeks issued to the sources.
     pub iterator_child_seeks: AtomicU64,
     /// Levels >= 1 merged into a finished forward scan that held no entry in
     /// the range it covered: the seeks a perfect per-file range filter

@@ -12,7 +12,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use strata::error::{Error, Result};
 use strata::iter::InternalIterator;
 use strata::key::{ValueKind, compare_internal, parse_internal_key};
 use strata::layout::{GroupPlan, GroupSpec, Layout};
@@ -25,6 +24,7 @@ use strata::table_format::{
 };
 use strata::vfs::{RandomAccessFile, StdVfs, WritableFile};
 use strata::{Db, KeyspaceOptions, Options, ReadOptions};
+use strata::{Error, Result};
 
 // ----- rows -------------------------------------------------------------
 

@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::json;
-use strata::memtable::{FixedPrefix, MemTableOptions};
-use strata::sst::Compression;
+use strata::Compression;
 use strata::{
     Db, Keyspace, KeyspaceOptions, MemTableKind, Options, ReadOptions, WriteBatch, WriteOptions,
 };
+use strata::{FixedPrefix, MemTableOptions};
 
 use crate::engine::{BatchOp, Engine, EngineStats, MemProbe};
 use crate::settings::{BenchSettings, CompressionKind};

@@ -5,34 +5,59 @@ use super::*;
 /// Counters and shape of the database, from [`Db::stats`].
 #[derive(Clone, Debug, Default)]
 pub struct DbStats {
+    /// Every keyspace, by id.
     pub keyspaces: Vec<KeyspaceStats>,
+    /// Data blocks found in the block cache.
     pub block_cache_hits: u64,
+    /// Data blocks read from disk because the cache lacked them.
     pub block_cache_misses: u64,
+    /// Bytes the block cache holds.
     pub block_cache_usage_bytes: u64,
+    /// The block cache's byte budget.
     pub block_cache_capacity_bytes: u64,
+    /// Point lookups a table's Bloom filter answered "absent".
     pub bloom_useful: u64,
+    /// Point lookups that passed a Bloom filter.
     pub bloom_checked_positive: u64,
+    /// Lookups that passed a filter but found no entry.
     pub bloom_false_positive: u64,
+    /// Key and value bytes the application wrote.
     pub user_bytes_written: u64,
+    /// Bytes appended to write-ahead logs.
     pub wal_bytes_written: u64,
+    /// Bytes of level-0 tables written by flushes.
     pub flush_bytes_written: u64,
+    /// Bytes compactions read.
     pub compaction_bytes_read: u64,
+    /// Bytes compactions wrote.
     pub compaction_bytes_written: u64,
     /// (flush + compaction bytes written) / user key and value bytes written.
     pub write_amplification: f64,
+    /// Time writers waited because memtables or level 0 were full.
     pub stall_micros: u64,
+    /// Time writers were delayed as level 0 neared its limit.
     pub slowdown_micros: u64,
+    /// Memtables flushed.
     pub flushes: u64,
+    /// Compactions run.
     pub compactions: u64,
+    /// Write batches committed.
     pub writes: u64,
+    /// Group commits (a group carries one or more batches).
     pub write_groups: u64,
+    /// Write-ahead log fsyncs.
     pub wal_syncs: u64,
+    /// The sequence number of the newest write.
     pub last_seqno: SeqNo,
+    /// Snapshots the application holds.
     pub live_snapshots: usize,
+    /// The error that turned the database read-only, if any.
     pub background_error: Option<String>,
     /// Iterators created, children they merged, and seeks issued to children.
     pub iterators_created: u64,
+    /// Sources (memtables, files, levels) those iterators merged.
     pub iterator_children: u64,
+    /// Seeks the iterators issued to their sources.
     pub iterator_child_seeks: u64,
     /// Levels >= 1 merged into a finished forward scan that held no entry
     /// in its range (what a perfect per-file range filter would spare).
@@ -42,21 +67,31 @@ pub struct DbStats {
 /// Shape of one keyspace.
 #[derive(Clone, Debug, Default)]
 pub struct KeyspaceStats {
+    /// The keyspace's name.
     pub name: String,
+    /// The keyspace's id.
     pub id: u32,
     /// Per level: (file count, bytes).
     pub levels: Vec<(usize, u64)>,
+    /// Per level: what compactions into it did.
     pub level_compactions: Vec<LevelStats>,
+    /// Bytes of the mutable memtable.
     pub memtable_bytes: usize,
+    /// Memtables waiting to be flushed.
     pub immutable_memtables: usize,
+    /// The configured memtable representation.
     pub memtable_kind: String,
     /// Level-0 files served from retained memtables, and their bytes.
     pub retained_memtables: usize,
+    /// Bytes of the retained memtables.
     pub retained_memtable_bytes: usize,
     /// Level filter table: records, bytes, lookups, hits.
     pub level_filter_records: usize,
+    /// Bytes of the level filter table.
     pub level_filter_bytes: usize,
+    /// Lookups in the level filter table.
     pub level_filter_lookups: u64,
+    /// Lookups a record answered.
     pub level_filter_hits: u64,
     /// Whether every scan consults the level filter (else one in 64: it
     /// did not spare a quarter of scans a seek lately). The gate's verdict:
@@ -65,6 +100,7 @@ pub struct KeyspaceStats {
     /// Scans that consulted the level filter and those it spared a seek,
     /// over completed windows of 256.
     pub level_filter_scans: u64,
+    /// Of those scans, the ones it spared a seek.
     pub level_filter_saved: u64,
     /// Whether every scan seeks point-first (else one in 64: under a
     /// quarter of scans ended at their start key lately). As for
@@ -73,6 +109,7 @@ pub struct KeyspaceStats {
     /// Point-first scans and those that ended with older sources unread,
     /// over completed windows of 256.
     pub point_first_scans: u64,
+    /// Of those scans, the ones that left older sources unread.
     pub point_first_saved: u64,
     /// The representation of the mutable memtable (differs from
     /// `memtable_kind` for `adaptive`).

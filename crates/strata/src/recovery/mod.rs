@@ -266,12 +266,14 @@ pub(crate) fn log_report(
 /// A damaged stretch of a write-ahead log that recovery went past.
 #[derive(Clone, Debug)]
 pub struct WalDamage {
+    /// The log.
     pub file: PathBuf,
     /// Where the damage starts (the end of the last good record).
     pub offset: u64,
     /// Bytes skipped (up to the next valid record, or to the end when the
     /// replay stopped there).
     pub bytes: u64,
+    /// What was wrong with it.
     pub reason: String,
     /// Valid records that followed the damage in the same log.
     pub records_after: usize,
@@ -282,17 +284,23 @@ pub struct WalDamage {
 /// A corrupt table that salvage mode left out of the database.
 #[derive(Clone, Debug)]
 pub struct LostTable {
+    /// The keyspace the table belonged to.
     pub keyspace: u32,
+    /// Its level.
     pub level: u32,
     /// Where the file was, and where it was moved (under `lost/`).
     pub file: PathBuf,
+    /// Where it was moved (under `lost/`), if the move succeeded.
     pub moved_to: Option<PathBuf>,
     /// The user-key range whose data may be lost or stale: keys in it may
     /// be missing, or show an older value (or a deleted key its old value)
     /// from a deeper level.
     pub smallest_key: Vec<u8>,
+    /// The end of that range.
     pub largest_key: Vec<u8>,
+    /// Entries the table held, by the manifest.
     pub entries: u64,
+    /// The damage found in it.
     pub error: String,
 }
 

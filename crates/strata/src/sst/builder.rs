@@ -66,14 +66,19 @@ impl Default for TableBuilderOptions {
 /// What a finished table holds.
 #[derive(Clone, Debug)]
 pub struct TableSummary {
+    /// Bytes of the finished file.
     pub file_size: u64,
+    /// Entries written.
     pub num_entries: u64,
+    /// Of those, tombstones.
     pub num_deletions: u64,
     /// Smallest internal key (empty for an empty table).
     pub smallest: Vec<u8>,
     /// Largest internal key (empty for an empty table).
     pub largest: Vec<u8>,
+    /// The smallest sequence number of any entry.
     pub smallest_seqno: u64,
+    /// The largest sequence number of any entry.
     pub largest_seqno: u64,
 }
 
