@@ -76,6 +76,7 @@ internal_modules!(
     retained,
     sst,
     version,
+    vfs_fault,
     vfs_mem,
 );
 

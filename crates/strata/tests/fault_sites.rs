@@ -874,7 +874,7 @@ fn sites() -> Vec<Site> {
     ]);
     v.extend(table_builder_sites(
         Reopen,
-        "db/open.rs:DbInner::open → build_table",
+        "db/open.rs:DbInner::open → db/flush.rs:build_table",
         &["TableOutput::create", "build_table", OPEN],
         &["build_table", OPEN],
         &["build_table", OPEN],
@@ -912,7 +912,7 @@ fn sites() -> Vec<Site> {
     v.extend(new_manifest_sites(Reopen, "db/open.rs:DbInner::open", OPEN));
     v.extend([
         site(
-            "db/open.rs:DbInner::open → Sweep::run",
+            "db/open.rs:DbInner::open → db/open_files.rs:Sweep::run",
             "list the directory (obsolete files)",
             List,
             DIR,
@@ -921,7 +921,7 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db/open.rs:DbInner::open → Sweep::run",
+            "db/open.rs:DbInner::open → db/open_files.rs:Sweep::run",
             "remove an obsolete file (old log or manifest)",
             Remove,
             DIR,
@@ -959,7 +959,7 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db/open.rs:DbInner::open → set_aside_table → recovery/mod.rs:set_aside",
+            "db/open.rs:DbInner::open → db/open_files.rs:set_aside_table → recovery/mod.rs:set_aside",
             "create lost/",
             CreateDir,
             "lost",
@@ -968,7 +968,7 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db/open.rs:DbInner::open → set_aside_table → recovery/mod.rs:set_aside",
+            "db/open.rs:DbInner::open → db/open_files.rs:set_aside_table → recovery/mod.rs:set_aside",
             "move the corrupt table to lost/",
             Rename,
             "lost",
@@ -977,7 +977,7 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db/open.rs:DbInner::open → set_aside_table → recovery/mod.rs:set_aside",
+            "db/open.rs:DbInner::open → db/open_files.rs:set_aside_table → recovery/mod.rs:set_aside",
             "sync lost/ after the move",
             SyncDir,
             "lost",
@@ -986,7 +986,7 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db/open.rs:DbInner::open → set_aside_table → recovery/mod.rs:set_aside",
+            "db/open.rs:DbInner::open → db/open_files.rs:set_aside_table → recovery/mod.rs:set_aside",
             "sync the directory after the move",
             SyncDir,
             DIR,

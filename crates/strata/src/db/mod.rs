@@ -73,6 +73,7 @@ mod compact;
 mod flush;
 mod handle;
 mod open;
+mod open_files;
 mod read;
 mod stats;
 mod version_set;
@@ -83,7 +84,7 @@ pub use stats::{DbStats, KeyspaceStats};
 
 // Free functions that more than one stage uses.
 use flush::{TableOutput, build_table, open_table_meta};
-use open::take_number;
+use open_files::take_number;
 pub(crate) use read::stitch_error;
 use version_set::{create_wal, write_current, write_new_manifest};
 

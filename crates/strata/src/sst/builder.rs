@@ -34,7 +34,7 @@ use super::format::{
     BLOCK_TRAILER_LEN, BlockCompressor, BlockHandle, COMPRESSION_NONE, Compression, FORMAT_VERSION,
     Footer, MAX_BLOCK_SIZE, block_trailer,
 };
-use super::reader::TableProperties;
+use super::properties::TableProperties;
 use crate::error::{Error, Result};
 use crate::key::{self, ValueKind, compare_internal, parse_internal_key};
 use crate::vfs::WritableFile;

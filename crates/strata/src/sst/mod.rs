@@ -21,9 +21,11 @@ pub mod block;
 pub mod bloom;
 pub mod builder;
 pub mod format;
+pub mod properties;
 pub mod reader;
 
 pub use block::Block;
 pub use builder::{TableBuilder, TableBuilderOptions, TableSummary};
 pub use format::Compression;
-pub use reader::{TableIter, TableProperties, TableReader};
+pub use properties::TableProperties;
+pub use reader::{TableIter, TableReader};
