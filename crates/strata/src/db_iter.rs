@@ -281,12 +281,7 @@ impl DbIter {
         self.value_pinned = false;
         while self.inner.valid() {
             let Some(p) = parse_internal_key(self.inner.key()) else {
-                let n = self.inner.key().len();
-                self.fail(Error::corruption(
-                    "iterator",
-                    0,
-                    format!("malformed internal key of {n} bytes"),
-                ));
+                self.fail(malformed_key(self.inner.key()));
                 return;
             };
             if p.seqno > self.snapshot || (skipping && self.skip_key == p.user_key) {
@@ -328,39 +323,22 @@ impl DbIter {
     }
 
     /// Gathers the operands of `self.key` from the inner position onwards
-    /// and resolves them. Returns true when positioned on a value.
+    /// (newest first, down to the put or tombstone they apply to) and
+    /// resolves them. Returns true when positioned on a value.
     fn collect_merge_forward(&mut self) -> bool {
-        self.operands.clear();
-        self.base = None;
-        while self.inner.valid() {
-            let Some(p) = parse_internal_key(self.inner.key()) else {
-                break;
-            };
-            if p.user_key != self.key.as_slice() {
-                break;
-            }
-            if p.seqno <= self.snapshot {
-                match p.kind {
-                    ValueKind::Merge => self.operands.push(self.inner.value().to_vec()),
-                    ValueKind::Put => {
-                        self.base = Some(self.inner.value().to_vec());
-                        self.inner.next();
-                        break;
-                    }
-                    ValueKind::Delete => {
-                        self.inner.next();
-                        break;
-                    }
-                }
-            }
-            self.inner.next();
-        }
-        if let Err(e) = self.inner.status() {
+        let mut versions = KeyVersions::take(&mut self.operands, &mut self.base);
+        let ok = gather(
+            &mut self.inner,
+            &self.key,
+            self.snapshot,
+            Direction::Forward,
+            &mut versions,
+        );
+        versions.give_back(&mut self.operands, &mut self.base);
+        if let Err(e) = ok {
             self.fail(e);
             return false;
         }
-        // Operands were gathered newest first; the operator wants oldest first.
-        self.operands.reverse();
         self.resolve_merge()
     }
 
@@ -402,12 +380,7 @@ impl DbIter {
                 return;
             }
             let Some(p) = parse_internal_key(self.inner.key()) else {
-                let n = self.inner.key().len();
-                self.fail(Error::corruption(
-                    "iterator",
-                    0,
-                    format!("malformed internal key of {n} bytes"),
-                ));
+                self.fail(malformed_key(self.inner.key()));
                 return;
             };
             if self.before_lower(p.user_key) {
@@ -415,41 +388,17 @@ impl DbIter {
             }
             self.key.clear();
             self.key.extend_from_slice(p.user_key);
-            // Walking backwards sees versions oldest first: a put or delete
-            // resets the state, merges accumulate on top of it.
-            let mut state: Option<bool> = None; // Some(true): has base; Some(false): deleted
-            self.operands.clear();
-            self.base = None;
-            while self.inner.valid() {
-                let Some(p) = parse_internal_key(self.inner.key()) else {
-                    break;
-                };
-                if p.user_key != self.key.as_slice() {
-                    break;
-                }
-                if p.seqno <= self.snapshot {
-                    match p.kind {
-                        ValueKind::Put => {
-                            self.base = Some(self.inner.value().to_vec());
-                            self.operands.clear();
-                            state = Some(true);
-                        }
-                        ValueKind::Delete => {
-                            self.base = None;
-                            self.operands.clear();
-                            state = Some(false);
-                        }
-                        ValueKind::Merge => {
-                            self.operands.push(self.inner.value().to_vec());
-                            if state.is_none() {
-                                state = Some(false);
-                            }
-                        }
-                    }
-                }
-                self.inner.prev();
-            }
-            if let Err(e) = self.inner.status() {
+            let mut versions = KeyVersions::take(&mut self.operands, &mut self.base);
+            let ok = gather(
+                &mut self.inner,
+                &self.key,
+                self.snapshot,
+                Direction::Reverse,
+                &mut versions,
+            );
+            let has_value = versions.has_value;
+            versions.give_back(&mut self.operands, &mut self.base);
+            if let Err(e) = ok {
                 self.fail(e);
                 return;
             }
@@ -464,13 +413,133 @@ impl DbIter {
                 if self.error.is_some() {
                     return;
                 }
-            } else if state == Some(true) {
+            } else if has_value {
                 self.value = self.base.take().unwrap_or_default();
                 self.valid = true;
                 return;
             }
         }
     }
+}
+
+fn malformed_key(k: &[u8]) -> Error {
+    Error::corruption(
+        "iterator",
+        0,
+        format!("malformed internal key of {} bytes", k.len()),
+    )
+}
+
+/// The visible versions of one user key, reduced as they are gathered:
+/// the merge operands (oldest first once gathered) and the put they apply
+/// to. Both scan directions gather into it, each in its own order.
+struct KeyVersions {
+    operands: Vec<Vec<u8>>,
+    base: Option<Vec<u8>>,
+    /// The key has a value without operands (its newest version is a put).
+    has_value: bool,
+}
+
+impl KeyVersions {
+    /// Starts with the iterator's reused buffers, emptied.
+    fn take(operands: &mut Vec<Vec<u8>>, base: &mut Option<Vec<u8>>) -> Self {
+        let mut operands = std::mem::take(operands);
+        operands.clear();
+        base.take();
+        KeyVersions {
+            operands,
+            base: None,
+            has_value: false,
+        }
+    }
+
+    /// Returns the buffers for reuse.
+    fn give_back(self, operands: &mut Vec<Vec<u8>>, base: &mut Option<Vec<u8>>) {
+        *operands = self.operands;
+        *base = self.base;
+    }
+
+    /// Forward: a version older than those seen. Returns whether older
+    /// versions still matter (a put or tombstone ends the key).
+    fn add_older(&mut self, kind: ValueKind, value: &[u8]) -> bool {
+        match kind {
+            ValueKind::Merge => {
+                self.operands.push(value.to_vec());
+                true
+            }
+            ValueKind::Put => {
+                self.base = Some(value.to_vec());
+                self.has_value = self.operands.is_empty();
+                false
+            }
+            ValueKind::Delete => false,
+        }
+    }
+
+    /// Reverse: a version newer than those seen. A put or tombstone
+    /// replaces everything before it; operands pile on top.
+    fn add_newer(&mut self, kind: ValueKind, value: &[u8]) {
+        match kind {
+            ValueKind::Put => {
+                self.base = Some(value.to_vec());
+                self.operands.clear();
+                self.has_value = true;
+            }
+            ValueKind::Delete => {
+                self.base = None;
+                self.operands.clear();
+                self.has_value = false;
+            }
+            ValueKind::Merge => {
+                self.operands.push(value.to_vec());
+                self.has_value = false;
+            }
+        }
+    }
+}
+
+/// Walks `inner` over the entries of user key `key` from its position
+/// (forward with `next`, stopping past the put or tombstone that ends the
+/// key; in reverse with `prev`, to the key's first entry), handing the
+/// versions visible at `snapshot` to `versions`. Leaves the operands
+/// oldest first.
+fn gather(
+    inner: &mut MergingIterator,
+    key: &[u8],
+    snapshot: SeqNo,
+    direction: Direction,
+    versions: &mut KeyVersions,
+) -> Result<()> {
+    while inner.valid() {
+        let Some(p) = parse_internal_key(inner.key()) else {
+            break;
+        };
+        if p.user_key != key {
+            break;
+        }
+        let visible = p.seqno <= snapshot;
+        match direction {
+            Direction::Forward => {
+                let more = !visible || versions.add_older(p.kind, inner.value());
+                inner.next();
+                if !more {
+                    break;
+                }
+            }
+            Direction::Reverse => {
+                if visible {
+                    versions.add_newer(p.kind, inner.value());
+                }
+                inner.prev();
+            }
+        }
+    }
+    inner.status()?;
+    if direction == Direction::Forward {
+        // Gathered newest first; the operator wants oldest first.
+        versions.operands.reverse();
+    }
+    Ok(())
 }
 
 /// The internal key just before every version of `ukey`, so that a
