@@ -119,8 +119,9 @@ impl WriteBatch {
         self.rep.len()
     }
 
-    pub(crate) fn set_seqno(&mut self, seq: SeqNo) {
-        self.rep[..8].copy_from_slice(&seq.to_le_bytes());
+    pub(crate) fn set_seqno(&mut self, seq: impl Into<SeqNo>) {
+        let seq = seq.into();
+        self.rep[..8].copy_from_slice(&seq.get().to_le_bytes());
     }
 
     pub(crate) fn encoded(&self) -> &[u8] {
@@ -160,7 +161,9 @@ impl<'a> DecodedBatch<'a> {
                 bytes.len()
             ));
         }
-        let seqno = u64::from_le_bytes(bytes[..8].try_into().map_err(|_| "header")?);
+        let seqno = SeqNo(u64::from_le_bytes(
+            bytes[..8].try_into().map_err(|_| "header")?,
+        ));
         let count = u32::from_le_bytes(bytes[8..12].try_into().map_err(|_| "header")?);
         // Every update's sequence number must be a valid one.
         if seqno.saturating_add(u64::from(count)) > crate::key::MAX_SEQNO + 1 {
@@ -285,8 +288,8 @@ mod tests {
 
     #[test]
     fn a_batch_running_past_the_largest_sequence_number_is_refused() {
-        let header = |seqno: u64, count: u32| {
-            let mut b = seqno.to_le_bytes().to_vec();
+        let header = |seqno: SeqNo, count: u32| {
+            let mut b = seqno.get().to_le_bytes().to_vec();
             b.extend_from_slice(&count.to_le_bytes());
             b
         };
@@ -296,7 +299,7 @@ mod tests {
             panic!("a batch past the largest sequence number must be refused");
         };
         assert!(e.contains("runs past the largest"), "{e}");
-        assert!(DecodedBatch::parse(&header(u64::MAX, 2)).is_err());
+        assert!(DecodedBatch::parse(&header(SeqNo(u64::MAX), 2)).is_err());
     }
 
     #[test]
@@ -307,7 +310,7 @@ mod tests {
         b.merge_in(7, b"", b"op");
         b.set_seqno(99);
         let d = DecodedBatch::parse(b.encoded()).expect("parse");
-        assert_eq!((d.seqno, d.count), (99, 3));
+        assert_eq!((d.seqno, d.count), (SeqNo(99), 3));
         let recs: Vec<_> = d.iter().collect::<Result<_, _>>().expect("records");
         assert_eq!(recs.len(), 3);
         assert_eq!(recs[1].kind, ValueKind::Delete);

@@ -465,7 +465,7 @@ pub fn compact_entries(
             let versions: Vec<Version1<'_>> = spans
                 .iter()
                 .map(|&(t, s, e)| Version1 {
-                    seqno: t >> 8,
+                    seqno: SeqNo(t >> 8),
                     kind: ValueKind::from_u8((t & 0xff) as u8).unwrap_or(ValueKind::Put),
                     value: &buf[s..e],
                 })
@@ -535,7 +535,7 @@ mod tests {
             &policy,
             &mut |k, v| {
                 let p = parse_internal_key(k).expect("valid key");
-                out.push((p.user_key.to_vec(), p.seqno, p.kind, v.to_vec()));
+                out.push((p.user_key.to_vec(), p.seqno.get(), p.kind, v.to_vec()));
                 Ok(())
             },
             &|| false,
@@ -575,7 +575,7 @@ mod tests {
 
     #[test]
     fn snapshot_keeps_the_version_it_sees() {
-        let out = run(&[(b"a", 1, Put, b"1"), (b"a", 5, Put, b"5")], &[3], false);
+        let out = run(&[(b"a", 1, Put, b"1"), (b"a", 5, Put, b"5")], &[SeqNo(3)], false);
         assert_eq!(out.len(), 2);
         assert_eq!(out[1].1, 1);
     }
@@ -587,7 +587,7 @@ mod tests {
         assert!(run(e, &[], true).is_empty());
         // A snapshot at 3 still sees the put; the tombstone must stay to hide
         // it from newer readers.
-        let out = run(e, &[3], true);
+        let out = run(e, &[SeqNo(3)], true);
         assert_eq!(out.len(), 2);
     }
 
@@ -603,7 +603,7 @@ mod tests {
             vec![(b"a".to_vec(), 3, Put, b"x,y,z".to_vec())]
         );
         // A snapshot at 2 splits the stripes: {3} and {1,2}.
-        let out = run(e, &[2], false);
+        let out = run(e, &[SeqNo(2)], false);
         assert_eq!(
             out,
             vec![

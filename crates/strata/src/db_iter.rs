@@ -104,7 +104,7 @@ impl DbIter {
     pub(crate) fn stitched(parts: Vec<DbIter>, layout: Arc<dyn Layout>) -> Self {
         let mut it = DbIter::new(
             MergingIterator::new(Vec::new()),
-            0,
+            SeqNo::ZERO,
             None,
             None,
             None,
@@ -229,7 +229,7 @@ impl DbIter {
         }
         // (target, seqno 0, kind 0) is the largest internal key of `target`.
         self.inner
-            .seek_for_prev(&make_internal_key(target, 0, ValueKind::Delete));
+            .seek_for_prev(&make_internal_key(target, SeqNo::ZERO, ValueKind::Delete));
         self.find_prev_user_entry();
     }
 

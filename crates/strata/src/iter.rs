@@ -370,7 +370,7 @@ impl MergingIterator {
                 let k = c.key();
                 user_key(k) == ukey
                     && trailer(k) & 0xff == ValueKind::Put as u64
-                    && trailer(k) >> 8 <= snapshot
+                    && trailer(k) >> 8 <= snapshot.get()
             };
         }
         if !found {
@@ -784,7 +784,7 @@ mod tests {
         m.seek(&seek_key(target));
         let mut out = Vec::new();
         while m.valid() {
-            out.push((user_key(m.key()).to_vec(), crate::key::seqno(m.key())));
+            out.push((user_key(m.key()).to_vec(), crate::key::seqno(m.key()).get()));
             m.next();
         }
         out
@@ -795,7 +795,7 @@ mod tests {
         let mut full = three_sources(ValueKind::Put);
         let expected = user_keys_from(&mut full, b"c");
         let mut m = three_sources(ValueKind::Put);
-        m.set_point_first(100);
+        m.set_point_first(SeqNo(100));
         m.seek(&seek_key(b"c"));
         assert_eq!(
             m.child_seeks(),
@@ -804,10 +804,10 @@ mod tests {
         );
         assert_eq!(
             (user_key(m.key()), crate::key::seqno(m.key())),
-            (&b"c"[..], 20)
+            (&b"c"[..], SeqNo(20))
         );
         let mut m = three_sources(ValueKind::Put);
-        m.set_point_first(100);
+        m.set_point_first(SeqNo(100));
         // The older version of c, shadowed by the put the seek stopped at,
         // is merged in once the scan steps on.
         assert_eq!(user_keys_from(&mut m, b"c"), expected);
@@ -821,11 +821,11 @@ mod tests {
         let mut full = three_sources(ValueKind::Put);
         let expected = user_keys_from(&mut full, b"d");
         let mut m = three_sources(ValueKind::Put);
-        m.set_point_first(100);
+        m.set_point_first(SeqNo(100));
         m.seek(&seek_key(b"d"));
         assert_eq!(m.child_seeks(), 2, "memtable and oldest");
         let mut m = three_sources(ValueKind::Put);
-        m.set_point_first(100);
+        m.set_point_first(SeqNo(100));
         assert_eq!(user_keys_from(&mut m, b"d"), expected);
     }
 
@@ -839,16 +839,16 @@ mod tests {
             let mut full = three_sources(kind);
             let expected = user_keys_from(&mut full, b"c");
             let mut m = three_sources(kind);
-            m.set_point_first(snapshot);
+            m.set_point_first(SeqNo(snapshot));
             m.seek(&seek_key(b"c"));
             assert_eq!(m.child_seeks(), 3, "{kind:?} at {snapshot}");
             let mut m = three_sources(kind);
-            m.set_point_first(snapshot);
+            m.set_point_first(SeqNo(snapshot));
             assert_eq!(user_keys_from(&mut m, b"c"), expected, "{kind:?}");
         }
         // A key no source holds: every source is seeked.
         let mut m = three_sources(ValueKind::Put);
-        m.set_point_first(100);
+        m.set_point_first(SeqNo(100));
         m.seek(&seek_key(b"e"));
         assert_eq!(m.child_seeks(), 3);
         assert_eq!(user_key(m.key()), b"k");
@@ -864,7 +864,7 @@ mod tests {
             ],
             vec![None, Some(1), Some(2)],
         );
-        m.set_point_first(100);
+        m.set_point_first(SeqNo(100));
         m.seek(&seek_key(b"c"));
         assert_eq!(m.child_seeks(), 2);
         let o = m.observation(None).expect("a forward scan");

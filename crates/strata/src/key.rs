@@ -15,10 +15,62 @@
 use std::cmp::Ordering;
 
 /// A sequence number: every write gets the next one; a snapshot is one.
-pub type SeqNo = u64;
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SeqNo(pub u64);
+
+impl SeqNo {
+    /// The sequence number before any write.
+    pub const ZERO: SeqNo = SeqNo(0);
+
+    /// The number as stored (in trailers, batches and the manifest).
+    #[inline]
+    pub fn get(self) -> u64 {
+        self.0
+    }
+
+    /// `self + n`, or `None` past `u64::MAX`.
+    #[inline]
+    pub fn checked_add(self, n: u64) -> Option<SeqNo> {
+        self.0.checked_add(n).map(SeqNo)
+    }
+
+    /// `self + n`, stopping at `u64::MAX`.
+    #[inline]
+    pub fn saturating_add(self, n: u64) -> SeqNo {
+        SeqNo(self.0.saturating_add(n))
+    }
+}
+
+impl From<u64> for SeqNo {
+    fn from(n: u64) -> SeqNo {
+        SeqNo(n)
+    }
+}
+
+impl std::ops::Add<u64> for SeqNo {
+    type Output = SeqNo;
+    #[inline]
+    fn add(self, n: u64) -> SeqNo {
+        SeqNo(self.0 + n)
+    }
+}
+
+impl std::ops::Sub<u64> for SeqNo {
+    type Output = SeqNo;
+    #[inline]
+    fn sub(self, n: u64) -> SeqNo {
+        SeqNo(self.0 - n)
+    }
+}
+
+impl std::fmt::Display for SeqNo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
 
 /// The largest sequence number (56 bits: the trailer keeps 8 bits for the kind).
-pub const MAX_SEQNO: SeqNo = (1 << 56) - 1;
+pub const MAX_SEQNO: SeqNo = SeqNo((1 << 56) - 1);
 
 /// Length of the trailer appended to every user key.
 pub const TRAILER_LEN: usize = 8;
@@ -67,19 +119,21 @@ pub struct ParsedKey<'a> {
 #[inline]
 pub fn pack_trailer(seqno: SeqNo, kind: u8) -> u64 {
     debug_assert!(seqno <= MAX_SEQNO);
-    (seqno << 8) | u64::from(kind)
+    (seqno.0 << 8) | u64::from(kind)
 }
 
 /// Appends `user_key` and its trailer to `dst`.
 #[inline]
-pub fn append_internal_key(dst: &mut Vec<u8>, user_key: &[u8], seqno: SeqNo, kind: u8) {
+pub fn append_internal_key(dst: &mut Vec<u8>, user_key: &[u8], seqno: impl Into<SeqNo>, kind: u8) {
+    let seqno = seqno.into();
     dst.extend_from_slice(user_key);
     dst.extend_from_slice(&pack_trailer(seqno, kind).to_le_bytes());
 }
 
 /// Builds an owned internal key.
 #[inline]
-pub fn make_internal_key(user_key: &[u8], seqno: SeqNo, kind: ValueKind) -> Vec<u8> {
+pub fn make_internal_key(user_key: &[u8], seqno: impl Into<SeqNo>, kind: ValueKind) -> Vec<u8> {
+    let seqno = seqno.into();
     let mut v = Vec::with_capacity(user_key.len() + TRAILER_LEN);
     append_internal_key(&mut v, user_key, seqno, kind as u8);
     v
@@ -87,7 +141,8 @@ pub fn make_internal_key(user_key: &[u8], seqno: SeqNo, kind: ValueKind) -> Vec<
 
 /// Builds the key that a lookup of `user_key` at snapshot `seqno` seeks to.
 #[inline]
-pub fn make_seek_key(user_key: &[u8], seqno: SeqNo) -> Vec<u8> {
+pub fn make_seek_key(user_key: &[u8], seqno: impl Into<SeqNo>) -> Vec<u8> {
+    let seqno = seqno.into();
     let mut v = Vec::with_capacity(user_key.len() + TRAILER_LEN);
     append_internal_key(&mut v, user_key, seqno, KIND_SEEK);
     v
@@ -107,7 +162,8 @@ impl SeekKey {
 
     /// The key a lookup of `user_key` at snapshot `seqno` seeks to.
     #[inline]
-    pub(crate) fn new(user_key: &[u8], seqno: SeqNo) -> Self {
+    pub(crate) fn new(user_key: &[u8], seqno: impl Into<SeqNo>) -> Self {
+        let seqno = seqno.into();
         let len = user_key.len() + TRAILER_LEN;
         if len > Self::INLINE {
             return SeekKey {
@@ -159,7 +215,7 @@ pub fn trailer(ikey: &[u8]) -> u64 {
 /// The sequence number of an internal key.
 #[inline]
 pub fn seqno(ikey: &[u8]) -> SeqNo {
-    trailer(ikey) >> 8
+    SeqNo(trailer(ikey) >> 8)
 }
 
 /// Splits an internal key; `None` if it is too short or has an unknown kind.
@@ -172,7 +228,7 @@ pub fn parse_internal_key(ikey: &[u8]) -> Option<ParsedKey<'_>> {
     let kind = ValueKind::from_u8((t & 0xff) as u8)?;
     Some(ParsedKey {
         user_key: user_key(ikey),
-        seqno: t >> 8,
+        seqno: SeqNo(t >> 8),
         kind,
     })
 }
@@ -233,7 +289,7 @@ mod tests {
         let p = parse_internal_key(&k).expect("valid key");
         assert_eq!(
             (p.user_key, p.seqno, p.kind),
-            (&b""[..], 42, ValueKind::Delete)
+            (&b""[..], SeqNo(42), ValueKind::Delete)
         );
     }
 }

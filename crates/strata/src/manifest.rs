@@ -68,10 +68,10 @@ fn file_number(s: &mut &[u8], what: &str) -> Result<u64, String> {
 
 fn seqno(s: &mut &[u8], what: &str) -> Result<SeqNo, String> {
     let n = get_varint64(s).ok_or_else(|| format!("bad {what}"))?;
-    if n > MAX_SEQNO {
+    if n > MAX_SEQNO.get() {
         return Err(format!("{what} {n} is above the largest, {MAX_SEQNO}"));
     }
-    Ok(n)
+    Ok(SeqNo(n))
 }
 
 fn keyspace_id(s: &mut &[u8]) -> Result<u32, String> {
@@ -224,7 +224,7 @@ impl VersionEdit {
         }
         if let Some(s) = self.last_seqno {
             put_varint32(&mut out, TAG_LAST_SEQNO);
-            put_varint64(&mut out, s);
+            put_varint64(&mut out, s.get());
         }
         for (id, name) in &self.added_keyspaces {
             put_varint32(&mut out, TAG_ADD_KEYSPACE);
@@ -266,8 +266,8 @@ impl VersionEdit {
             put_varint64(&mut out, f.size);
             put_length_prefixed(&mut out, &f.smallest);
             put_length_prefixed(&mut out, &f.largest);
-            put_varint64(&mut out, f.smallest_seqno);
-            put_varint64(&mut out, f.largest_seqno);
+            put_varint64(&mut out, f.smallest_seqno.get());
+            put_varint64(&mut out, f.largest_seqno.get());
             put_varint64(&mut out, f.num_entries);
             put_varint64(&mut out, f.num_deletions);
             if tag == TAG_NEW_FILE_IN_FORMAT {
@@ -385,10 +385,10 @@ mod tests {
         };
         // At the limit: fine.
         assert!(VersionEdit::decode(&field(TAG_NEXT_FILE, MAX_FILE_NUMBER)).is_ok());
-        assert!(VersionEdit::decode(&field(TAG_LAST_SEQNO, MAX_SEQNO)).is_ok());
+        assert!(VersionEdit::decode(&field(TAG_LAST_SEQNO, MAX_SEQNO.get())).is_ok());
         let e = VersionEdit::decode(&field(TAG_NEXT_FILE, u64::MAX)).expect_err("refused");
         assert!(e.contains("next file number"), "{e}");
-        let e = VersionEdit::decode(&field(TAG_LAST_SEQNO, MAX_SEQNO + 1)).expect_err("refused");
+        let e = VersionEdit::decode(&field(TAG_LAST_SEQNO, MAX_SEQNO.get() + 1)).expect_err("refused");
         assert!(e.contains("last seqno"), "{e}");
         let e = VersionEdit::decode(&field(TAG_DROP_KEYSPACE, u64::from(MAX_KEYSPACE_ID) + 1))
             .expect_err("refused");
@@ -406,7 +406,7 @@ mod tests {
         VersionEdit {
             format_version: Some(MANIFEST_FORMAT_VERSION),
             next_file_number: Some(42),
-            last_seqno: Some(1 << 40),
+            last_seqno: Some(SeqNo(1 << 40)),
             added_keyspaces: vec![(0, "default".into()), (3, "idx".into())],
             dropped_keyspaces: vec![2],
             log_numbers: vec![(0, 7)],
@@ -420,8 +420,8 @@ mod tests {
                         size: 4096,
                         smallest: b"a\0\0\0\0\0\0\0\0".to_vec(),
                         largest: b"z\0\0\0\0\0\0\0\0".to_vec(),
-                        smallest_seqno: 1,
-                        largest_seqno: 99,
+                        smallest_seqno: SeqNo(1),
+                        largest_seqno: SeqNo(99),
                         num_entries: 10,
                         num_deletions: 2,
                         format: String::new(),
@@ -436,8 +436,8 @@ mod tests {
                         size: 100,
                         smallest: b"b\0\0\0\0\0\0\0\0".to_vec(),
                         largest: b"c\0\0\0\0\0\0\0\0".to_vec(),
-                        smallest_seqno: 2,
-                        largest_seqno: 3,
+                        smallest_seqno: SeqNo(2),
+                        largest_seqno: SeqNo(3),
                         num_entries: 1,
                         num_deletions: 0,
                         format: "columns".into(),

@@ -549,12 +549,12 @@ impl InternalIterator for LevelIter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::{SeqNo, ValueKind, make_internal_key, make_seek_key};
+    use crate::key::{ValueKind, make_internal_key, make_seek_key};
     use crate::sst::{TableBuilder, TableBuilderOptions, TableReader};
     use crate::stats::Statistics;
     use crate::vfs::StdVfs;
 
-    fn ikey(k: u32, seq: SeqNo) -> Vec<u8> {
+    fn ikey(k: u32, seq: u64) -> Vec<u8> {
         make_internal_key(format!("k{k:04}").as_bytes(), seq, ValueKind::Put)
     }
 

@@ -109,8 +109,8 @@ impl TableFormat for PlainFormat {
                 num_deletions: 0,
                 smallest: Vec::new(),
                 largest: Vec::new(),
-                smallest_seqno: u64::MAX,
-                largest_seqno: 0,
+                smallest_seqno: strata::SeqNo(u64::MAX),
+                largest_seqno: strata::SeqNo::ZERO,
             },
         }))
     }

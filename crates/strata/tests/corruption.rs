@@ -414,7 +414,7 @@ fn dir_with_manifest(dir: &Path, edit: &VersionEdit) -> PathBuf {
 fn manifest_values_past_their_limits_are_corruption() {
     let edits = [
         VersionEdit {
-            last_seqno: Some(u64::MAX),
+            last_seqno: Some(strata::SeqNo(u64::MAX)),
             ..Default::default()
         },
         VersionEdit {

@@ -24,7 +24,12 @@ fn key(i: u32) -> Vec<u8> {
     format!("key{i:07}").into_bytes()
 }
 
-fn short_scan(db: &Db, start: &[u8], n: usize, snapshot: Option<u64>) -> Vec<(Vec<u8>, Vec<u8>)> {
+fn short_scan(
+    db: &Db,
+    start: &[u8],
+    n: usize,
+    snapshot: Option<strata::SeqNo>,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
     let mut it = db
         .default_keyspace()
         .iter(ReadOptions {

@@ -437,7 +437,7 @@ impl<'a> Workload<'a> {
         lo: u32,
         hi: u32,
         reverse: bool,
-        snapshot: Option<u64>,
+        snapshot: Option<strata::SeqNo>,
     ) -> strata::Result<Entries> {
         let (ks, lk, hk) = if counters {
             (&self.h.counters, counter_key(lo), counter_key(hi))

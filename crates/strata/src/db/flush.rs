@@ -339,7 +339,7 @@ impl DbInner {
             );
             let edit = VersionEdit {
                 next_file_number: Some(st.reserved_file_numbers),
-                last_seqno: Some(self.last_seqno.load(Ordering::Acquire)),
+                last_seqno: Some(self.last_seqno()),
                 log_numbers,
                 new_files: added.iter().map(|(l, f)| f.record(id, *l)).collect(),
                 ..Default::default()

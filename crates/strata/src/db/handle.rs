@@ -163,7 +163,7 @@ impl Db {
     /// A consistent view of every keyspace at this moment.
     pub fn snapshot(&self) -> Snapshot {
         let mut st = self.inner.state.lock();
-        let seqno = self.inner.last_seqno.load(Ordering::Acquire);
+        let seqno = self.inner.last_seqno();
         *st.snapshots.entry(seqno).or_insert(0) += 1;
         Snapshot {
             inner: Arc::clone(&self.inner),

@@ -289,6 +289,13 @@ impl Drop for DbInner {
 
 /// Publishes a keyspace's current memtables and version to readers.
 /// REQUIRES: the state lock is held (the caller has `&mut KeyspaceState`).
+impl DbInner {
+    /// The sequence number of the newest write.
+    fn last_seqno(&self) -> SeqNo {
+        SeqNo(self.last_seqno.load(Ordering::Acquire))
+    }
+}
+
 fn publish(ks: &mut KeyspaceState) {
     ks.version_no += 1;
     let sv = Arc::new(SuperVersion {

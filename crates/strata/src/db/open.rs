@@ -257,7 +257,7 @@ impl DbInner {
         // The writer logs batches in sequence order (one leader assigns
         // numbers and appends); a batch that does not come after the one
         // before it would put two versions of a key at one sequence number.
-        let mut next_replay_seqno: SeqNo = 0;
+        let mut next_replay_seqno = SeqNo::ZERO;
         let keyspaces = &manifest.keyspaces;
         let outcome = recovery::replay_logs(
             &*vfs,
@@ -684,7 +684,7 @@ impl DbInner {
                 number: wal_number,
             }),
             manifest: Mutex::new(manifest_writer),
-            last_seqno: AtomicU64::new(last_seqno),
+            last_seqno: AtomicU64::new(last_seqno.get()),
             shutting_down: AtomicBool::new(false),
             threads: Mutex::new(Vec::new()),
             next_memtable_id,

@@ -56,7 +56,7 @@ impl DbInner {
     ) -> Result<bool> {
         self.check_open()?;
         let sv = Arc::clone(&ks.sv.read());
-        let snap = snapshot.unwrap_or_else(|| self.last_seqno.load(Ordering::Acquire));
+        let snap = snapshot.unwrap_or_else(|| self.last_seqno());
         if sv.plan.single_lineage() {
             return get_in_lineage(&sv, key, snap, 0, out);
         }
@@ -84,9 +84,7 @@ impl DbInner {
     pub(super) fn iter(&self, ks: &Arc<KeyspaceShared>, opts: ReadOptions) -> Result<DbIter> {
         self.check_open()?;
         let sv = Arc::clone(&ks.sv.read());
-        let snap = opts
-            .snapshot
-            .unwrap_or_else(|| self.last_seqno.load(Ordering::Acquire));
+        let snap = opts.snapshot.unwrap_or_else(|| self.last_seqno());
         if !sv.plan.single_lineage() {
             Statistics::add(&self.stats.iterators_created, 1);
             return Ok(stitched_iter(&sv, snap, opts));

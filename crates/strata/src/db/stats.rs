@@ -309,7 +309,7 @@ impl DbInner {
             writes: g(&s.writes),
             write_groups: g(&s.write_groups),
             wal_syncs: g(&s.wal_syncs),
-            last_seqno: self.last_seqno.load(Ordering::Acquire),
+            last_seqno: self.last_seqno(),
             live_snapshots: st.snapshots.values().sum(),
             background_error: st.bg_error.as_ref().map(|e| e.to_string()),
             iterators_created: g(&s.iterators_created),

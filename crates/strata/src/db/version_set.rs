@@ -263,7 +263,7 @@ impl DbInner {
                 format_version: Some(MANIFEST_FORMAT_VERSION),
                 db_id: Some(self.db_id),
                 next_file_number: Some(st.reserved_file_numbers),
-                last_seqno: Some(self.last_seqno.load(Ordering::Acquire)),
+                last_seqno: Some(self.last_seqno()),
                 ..Default::default()
             };
             for (id, k) in &st.keyspaces {

@@ -184,7 +184,7 @@ impl DbInner {
         touched.sort_unstable();
         touched.dedup();
         let (mems, skip_wal) = self.make_room_for_write(&touched)?;
-        let base = self.last_seqno.load(Ordering::Acquire) + 1;
+        let base = self.last_seqno() + 1;
         batch.set_seqno(base);
         if !(no_wal || skip_wal) {
             let mut wal = self.wal.lock();
@@ -232,7 +232,8 @@ impl DbInner {
             user_bytes += (e.key.len() + e.value.len()) as u64;
         }
         Statistics::add(&self.stats.user_bytes_written, user_bytes);
-        self.last_seqno.store(base + n - 1, Ordering::Release);
+        self.last_seqno
+            .store((base + n - 1).get(), Ordering::Release);
         Ok(())
     }
 

@@ -640,10 +640,11 @@ impl MemTable {
     /// Adds one entry. REQUIRES: one writer at a time (the write-group
     /// leader, or recovery), so the counters take plain stores: a locked
     /// read-modify-write per counter cost as much as a vector's whole insert.
-    pub fn add(&self, internal_key: &[u8], value: &[u8], seqno: SeqNo, is_delete: bool) {
+    pub fn add(&self, internal_key: &[u8], value: &[u8], seqno: impl Into<SeqNo>, is_delete: bool) {
+        let seqno = seqno.into();
         self.rep.insert(internal_key, value);
-        if seqno > self.largest_seqno.load(AtomicOrdering::Relaxed) {
-            self.largest_seqno.store(seqno, AtomicOrdering::Relaxed);
+        if seqno.get() > self.largest_seqno.load(AtomicOrdering::Relaxed) {
+            self.largest_seqno.store(seqno.get(), AtomicOrdering::Relaxed);
         }
         let n = self.inserts.load(AtomicOrdering::Relaxed);
         self.inserts.store(n + 1, AtomicOrdering::Relaxed);
@@ -733,7 +734,7 @@ impl MemTable {
             moved += 1;
             it.next();
         }
-        next.largest_seqno = AtomicU64::new(self.largest_seqno());
+        next.largest_seqno = AtomicU64::new(self.largest_seqno().get());
         next.deletions = AtomicUsize::new(self.deletions.load(AtomicOrdering::Relaxed));
         if let Some(d) = &mut next.decision {
             d.moved = Some(moved);
@@ -762,7 +763,7 @@ impl MemTable {
 
     /// Largest sequence number added.
     pub fn largest_seqno(&self) -> SeqNo {
-        self.largest_seqno.load(AtomicOrdering::Relaxed)
+        SeqNo(self.largest_seqno.load(AtomicOrdering::Relaxed))
     }
 
     /// Marks the memtable immutable.
@@ -882,7 +883,7 @@ mod tests {
                 false
             });
             assert_eq!(seen[0].1, b"three", "{kind}");
-            assert_eq!(m.largest_seqno(), 8);
+            assert_eq!(m.largest_seqno().get(), 8);
             let u = m.memory_usage();
             assert_eq!(u.entry_bytes, 3 * 9 + 5 + 5 + 5, "{kind}");
             assert!(u.metadata_bytes > 0);
@@ -1238,7 +1239,7 @@ mod tests {
         assert_eq!(first.op_counts(), reads_before, "the copy is not a read");
         assert_eq!(moved.rep_kind(), MemTableKind::HashLinkList);
         assert_eq!(moved.log_number, 7, "same log: nothing was flushed");
-        assert_eq!(moved.largest_seqno(), 305);
+        assert_eq!(moved.largest_seqno().get(), 305);
         assert_eq!(moved.deletions.load(AtomicOrdering::Relaxed), 5);
         assert_eq!(moved.len(), keys.len());
         let d = moved.decision().expect("decided");

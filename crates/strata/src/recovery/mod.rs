@@ -466,7 +466,7 @@ mod tests {
         assert_eq!(parse_wal_header(&h), Some((id, 77)));
         assert_eq!(parse_wal_header(&h[1..]), None);
         let seqno = u64::from_le_bytes(WAL_HEADER_MAGIC);
-        assert!(seqno > crate::key::MAX_SEQNO);
+        assert!(seqno > crate::key::MAX_SEQNO.get());
         assert_ne!(new_db_id(), new_db_id());
     }
 

@@ -36,7 +36,7 @@ use super::format::{
 };
 use super::properties::TableProperties;
 use crate::error::{Error, Result};
-use crate::key::{self, ValueKind, compare_internal, parse_internal_key};
+use crate::key::{self, SeqNo, ValueKind, compare_internal, parse_internal_key};
 use crate::vfs::WritableFile;
 
 /// How a table is written.
@@ -77,9 +77,9 @@ pub struct TableSummary {
     /// Largest internal key (empty for an empty table).
     pub largest: Vec<u8>,
     /// The smallest sequence number of any entry.
-    pub smallest_seqno: u64,
+    pub smallest_seqno: SeqNo,
     /// The largest sequence number of any entry.
-    pub largest_seqno: u64,
+    pub largest_seqno: SeqNo,
 }
 
 /// Writes one table file.
@@ -265,8 +265,8 @@ impl TableBuilder {
         let p = &mut self.props;
         if p.num_entries == 0 {
             p.smallest = internal_key.to_vec();
-            p.smallest_seqno = parsed.seqno;
-            p.largest_seqno = parsed.seqno;
+            p.smallest_seqno = parsed.seqno.get();
+            p.largest_seqno = parsed.seqno.get();
         }
         p.num_entries += 1;
         match parsed.kind {
@@ -276,8 +276,8 @@ impl TableBuilder {
         }
         p.raw_key_bytes += internal_key.len() as u64;
         p.raw_value_bytes += value.len() as u64;
-        p.smallest_seqno = p.smallest_seqno.min(parsed.seqno);
-        p.largest_seqno = p.largest_seqno.max(parsed.seqno);
+        p.smallest_seqno = p.smallest_seqno.min(parsed.seqno.get());
+        p.largest_seqno = p.largest_seqno.max(parsed.seqno.get());
 
         if self.data_block.current_size_estimate() >= self.opts.block_size {
             self.flush_data_block()?;
@@ -396,8 +396,8 @@ impl TableBuilder {
             num_deletions: self.props.num_deletions,
             smallest: std::mem::take(&mut self.props.smallest),
             largest: std::mem::take(&mut self.props.largest),
-            smallest_seqno: self.props.smallest_seqno,
-            largest_seqno: self.props.largest_seqno,
+            smallest_seqno: SeqNo(self.props.smallest_seqno),
+            largest_seqno: SeqNo(self.props.largest_seqno),
         })
     }
 }
@@ -488,7 +488,7 @@ mod tests {
             s.largest,
             make_internal_key(b"key00499", 501, ValueKind::Put)
         );
-        assert_eq!((s.smallest_seqno, s.largest_seqno), (501, 1000));
+        assert_eq!((s.smallest_seqno.get(), s.largest_seqno.get()), (501, 1000));
         assert_eq!(s.file_size, StdVfs.file_size(&path).expect("size"));
         assert!(s.file_size >= last_estimate);
     }

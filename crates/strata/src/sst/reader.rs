@@ -369,7 +369,7 @@ impl TableReader {
                 };
                 if counted.num_entries == 0 {
                     first_key = k.to_vec();
-                    counted.smallest_seqno = parsed.seqno;
+                    counted.smallest_seqno = parsed.seqno.get();
                 } else if compare_internal(&prev_key, k) != Ordering::Less {
                     return Err(bad("key is not after the previous key"));
                 }
@@ -395,8 +395,8 @@ impl TableReader {
                 }
                 counted.raw_key_bytes += k.len() as u64;
                 counted.raw_value_bytes += it.value().len() as u64;
-                counted.smallest_seqno = counted.smallest_seqno.min(parsed.seqno);
-                counted.largest_seqno = counted.largest_seqno.max(parsed.seqno);
+                counted.smallest_seqno = counted.smallest_seqno.min(parsed.seqno.get());
+                counted.largest_seqno = counted.largest_seqno.max(parsed.seqno.get());
                 prev_key.clear();
                 prev_key.extend_from_slice(k);
                 n_in_block += 1;
@@ -818,7 +818,7 @@ mod tests {
         user_keys.dedup();
         let mut targets: Vec<Vec<u8>> = e.iter().map(|(k, _)| k.clone()).collect();
         for uk in &user_keys {
-            for snap in [0, 1, 7, 25, MAX_SEQNO] {
+            for snap in [0, 1, 7, 25, MAX_SEQNO.get()] {
                 targets.push(make_seek_key(uk, snap));
             }
         }
@@ -851,7 +851,7 @@ mod tests {
         let present: std::collections::BTreeSet<&[u8]> =
             e.iter().map(|(k, _)| key::user_key(k)).collect();
         for uk in &user_keys {
-            for snap in [0, 3, 20, MAX_SEQNO] {
+            for snap in [0, 3, 20, MAX_SEQNO.get()] {
                 let want = expected_get(e, uk, snap);
                 let sk = make_seek_key(uk, snap);
                 let mut got = Vec::new();
@@ -1081,7 +1081,7 @@ mod tests {
                 got.push((k.to_vec(), v.to_vec()));
                 true
             }) {
-                Ok(true) => assert_eq!(got, expected_get(e, uk, MAX_SEQNO)),
+                Ok(true) => assert_eq!(got, expected_get(e, uk, MAX_SEQNO.get())),
                 Ok(false) => panic!("filter excluded a present key"),
                 Err(err) => {
                     assert!(err.is_corruption(), "{err}");
@@ -1374,7 +1374,7 @@ mod tests {
             index_size: 50,
             filter_size: 20,
             smallest_seqno: 1,
-            largest_seqno: MAX_SEQNO,
+            largest_seqno: MAX_SEQNO.get(),
             smallest: b"a\0\0\0\0\0\0\0\x01".to_vec(),
             largest: vec![],
             num_data_blocks: 2,
