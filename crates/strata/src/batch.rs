@@ -11,6 +11,7 @@
 //! The i-th record gets sequence number `seqno + i`.
 
 use crate::coding::{get_length_prefixed, get_varint32, put_length_prefixed, put_varint32};
+use crate::ids::KeyspaceId;
 use crate::key::{SeqNo, ValueKind};
 
 const HEADER_LEN: usize = 12;
@@ -32,7 +33,7 @@ impl Default for WriteBatch {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BatchEntry<'a> {
     pub kind: ValueKind,
-    pub keyspace: u32,
+    pub keyspace: KeyspaceId,
     pub key: &'a [u8],
     pub value: &'a [u8],
 }
@@ -56,9 +57,9 @@ impl WriteBatch {
         WriteBatch { rep, count: 0 }
     }
 
-    fn push(&mut self, kind: ValueKind, keyspace: u32, key: &[u8], value: Option<&[u8]>) {
+    fn push(&mut self, kind: ValueKind, keyspace: KeyspaceId, key: &[u8], value: Option<&[u8]>) {
         self.rep.push(kind as u8);
-        put_varint32(&mut self.rep, keyspace);
+        put_varint32(&mut self.rep, keyspace.get());
         put_length_prefixed(&mut self.rep, key);
         if let Some(v) = value {
             put_length_prefixed(&mut self.rep, v);
@@ -68,33 +69,33 @@ impl WriteBatch {
     }
 
     /// Sets `key` to `value` in keyspace `keyspace` (see `Keyspace::id`).
-    pub fn put_in(&mut self, keyspace: u32, key: &[u8], value: &[u8]) {
+    pub fn put_in(&mut self, keyspace: KeyspaceId, key: &[u8], value: &[u8]) {
         self.push(ValueKind::Put, keyspace, key, Some(value));
     }
 
     /// Deletes `key` in keyspace `keyspace`.
-    pub fn delete_in(&mut self, keyspace: u32, key: &[u8]) {
+    pub fn delete_in(&mut self, keyspace: KeyspaceId, key: &[u8]) {
         self.push(ValueKind::Delete, keyspace, key, None);
     }
 
     /// Adds a merge operand for `key` in keyspace `keyspace`.
-    pub fn merge_in(&mut self, keyspace: u32, key: &[u8], operand: &[u8]) {
+    pub fn merge_in(&mut self, keyspace: KeyspaceId, key: &[u8], operand: &[u8]) {
         self.push(ValueKind::Merge, keyspace, key, Some(operand));
     }
 
     /// Sets `key` in the default keyspace.
     pub fn put(&mut self, key: &[u8], value: &[u8]) {
-        self.put_in(0, key, value);
+        self.put_in(KeyspaceId::DEFAULT, key, value);
     }
 
     /// Deletes `key` in the default keyspace.
     pub fn delete(&mut self, key: &[u8]) {
-        self.delete_in(0, key);
+        self.delete_in(KeyspaceId::DEFAULT, key);
     }
 
     /// Adds a merge operand for `key` in the default keyspace.
     pub fn merge(&mut self, key: &[u8], operand: &[u8]) {
-        self.merge_in(0, key, operand);
+        self.merge_in(KeyspaceId::DEFAULT, key, operand);
     }
 
     /// Number of updates.
@@ -232,7 +233,7 @@ fn decode_record<'a>(src: &mut &'a [u8]) -> Result<BatchEntry<'a>, String> {
     };
     Ok(BatchEntry {
         kind,
-        keyspace,
+        keyspace: KeyspaceId(keyspace),
         key,
         value,
     })
@@ -272,7 +273,7 @@ mod tests {
             decode_all(&raw);
             let mut b = WriteBatch::new();
             b.put(b"key", b"value");
-            b.merge_in(7, b"counter", b"+1");
+            b.merge_in(KeyspaceId(7), b"counter", b"+1");
             b.delete(b"gone");
             b.set_seqno(42);
             let mut bytes = b.encoded().to_vec();
@@ -306,15 +307,15 @@ mod tests {
     fn encoded_batch_decodes_to_same_records() {
         let mut b = WriteBatch::new();
         b.put(b"a", b"1");
-        b.delete_in(3, b"b");
-        b.merge_in(7, b"", b"op");
+        b.delete_in(KeyspaceId(3), b"b");
+        b.merge_in(KeyspaceId(7), b"", b"op");
         b.set_seqno(99);
         let d = DecodedBatch::parse(b.encoded()).expect("parse");
         assert_eq!((d.seqno, d.count), (SeqNo(99), 3));
         let recs: Vec<_> = d.iter().collect::<Result<_, _>>().expect("records");
         assert_eq!(recs.len(), 3);
         assert_eq!(recs[1].kind, ValueKind::Delete);
-        assert_eq!(recs[1].keyspace, 3);
+        assert_eq!(recs[1].keyspace, KeyspaceId(3));
         assert_eq!(recs[2].value, b"op");
     }
 

@@ -29,6 +29,7 @@
 
 // The public surface: what an application or an extension (a merge
 // operator, a layout, a table format, a file system) names.
+pub mod ids;
 pub mod key;
 pub mod layout;
 pub mod merge;
@@ -85,6 +86,7 @@ pub use cache::BlockCache;
 pub use db::{DEFAULT_KEYSPACE, Db, DbStats, Keyspace, KeyspaceStats, Snapshot};
 pub use db_iter::DbIter;
 pub use error::{Error, Result};
+pub use ids::KeyspaceId;
 pub use iter::InternalIterator;
 pub use key::SeqNo;
 pub use layout::{GroupPlan, GroupSpec, Layout, TieredCompressionLayout, UniformLayout};

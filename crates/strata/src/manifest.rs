@@ -48,6 +48,7 @@ use crate::coding::{
     put_varint64,
 };
 use crate::filename::MAX_FILE_NUMBER;
+use crate::ids::KeyspaceId;
 use crate::key::{MAX_SEQNO, SeqNo};
 use crate::sst::TableSummary;
 use crate::table_format::{GroupId, SST_FORMAT};
@@ -74,14 +75,14 @@ fn seqno(s: &mut &[u8], what: &str) -> Result<SeqNo, String> {
     Ok(SeqNo(n))
 }
 
-fn keyspace_id(s: &mut &[u8]) -> Result<u32, String> {
+fn keyspace_id(s: &mut &[u8]) -> Result<KeyspaceId, String> {
     let id = get_varint32(s).ok_or("bad keyspace id")?;
     if id > MAX_KEYSPACE_ID {
         return Err(format!(
             "keyspace id {id} is above the largest, {MAX_KEYSPACE_ID}"
         ));
     }
-    Ok(id)
+    Ok(KeyspaceId(id))
 }
 
 /// The manifest format version this build writes (it reads 1 and 2).
@@ -167,7 +168,7 @@ impl TableFile {
 /// A table file added to a keyspace's level.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NewFile {
-    pub keyspace: u32,
+    pub keyspace: KeyspaceId,
     pub level: u32,
     pub file: TableFile,
 }
@@ -191,19 +192,19 @@ pub struct VersionEdit {
     pub format_version: Option<u32>,
     pub next_file_number: Option<u64>,
     pub last_seqno: Option<SeqNo>,
-    pub added_keyspaces: Vec<(u32, String)>,
-    pub dropped_keyspaces: Vec<u32>,
+    pub added_keyspaces: Vec<(KeyspaceId, String)>,
+    pub dropped_keyspaces: Vec<KeyspaceId>,
     /// Per keyspace: the oldest write-ahead log that may still hold its
     /// unflushed entries.
-    pub log_numbers: Vec<(u32, u64)>,
+    pub log_numbers: Vec<(KeyspaceId, u64)>,
     pub new_files: Vec<NewFile>,
     /// (keyspace, level, file number)
-    pub deleted_files: Vec<(u32, u32, u64)>,
+    pub deleted_files: Vec<(KeyspaceId, u32, u64)>,
     /// The database's identity (first record only).
     pub db_id: Option<[u8; DB_ID_LEN]>,
     /// Keyspaces' identities (set when a keyspace is created or registered
     /// with a different layout, and in every snapshot).
-    pub keyspace_identities: Vec<(u32, KeyspaceIdentity)>,
+    pub keyspace_identities: Vec<(KeyspaceId, KeyspaceIdentity)>,
 }
 
 impl VersionEdit {
@@ -228,27 +229,27 @@ impl VersionEdit {
         }
         for (id, name) in &self.added_keyspaces {
             put_varint32(&mut out, TAG_ADD_KEYSPACE);
-            put_varint32(&mut out, *id);
+            put_varint32(&mut out, id.get());
             put_length_prefixed(&mut out, name.as_bytes());
         }
         for (id, ident) in &self.keyspace_identities {
             put_varint32(&mut out, TAG_KEYSPACE_IDENTITY);
-            put_varint32(&mut out, *id);
+            put_varint32(&mut out, id.get());
             put_length_prefixed(&mut out, ident.merge_operator.as_bytes());
             put_length_prefixed(&mut out, ident.layout.as_bytes());
         }
         for id in &self.dropped_keyspaces {
             put_varint32(&mut out, TAG_DROP_KEYSPACE);
-            put_varint32(&mut out, *id);
+            put_varint32(&mut out, id.get());
         }
         for (ks, log) in &self.log_numbers {
             put_varint32(&mut out, TAG_LOG_NUMBER);
-            put_varint32(&mut out, *ks);
+            put_varint32(&mut out, ks.get());
             put_varint64(&mut out, *log);
         }
         for (ks, level, number) in &self.deleted_files {
             put_varint32(&mut out, TAG_DELETED_FILE);
-            put_varint32(&mut out, *ks);
+            put_varint32(&mut out, ks.get());
             put_varint32(&mut out, *level);
             put_varint64(&mut out, *number);
         }
@@ -259,7 +260,7 @@ impl VersionEdit {
                 TAG_NEW_FILE_IN_FORMAT
             };
             put_varint32(&mut out, tag);
-            put_varint32(&mut out, f.keyspace);
+            put_varint32(&mut out, f.keyspace.get());
             put_varint32(&mut out, f.level);
             put_varint32(&mut out, f.group.0);
             put_varint64(&mut out, f.number);
@@ -407,12 +408,12 @@ mod tests {
             format_version: Some(MANIFEST_FORMAT_VERSION),
             next_file_number: Some(42),
             last_seqno: Some(SeqNo(1 << 40)),
-            added_keyspaces: vec![(0, "default".into()), (3, "idx".into())],
-            dropped_keyspaces: vec![2],
-            log_numbers: vec![(0, 7)],
+            added_keyspaces: vec![(KeyspaceId(0), "default".into()), (KeyspaceId(3), "idx".into())],
+            dropped_keyspaces: vec![KeyspaceId(2)],
+            log_numbers: vec![(KeyspaceId(0), 7)],
             new_files: vec![
                 NewFile {
-                    keyspace: 3,
+                    keyspace: KeyspaceId(3),
                     level: 1,
                     file: TableFile {
                         group: GroupId(0),
@@ -428,7 +429,7 @@ mod tests {
                     },
                 },
                 NewFile {
-                    keyspace: 3,
+                    keyspace: KeyspaceId(3),
                     level: 2,
                     file: TableFile {
                         group: GroupId(7),
@@ -444,10 +445,10 @@ mod tests {
                     },
                 },
             ],
-            deleted_files: vec![(0, 0, 5)],
+            deleted_files: vec![(KeyspaceId(0), 0, 5)],
             db_id: Some(*b"0123456789abcdef"),
             keyspace_identities: vec![(
-                3,
+                KeyspaceId(3),
                 KeyspaceIdentity {
                     merge_operator: "u64add".into(),
                     layout: "tiered-compression:hot=lz4,cold=zstd,from=2".into(),

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
+use crate::ids::KeyspaceId;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{compare_internal, user_key};
@@ -83,7 +84,7 @@ impl FileMeta {
     }
 
     /// The manifest record of this file at `level`.
-    pub fn record(&self, keyspace: u32, level: usize) -> NewFile {
+    pub fn record(&self, keyspace: KeyspaceId, level: usize) -> NewFile {
         NewFile {
             keyspace,
             level: level as u32,
@@ -236,8 +237,8 @@ impl Version {
     /// version.
     pub fn apply(
         &self,
-        keyspace: u32,
-        deleted: &[(u32, u32, u64)],
+        keyspace: KeyspaceId,
+        deleted: &[(KeyspaceId, u32, u64)],
         added: Vec<(usize, Arc<FileMeta>)>,
     ) -> Version {
         let mut levels = self.levels.clone();

@@ -368,7 +368,7 @@ fn rows_options() -> KeyspaceOptions {
 // ----- helpers ------------------------------------------------------------
 
 /// The live files of keyspace `id`, read from the manifest CURRENT names.
-fn live_files(dir: &Path, id: u32) -> BTreeMap<u64, (u32, TableFile)> {
+fn live_files(dir: &Path, id: strata::KeyspaceId) -> BTreeMap<u64, (u32, TableFile)> {
     let name = std::fs::read_to_string(dir.join("CURRENT")).expect("CURRENT");
     let mut reader =
         LogReader::open(&StdVfs, &dir.join(name.trim_end()), TailPolicy::Strict).expect("open");

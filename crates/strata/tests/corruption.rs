@@ -422,7 +422,7 @@ fn manifest_values_past_their_limits_are_corruption() {
             ..Default::default()
         },
         VersionEdit {
-            added_keyspaces: vec![(u32::MAX, "last".into())],
+            added_keyspaces: vec![(strata::KeyspaceId(u32::MAX), "last".into())],
             ..Default::default()
         },
     ];
@@ -448,7 +448,10 @@ fn when_keyspace_ids_run_out_creating_one_is_an_error() {
         dir.path(),
         &VersionEdit {
             format_version: Some(strata::manifest::MANIFEST_FORMAT_VERSION),
-            added_keyspaces: vec![(0, "default".into()), (last, "last".into())],
+            added_keyspaces: vec![
+                (strata::KeyspaceId::DEFAULT, "default".into()),
+                (strata::KeyspaceId(last), "last".into()),
+            ],
             ..Default::default()
         },
     );

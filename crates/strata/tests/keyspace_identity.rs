@@ -45,7 +45,7 @@ fn options() -> Options {
 
 /// The live files of keyspace `id` by number, with their levels, read from
 /// the manifest named by CURRENT.
-fn live_files(dir: &Path, id: u32) -> BTreeMap<u64, u32> {
+fn live_files(dir: &Path, id: strata::KeyspaceId) -> BTreeMap<u64, u32> {
     let name = std::fs::read_to_string(dir.join("CURRENT")).expect("CURRENT");
     let mut reader =
         LogReader::open(&StdVfs, &dir.join(name.trim_end()), TailPolicy::Strict).expect("open");

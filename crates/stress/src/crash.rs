@@ -111,7 +111,7 @@ pub fn shape_line(db: &strata::Db) -> String {
     let levels = s
         .keyspaces
         .iter()
-        .find(|k| k.id == 0)
+        .find(|k| k.id == strata::KeyspaceId::DEFAULT)
         .map(|k| {
             k.levels
                 .iter()

@@ -336,7 +336,7 @@ fn cmd_run(a: RunArgs) -> Result<u8, String> {
     let memtable = st
         .keyspaces
         .iter()
-        .find(|k| k.id == 0)
+        .find(|k| k.id == strata::KeyspaceId::DEFAULT)
         .map(|k| match &k.memtable_decision {
             Some(d) => format!("{} ({d})", k.memtable_rep),
             None => k.memtable_rep.clone(),

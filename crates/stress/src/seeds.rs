@@ -5,6 +5,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use strata::KeyspaceId as Ks;
 use strata::key::{ValueKind, make_internal_key};
 use strata::log::LogWriter;
 use strata::manifest::{NewFile, TableFile, VersionEdit};
@@ -210,7 +211,7 @@ pub fn write_all(out: &Path) -> io::Result<usize> {
         format_version: Some(2),
         db_id: Some(*b"seed-database-id"),
         keyspace_identities: vec![(
-            1,
+            Ks(1),
             strata::manifest::KeyspaceIdentity {
                 merge_operator: "u64add".into(),
                 layout: "uniform".into(),
@@ -218,11 +219,11 @@ pub fn write_all(out: &Path) -> io::Result<usize> {
         )],
         next_file_number: Some(12),
         last_seqno: Some(strata::SeqNo(99)),
-        added_keyspaces: vec![(0, "default".into()), (1, "counters".into())],
-        dropped_keyspaces: vec![3],
-        log_numbers: vec![(0, 7), (1, 9)],
+        added_keyspaces: vec![(Ks(0), "default".into()), (Ks(1), "counters".into())],
+        dropped_keyspaces: vec![Ks(3)],
+        log_numbers: vec![(Ks(0), 7), (Ks(1), 9)],
         new_files: vec![NewFile {
-            keyspace: 1,
+            keyspace: Ks(1),
             level: 2,
             file: TableFile {
                 group: GroupId::WHOLE,
@@ -237,7 +238,7 @@ pub fn write_all(out: &Path) -> io::Result<usize> {
                 format: String::new(),
             },
         }],
-        deleted_files: vec![(0, 1, 4)],
+        deleted_files: vec![(Ks(0), 1, 4)],
     };
     files.push(("manifest", "edit".into(), edit.encode()));
     files.push((

@@ -9,7 +9,7 @@ pub(super) const COMPACTION_RETRY_MIN: Duration = Duration::from_millis(200);
 pub(super) const COMPACTION_RETRY_MAX: Duration = Duration::from_secs(10);
 
 /// Finds a compaction in any keyspace and marks its inputs.
-pub(super) fn pick_any(st: &mut State) -> Option<(u32, CompactionTask)> {
+pub(super) fn pick_any(st: &mut State) -> Option<(KeyspaceId, CompactionTask)> {
     for (id, k) in st.keyspaces.iter().filter(|(_, k)| k.registered) {
         if let Some(t) =
             compaction::pick_compaction(&k.version, &k.opts, &k.plan, &k.compact_cursor)
@@ -92,14 +92,14 @@ impl DbInner {
 
     /// Carries out a compaction task whose inputs are marked as being
     /// compacted, and installs its result.
-    pub(super) fn run_compaction(&self, id: u32, t: &CompactionTask) -> Result<()> {
+    pub(super) fn run_compaction(&self, id: KeyspaceId, t: &CompactionTask) -> Result<()> {
         let started = Instant::now();
         let (opts, plan, snapshots) = {
             let st = self.state.lock();
             let k = st.keyspaces.get(&id).ok_or(Error::Closed)?;
             (Arc::clone(&k.opts), Arc::clone(&k.plan), st.snapshot_list())
         };
-        let mut deleted: Vec<(u32, u32, u64)> = t
+        let mut deleted: Vec<(KeyspaceId, u32, u64)> = t
             .all_inputs()
             .map(|f| {
                 (
@@ -292,7 +292,7 @@ impl DbInner {
 
     pub(super) fn compact_range(
         &self,
-        id: u32,
+        id: KeyspaceId,
         lo: Option<&[u8]>,
         hi: Option<&[u8]>,
     ) -> Result<()> {
@@ -332,7 +332,7 @@ impl DbInner {
     /// next level, waiting for background compactions holding them.
     fn compact_run_manually(
         &self,
-        id: u32,
+        id: KeyspaceId,
         level: usize,
         group: GroupId,
         lo: Option<&[u8]>,

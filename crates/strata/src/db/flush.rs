@@ -282,7 +282,7 @@ impl DbInner {
 
     pub(super) fn flush_memtable(
         &self,
-        id: u32,
+        id: KeyspaceId,
         imm: &Arc<MemTable>,
         number: u64,
         snapshots: &[SeqNo],
@@ -396,7 +396,12 @@ impl DbInner {
     /// wait for the copy's index too; until it is attached, reads go to the
     /// file, which holds the same entries. Retention is a cache: entries
     /// the layout cannot hold (4 GiB or more) are simply not retained.
-    pub(super) fn retain_flushed(&self, id: u32, copy: RetainedTableBuilder, f: &Arc<FileMeta>) {
+    pub(super) fn retain_flushed(
+        &self,
+        id: KeyspaceId,
+        copy: RetainedTableBuilder,
+        f: &Arc<FileMeta>,
+    ) {
         let Some(table) = copy.finish() else {
             return;
         };

@@ -173,7 +173,7 @@ impl Db {
 
     /// Flushes every keyspace's memtable to level 0 and waits for it.
     pub fn flush(&self) -> Result<()> {
-        let ids: Vec<u32> = self.inner.state.lock().registered_keyspaces().collect();
+        let ids: Vec<KeyspaceId> = self.inner.state.lock().registered_keyspaces().collect();
         self.inner.flush_keyspaces(ids)
     }
 
@@ -218,7 +218,7 @@ impl Db {
 
     /// Compacts every keyspace's whole key range.
     pub fn compact(&self) -> Result<()> {
-        let ids: Vec<u32> = self.inner.state.lock().registered_keyspaces().collect();
+        let ids: Vec<KeyspaceId> = self.inner.state.lock().registered_keyspaces().collect();
         for id in ids {
             self.inner.compact_range(id, None, None)?;
         }
@@ -271,7 +271,7 @@ impl Db {
 
 impl Keyspace {
     /// The keyspace's id (for [`WriteBatch::put_in`]).
-    pub fn id(&self) -> u32 {
+    pub fn id(&self) -> KeyspaceId {
         self.shared.id
     }
 

@@ -47,6 +47,7 @@ use crate::db_iter::DbIter;
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::gate::{self, SavingsGate};
+use crate::ids::KeyspaceId;
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{SeekKey, SeqNo, ValueKind, append_internal_key, user_key};
 use crate::layout::GroupPlan;
@@ -89,7 +90,7 @@ pub(crate) use read::stitch_error;
 use version_set::{create_wal, write_current, write_new_manifest};
 
 /// Id of the default keyspace.
-pub const DEFAULT_KEYSPACE_ID: u32 = 0;
+pub const DEFAULT_KEYSPACE_ID: KeyspaceId = KeyspaceId::DEFAULT;
 
 /// Name of the default keyspace.
 pub const DEFAULT_KEYSPACE: &str = "default";
@@ -153,7 +154,7 @@ pub struct LevelStats {
 
 /// What keyspace handles share.
 struct KeyspaceShared {
-    id: u32,
+    id: KeyspaceId,
     name: String,
     sv: RwLock<Arc<SuperVersion>>,
     /// Which levels recently scanned ranges draw from (iterator reduction).
@@ -166,8 +167,8 @@ struct KeyspaceShared {
 }
 
 struct State {
-    keyspaces: BTreeMap<u32, KeyspaceState>,
-    next_keyspace_id: u32,
+    keyspaces: BTreeMap<KeyspaceId, KeyspaceState>,
+    next_keyspace_id: KeyspaceId,
     next_file_number: u64,
     /// Numbers at or above `next_file_number` whose names were taken when
     /// the database opened (by files it cannot prove it wrote): skipped, so
@@ -197,7 +198,7 @@ impl State {
 
     /// Keyspaces whose background work may run (see
     /// `KeyspaceState::registered`).
-    fn registered_keyspaces(&self) -> impl Iterator<Item = u32> + '_ {
+    fn registered_keyspaces(&self) -> impl Iterator<Item = KeyspaceId> + '_ {
         self.keyspaces
             .iter()
             .filter(|(_, k)| k.registered)
@@ -221,7 +222,7 @@ enum Request {
         no_wal: bool,
     },
     /// Switch the memtables of these keyspaces (for `flush`).
-    Switch(Vec<u32>),
+    Switch(Vec<KeyspaceId>),
 }
 
 #[derive(Default)]

@@ -131,7 +131,7 @@ impl DbInner {
         // Keyspaces whose files need what only the application can supply
         // (a merge operator, a layout) wait for it: nothing is flushed or
         // compacted for them until `Db::keyspace` registers them.
-        let pending: std::collections::HashSet<u32> = manifest
+        let pending: std::collections::HashSet<KeyspaceId> = manifest
             .keyspaces
             .iter()
             .filter(|(id, k)| {
@@ -191,8 +191,8 @@ impl DbInner {
         let mut last_seqno = manifest.last_seqno;
 
         // Open the tables every keyspace references.
-        let mut versions: BTreeMap<u32, Version> = BTreeMap::new();
-        let mut ks_opts: BTreeMap<u32, KeyspaceSetup> = BTreeMap::new();
+        let mut versions: BTreeMap<KeyspaceId, Version> = BTreeMap::new();
+        let mut ks_opts: BTreeMap<KeyspaceId, KeyspaceSetup> = BTreeMap::new();
         for (&id, rk) in &manifest.keyspaces {
             let o = if id == DEFAULT_KEYSPACE_ID {
                 opts.default_keyspace.clone()
@@ -251,7 +251,7 @@ impl DbInner {
             .min()
             .unwrap_or(0);
         let replay: Vec<u64> = logs.iter().copied().filter(|&l| l >= min_log).collect();
-        let mut mems: BTreeMap<u32, MemTable> = BTreeMap::new();
+        let mut mems: BTreeMap<KeyspaceId, MemTable> = BTreeMap::new();
         let mut key_buf = Vec::new();
         let mut entries_replayed = 0u64;
         // The writer logs batches in sequence order (one leader assigns
@@ -373,8 +373,8 @@ impl DbInner {
 
         // A pending keyspace keeps what was replayed in its memtable, and
         // the logs it came from, until it is registered and flushed.
-        let pending_mems: BTreeMap<u32, MemTable> = {
-            let ids: Vec<u32> = mems
+        let pending_mems: BTreeMap<KeyspaceId, MemTable> = {
+            let ids: Vec<KeyspaceId> = mems
                 .iter()
                 .filter(|(id, m)| pending.contains(id) && !m.is_empty())
                 .map(|(id, _)| *id)
@@ -383,7 +383,7 @@ impl DbInner {
                 .filter_map(|id| mems.remove(&id).map(|m| (id, m)))
                 .collect()
         };
-        let kept_log_numbers: BTreeMap<u32, u64> = pending_mems
+        let kept_log_numbers: BTreeMap<KeyspaceId, u64> = pending_mems
             .keys()
             .map(|id| (*id, manifest.keyspaces[id].log_number))
             .collect();
@@ -572,9 +572,9 @@ impl DbInner {
         stats: Arc<Statistics>,
         db_id: DbId,
         manifest: ManifestState,
-        mut versions: BTreeMap<u32, Version>,
-        ks_opts: BTreeMap<u32, KeyspaceSetup>,
-        mut mems: BTreeMap<u32, MemTable>,
+        mut versions: BTreeMap<KeyspaceId, Version>,
+        ks_opts: BTreeMap<KeyspaceId, KeyspaceSetup>,
+        mut mems: BTreeMap<KeyspaceId, MemTable>,
         next_file_number: u64,
         taken_numbers: std::collections::BTreeSet<u64>,
         reserved_file_numbers: u64,
@@ -586,7 +586,7 @@ impl DbInner {
         let wal_number = wal.as_ref().map_or(0, |w| w.1);
         let next_memtable_id = AtomicU64::new(1);
         let mut state_ks = BTreeMap::new();
-        let mut next_keyspace_id = 1;
+        let mut next_keyspace_id = KeyspaceId(1);
         for (id, rk) in manifest.keyspaces {
             let KeyspaceSetup { opts: o, plan } = ks_opts[&id].clone();
             let version = Arc::new(
@@ -615,7 +615,7 @@ impl DbInner {
                 filter_gate: SavingsGate::new(),
                 point_first_gate: SavingsGate::new(),
             });
-            next_keyspace_id = next_keyspace_id.max(id + 1);
+            next_keyspace_id = next_keyspace_id.max(id.next());
             let levels = version.num_levels();
             state_ks.insert(
                 id,

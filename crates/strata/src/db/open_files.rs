@@ -15,7 +15,7 @@ pub(super) fn is_damage(e: &Error) -> bool {
 pub(super) fn set_aside_table(
     vfs: &dyn Vfs,
     dir: &Path,
-    keyspace: u32,
+    keyspace: KeyspaceId,
     f: &NewFile,
     e: &Error,
 ) -> Result<LostTable> {
@@ -74,7 +74,7 @@ pub(super) fn take_number(next: &mut u64, taken: &mut std::collections::BTreeSet
 }
 
 pub(super) fn live_table_numbers(
-    versions: &BTreeMap<u32, Version>,
+    versions: &BTreeMap<KeyspaceId, Version>,
 ) -> std::collections::HashSet<u64> {
     versions
         .values()

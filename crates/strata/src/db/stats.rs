@@ -70,7 +70,7 @@ pub struct KeyspaceStats {
     /// The keyspace's name.
     pub name: String,
     /// The keyspace's id.
-    pub id: u32,
+    pub id: KeyspaceId,
     /// Per level: (file count, bytes).
     pub levels: Vec<(usize, u64)>,
     /// Per level: what compactions into it did.

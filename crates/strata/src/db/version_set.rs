@@ -156,7 +156,7 @@ impl DbInner {
         }
         self.check_writable("create a keyspace")?;
         let id = st.next_keyspace_id;
-        if id > crate::manifest::MAX_KEYSPACE_ID {
+        if id.get() > crate::manifest::MAX_KEYSPACE_ID {
             return Err(Error::InvalidArgument(format!(
                 "cannot create keyspace {name:?}: every keyspace id up to {} has been used",
                 crate::manifest::MAX_KEYSPACE_ID
@@ -172,7 +172,7 @@ impl DbInner {
         drop(st);
         self.log_edit(&mut manifest, &edit)?;
         let mut st = self.state.lock();
-        st.next_keyspace_id = id + 1;
+        st.next_keyspace_id = id.next();
         let mem = Arc::new(MemTable::for_keyspace(
             &opts,
             self.next_memtable_id.fetch_add(1, Ordering::Relaxed),

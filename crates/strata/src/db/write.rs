@@ -177,7 +177,7 @@ impl DbInner {
         no_wal: bool,
     ) -> Result<()> {
         Statistics::add(&self.stats.write_groups, 1);
-        let mut touched: Vec<u32> = batch
+        let mut touched: Vec<KeyspaceId> = batch
             .iter()
             .filter_map(|e| e.ok().map(|e| e.keyspace))
             .collect();
@@ -244,8 +244,8 @@ impl DbInner {
     #[allow(clippy::type_complexity)]
     pub(super) fn make_room_for_write(
         &self,
-        touched: &[u32],
-    ) -> Result<(Vec<(u32, Arc<MemTable>)>, bool)> {
+        touched: &[KeyspaceId],
+    ) -> Result<(Vec<(KeyspaceId, Arc<MemTable>)>, bool)> {
         let mut slowed = false;
         let mut st = self.state.lock();
         loop {
@@ -325,7 +325,7 @@ impl DbInner {
     /// unflushed entries hold the oldest log (and have a non-empty memtable)
     /// are due for a flush, so that the log can go.
     /// REQUIRES: the state lock is held.
-    pub(super) fn keyspaces_pinning_old_logs(&self, st: &State) -> Vec<u32> {
+    pub(super) fn keyspaces_pinning_old_logs(&self, st: &State) -> Vec<KeyspaceId> {
         let limit = match self.opts.max_total_wal_bytes {
             0 => st
                 .keyspaces
@@ -357,8 +357,8 @@ impl DbInner {
     /// copy in its place. The copy is made without the state lock: only the
     /// write leader changes a keyspace's mutable memtable.
     /// REQUIRES: this thread is the write leader.
-    pub(super) fn rehome_memtables(&self, ids: &[u32]) {
-        let current: Vec<(u32, Arc<MemTable>, Arc<KeyspaceOptions>)> = {
+    pub(super) fn rehome_memtables(&self, ids: &[KeyspaceId]) {
+        let current: Vec<(KeyspaceId, Arc<MemTable>, Arc<KeyspaceOptions>)> = {
             let st = self.state.lock();
             ids.iter()
                 .filter_map(|id| {
@@ -389,7 +389,7 @@ impl DbInner {
     /// Starts a new log and moves the memtables of `ids` (those not empty)
     /// to the immutable queue.
     /// REQUIRES: this thread is the write leader.
-    pub(super) fn switch_memtables(&self, ids: &[u32]) -> Result<()> {
+    pub(super) fn switch_memtables(&self, ids: &[KeyspaceId]) -> Result<()> {
         {
             let st = self.state.lock();
             Self::bg_error(&st)?;
@@ -455,7 +455,7 @@ impl DbInner {
         Ok(())
     }
 
-    pub(super) fn flush_keyspaces(&self, ids: Vec<u32>) -> Result<()> {
+    pub(super) fn flush_keyspaces(&self, ids: Vec<KeyspaceId>) -> Result<()> {
         self.check_open()?;
         self.check_writable("flush")?;
         self.submit(Request::Switch(ids.clone()))?;

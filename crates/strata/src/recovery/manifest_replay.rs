@@ -15,7 +15,7 @@ pub(crate) struct RecoveredKeyspace {
 /// Everything the manifest says.
 #[derive(Default)]
 pub(crate) struct ManifestState {
-    pub keyspaces: BTreeMap<u32, RecoveredKeyspace>,
+    pub keyspaces: BTreeMap<KeyspaceId, RecoveredKeyspace>,
     /// The largest next file number any edit recorded: every number below
     /// it was allocated by this database.
     pub next_file_number: u64,

@@ -23,6 +23,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
+use crate::ids::KeyspaceId;
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::key::SeqNo;
@@ -285,7 +286,7 @@ pub struct WalDamage {
 #[derive(Clone, Debug)]
 pub struct LostTable {
     /// The keyspace the table belonged to.
-    pub keyspace: u32,
+    pub keyspace: KeyspaceId,
     /// Its level.
     pub level: u32,
     /// Where the file was, and where it was moved (under `lost/`).
@@ -537,7 +538,7 @@ mod tests {
     fn manifest_tail_is_damage_when_a_needed_log_is_gone() {
         let mut state = ManifestState::default();
         state.keyspaces.insert(
-            0,
+            KeyspaceId::DEFAULT,
             RecoveredKeyspace {
                 name: "default".into(),
                 log_number: 9,

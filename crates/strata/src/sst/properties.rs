@@ -30,9 +30,9 @@ pub const PROPERTIES_VERSION: u64 = 1;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TableProperties {
     pub num_entries: u64,
-    /// Entries of kind [`ValueKind::Delete`].
+    /// Entries of kind [`crate::key::ValueKind::Delete`].
     pub num_deletions: u64,
-    /// Entries of kind [`ValueKind::Merge`].
+    /// Entries of kind [`crate::key::ValueKind::Merge`].
     pub num_merges: u64,
     /// Sum of internal-key lengths.
     pub raw_key_bytes: u64,
