@@ -11,34 +11,36 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::ids::FileNumber;
+
 /// The largest file number the engine hands out or accepts. Far beyond any
 /// real database (a file a microsecond for two thousand years), it leaves
 /// room above it so that counting on from a number read from disk cannot
 /// overflow; a manifest naming a larger one is corrupt, and a file named
 /// with a larger one is not the engine's.
-pub const MAX_FILE_NUMBER: u64 = 1 << 56;
+pub const MAX_FILE_NUMBER: FileNumber = FileNumber(1 << 56);
 
 /// What a file in the database directory is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FileKind {
     Current,
     Lock,
-    Manifest(u64),
-    Log(u64),
-    Table(u64),
+    Manifest(FileNumber),
+    Log(FileNumber),
+    Table(FileNumber),
     Temp,
 }
 
-pub fn log_path(dir: &Path, n: u64) -> PathBuf {
-    dir.join(format!("{n:06}.log"))
+pub fn log_path(dir: &Path, n: FileNumber) -> PathBuf {
+    dir.join(format!("{n}.log"))
 }
 
-pub fn table_path(dir: &Path, n: u64) -> PathBuf {
-    dir.join(format!("{n:06}.sst"))
+pub fn table_path(dir: &Path, n: FileNumber) -> PathBuf {
+    dir.join(format!("{n}.sst"))
 }
 
-pub fn manifest_name(n: u64) -> String {
-    format!("MANIFEST-{n:06}")
+pub fn manifest_name(n: FileNumber) -> String {
+    format!("MANIFEST-{n}")
 }
 
 pub fn current_path(dir: &Path) -> PathBuf {
@@ -51,7 +53,12 @@ pub fn lock_path(dir: &Path) -> PathBuf {
 
 /// Classifies a directory entry; `None` for files that are not the engine's.
 pub fn parse(name: &str) -> Option<FileKind> {
-    let number = |n: &str| n.parse::<u64>().ok().filter(|&n| n <= MAX_FILE_NUMBER);
+    let number = |n: &str| {
+        n.parse::<u64>()
+            .ok()
+            .map(FileNumber)
+            .filter(|&n| n <= MAX_FILE_NUMBER)
+    };
     match name {
         "CURRENT" => return Some(FileKind::Current),
         "LOCK" => return Some(FileKind::Lock),
@@ -90,14 +97,15 @@ mod tests {
         let d = Path::new("/db");
         let name = |p: PathBuf| p.file_name().and_then(|n| n.to_str()).map(str::to_string);
         assert_eq!(
-            parse(&name(log_path(d, 7)).unwrap_or_default()),
-            Some(FileKind::Log(7))
+            parse(&name(log_path(d, FileNumber(7))).unwrap_or_default()),
+            Some(FileKind::Log(FileNumber(7)))
         );
         assert_eq!(
-            parse(&name(table_path(d, 1234567)).unwrap_or_default()),
-            Some(FileKind::Table(1234567))
+            parse(&name(table_path(d, FileNumber(1234567))).unwrap_or_default()),
+            Some(FileKind::Table(FileNumber(1234567)))
         );
-        assert_eq!(parse(&manifest_name(3)), Some(FileKind::Manifest(3)));
+        assert_eq!(parse(&manifest_name(FileNumber(3))),
+            Some(FileKind::Manifest(FileNumber(3))));
         assert_eq!(parse("CURRENT.tmp"), Some(FileKind::Temp));
         assert_eq!(parse("notes.txt"), None);
         assert_eq!(parse("abc.sst"), None);

@@ -29,3 +29,36 @@ impl fmt::Display for KeyspaceId {
         self.0.fmt(f)
     }
 }
+
+/// A file's number: the name of a table (`000012.sst`), write-ahead log
+/// (`000013.log`) or manifest (`MANIFEST-000014`). One counter numbers all
+/// three; a number is never reused.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FileNumber(pub u64);
+
+impl FileNumber {
+    /// The number as stored.
+    #[inline]
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl std::ops::Add<u64> for FileNumber {
+    type Output = FileNumber;
+    fn add(self, n: u64) -> FileNumber {
+        FileNumber(self.0 + n)
+    }
+}
+
+impl std::ops::AddAssign<u64> for FileNumber {
+    fn add_assign(&mut self, n: u64) {
+        self.0 += n;
+    }
+}
+
+impl fmt::Display for FileNumber {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:06}", self.0)
+    }
+}

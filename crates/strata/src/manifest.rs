@@ -48,7 +48,7 @@ use crate::coding::{
     put_varint64,
 };
 use crate::filename::MAX_FILE_NUMBER;
-use crate::ids::KeyspaceId;
+use crate::ids::{FileNumber, KeyspaceId};
 use crate::key::{MAX_SEQNO, SeqNo};
 use crate::sst::TableSummary;
 use crate::table_format::{GroupId, SST_FORMAT};
@@ -57,14 +57,15 @@ use crate::table_format::{GroupId, SST_FORMAT};
 /// from one read from disk, cannot overflow.
 pub const MAX_KEYSPACE_ID: u32 = 1 << 30;
 
-fn file_number(s: &mut &[u8], what: &str) -> Result<u64, String> {
+fn file_number(s: &mut &[u8], what: &str) -> Result<FileNumber, String> {
     let n = get_varint64(s).ok_or_else(|| format!("bad {what}"))?;
-    if n > MAX_FILE_NUMBER {
+    if n > MAX_FILE_NUMBER.get() {
         return Err(format!(
-            "{what} {n} is above the largest, {MAX_FILE_NUMBER}"
+            "{what} {n} is above the largest, {}",
+            MAX_FILE_NUMBER.get()
         ));
     }
-    Ok(n)
+    Ok(FileNumber(n))
 }
 
 fn seqno(s: &mut &[u8], what: &str) -> Result<SeqNo, String> {
@@ -129,7 +130,7 @@ pub const DB_ID_LEN: usize = 16;
 pub struct TableFile {
     /// Column group ([`GroupId::WHOLE`] for plain key-value keyspaces).
     pub group: GroupId,
-    pub number: u64,
+    pub number: FileNumber,
     pub size: u64,
     /// Smallest and largest internal keys.
     pub smallest: Vec<u8>,
@@ -145,7 +146,7 @@ pub struct TableFile {
 
 impl TableFile {
     /// The record of table `number`, just written in `format` for `group`.
-    pub fn from_summary(s: TableSummary, number: u64, group: GroupId, format: &str) -> Self {
+    pub fn from_summary(s: TableSummary, number: FileNumber, group: GroupId, format: &str) -> Self {
         TableFile {
             group,
             number,
@@ -190,16 +191,16 @@ impl std::ops::DerefMut for NewFile {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct VersionEdit {
     pub format_version: Option<u32>,
-    pub next_file_number: Option<u64>,
+    pub next_file_number: Option<FileNumber>,
     pub last_seqno: Option<SeqNo>,
     pub added_keyspaces: Vec<(KeyspaceId, String)>,
     pub dropped_keyspaces: Vec<KeyspaceId>,
     /// Per keyspace: the oldest write-ahead log that may still hold its
     /// unflushed entries.
-    pub log_numbers: Vec<(KeyspaceId, u64)>,
+    pub log_numbers: Vec<(KeyspaceId, FileNumber)>,
     pub new_files: Vec<NewFile>,
     /// (keyspace, level, file number)
-    pub deleted_files: Vec<(KeyspaceId, u32, u64)>,
+    pub deleted_files: Vec<(KeyspaceId, u32, FileNumber)>,
     /// The database's identity (first record only).
     pub db_id: Option<[u8; DB_ID_LEN]>,
     /// Keyspaces' identities (set when a keyspace is created or registered
@@ -221,7 +222,7 @@ impl VersionEdit {
         }
         if let Some(n) = self.next_file_number {
             put_varint32(&mut out, TAG_NEXT_FILE);
-            put_varint64(&mut out, n);
+            put_varint64(&mut out, n.get());
         }
         if let Some(s) = self.last_seqno {
             put_varint32(&mut out, TAG_LAST_SEQNO);
@@ -245,13 +246,13 @@ impl VersionEdit {
         for (ks, log) in &self.log_numbers {
             put_varint32(&mut out, TAG_LOG_NUMBER);
             put_varint32(&mut out, ks.get());
-            put_varint64(&mut out, *log);
+            put_varint64(&mut out, log.get());
         }
         for (ks, level, number) in &self.deleted_files {
             put_varint32(&mut out, TAG_DELETED_FILE);
             put_varint32(&mut out, ks.get());
             put_varint32(&mut out, *level);
-            put_varint64(&mut out, *number);
+            put_varint64(&mut out, number.get());
         }
         for f in &self.new_files {
             let tag = if f.format.is_empty() {
@@ -263,7 +264,7 @@ impl VersionEdit {
             put_varint32(&mut out, f.keyspace.get());
             put_varint32(&mut out, f.level);
             put_varint32(&mut out, f.group.0);
-            put_varint64(&mut out, f.number);
+            put_varint64(&mut out, f.number.get());
             put_varint64(&mut out, f.size);
             put_length_prefixed(&mut out, &f.smallest);
             put_length_prefixed(&mut out, &f.largest);
@@ -385,7 +386,7 @@ mod tests {
             b
         };
         // At the limit: fine.
-        assert!(VersionEdit::decode(&field(TAG_NEXT_FILE, MAX_FILE_NUMBER)).is_ok());
+        assert!(VersionEdit::decode(&field(TAG_NEXT_FILE, MAX_FILE_NUMBER.get())).is_ok());
         assert!(VersionEdit::decode(&field(TAG_LAST_SEQNO, MAX_SEQNO.get())).is_ok());
         let e = VersionEdit::decode(&field(TAG_NEXT_FILE, u64::MAX)).expect_err("refused");
         assert!(e.contains("next file number"), "{e}");
@@ -406,18 +407,18 @@ mod tests {
     fn sample() -> VersionEdit {
         VersionEdit {
             format_version: Some(MANIFEST_FORMAT_VERSION),
-            next_file_number: Some(42),
+            next_file_number: Some(FileNumber(42)),
             last_seqno: Some(SeqNo(1 << 40)),
             added_keyspaces: vec![(KeyspaceId(0), "default".into()), (KeyspaceId(3), "idx".into())],
             dropped_keyspaces: vec![KeyspaceId(2)],
-            log_numbers: vec![(KeyspaceId(0), 7)],
+            log_numbers: vec![(KeyspaceId(0), FileNumber(7))],
             new_files: vec![
                 NewFile {
                     keyspace: KeyspaceId(3),
                     level: 1,
                     file: TableFile {
                         group: GroupId(0),
-                        number: 9,
+                        number: FileNumber(9),
                         size: 4096,
                         smallest: b"a\0\0\0\0\0\0\0\0".to_vec(),
                         largest: b"z\0\0\0\0\0\0\0\0".to_vec(),
@@ -433,7 +434,7 @@ mod tests {
                     level: 2,
                     file: TableFile {
                         group: GroupId(7),
-                        number: 10,
+                        number: FileNumber(10),
                         size: 100,
                         smallest: b"b\0\0\0\0\0\0\0\0".to_vec(),
                         largest: b"c\0\0\0\0\0\0\0\0".to_vec(),
@@ -445,7 +446,7 @@ mod tests {
                     },
                 },
             ],
-            deleted_files: vec![(KeyspaceId(0), 0, 5)],
+            deleted_files: vec![(KeyspaceId(0), 0, FileNumber(5))],
             db_id: Some(*b"0123456789abcdef"),
             keyspace_identities: vec![(
                 KeyspaceId(3),

@@ -343,7 +343,7 @@ mod tests {
 
     /// A skiplist memtable holding `entries` (user key, seqno, is_delete).
     fn memtable(entries: &[(Vec<u8>, u64, bool)]) -> MemTable {
-        let m = MemTable::new(MemTableKind::SkipList, 1, 1);
+        let m = MemTable::new(MemTableKind::SkipList, 1, crate::ids::FileNumber(1));
         for (uk, seq, del) in entries {
             let kind = if *del {
                 ValueKind::Delete

@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use crate::cache::BlockCache;
 use crate::error::{Error, Result};
+use crate::ids::FileNumber;
 use crate::iter::InternalIterator;
 use crate::sst::{TableBuilder, TableBuilderOptions, TableIter, TableReader, TableSummary};
 use crate::stats::Statistics;
@@ -61,13 +62,13 @@ pub struct WriterContext<'a> {
     /// recovery can tell the engine's files from look-alikes).
     pub owner_db_id: &'a [u8],
     /// The file's number.
-    pub file_number: u64,
+    pub file_number: FileNumber,
 }
 
 /// What a reader is given when a file is opened.
 pub struct OpenContext {
     /// The file's number.
-    pub file_number: u64,
+    pub file_number: FileNumber,
     /// The shared block cache, if any.
     pub cache: Option<Arc<BlockCache>>,
     /// Counters shared with the database.
@@ -151,7 +152,7 @@ impl TableFormat for SstFormat {
         ctx: &WriterContext<'_>,
     ) -> Result<Box<dyn TableWriter>> {
         let mut b = TableBuilder::new(file, path, ctx.options.clone());
-        b.set_owner(ctx.owner_db_id, ctx.file_number);
+        b.set_owner(ctx.owner_db_id, ctx.file_number.get());
         Ok(Box::new(b))
     }
     fn open(
@@ -163,7 +164,7 @@ impl TableFormat for SstFormat {
         let t = TableReader::open(
             file,
             path,
-            ctx.file_number,
+            ctx.file_number.get(),
             ctx.cache.clone(),
             Arc::clone(&ctx.stats),
         )?;

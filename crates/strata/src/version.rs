@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
-use crate::ids::KeyspaceId;
+use crate::ids::{FileNumber, KeyspaceId};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{compare_internal, user_key};
@@ -238,7 +238,7 @@ impl Version {
     pub fn apply(
         &self,
         keyspace: KeyspaceId,
-        deleted: &[(KeyspaceId, u32, u64)],
+        deleted: &[(KeyspaceId, u32, FileNumber)],
         added: Vec<(usize, Arc<FileMeta>)>,
     ) -> Version {
         let mut levels = self.levels.clone();
@@ -580,7 +580,7 @@ mod tests {
                     }
                 }
                 let s = b.finish().expect("finish");
-                let mut rec = TableFile::from_summary(s, n as u64, GroupId::WHOLE, "");
+                let mut rec = TableFile::from_summary(s, FileNumber(n as u64), GroupId::WHOLE, "");
                 if bend_first_key && n == 1 {
                     // A manifest that claims the file starts earlier.
                     rec.smallest = ikey(35, 9);

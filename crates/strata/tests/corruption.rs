@@ -346,8 +346,11 @@ fn db_with_log(dir: &Path, batches: &[Vec<u8>]) -> PathBuf {
     db.close().expect("close");
     let log = dir.join("999999.log");
     let mut w = LogWriter::new(StdVfs.create(&log).expect("create"));
-    w.add_record(&strata::recovery::wal_header(&id, 999999))
-        .expect("header");
+    w.add_record(&strata::recovery::wal_header(
+        &id,
+        strata::FileNumber(999999),
+    ))
+    .expect("header");
     for b in batches {
         w.add_record(b).expect("add");
     }
@@ -418,7 +421,7 @@ fn manifest_values_past_their_limits_are_corruption() {
             ..Default::default()
         },
         VersionEdit {
-            next_file_number: Some(u64::MAX),
+            next_file_number: Some(strata::FileNumber(u64::MAX)),
             ..Default::default()
         },
         VersionEdit {

@@ -54,12 +54,12 @@ fn live_files(dir: &Path, id: strata::KeyspaceId) -> BTreeMap<u64, u32> {
         let e = VersionEdit::decode(&rec).expect("edit");
         for (ks, _, n) in &e.deleted_files {
             if *ks == id {
-                files.remove(n);
+                files.remove(&n.get());
             }
         }
         for f in &e.new_files {
             if f.keyspace == id {
-                files.insert(f.number, f.level);
+                files.insert(f.number.get(), f.level);
             }
         }
     }

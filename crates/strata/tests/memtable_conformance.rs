@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
 
 use proptest::prelude::*;
+use strata::FileNumber;
 use strata::key::{
     KIND_SEEK, ValueKind, append_internal_key, compare_internal, make_internal_key, user_key,
 };
@@ -348,7 +349,7 @@ fn check_walk(
 }
 
 fn run_memtable(c: &Config, steps: &[Step], seqnos: &[u64]) -> Result<(), TestCaseError> {
-    let m = MemTable::with_options(c.kind, &c.opts, c.write_buffer_size, 1, 1);
+    let m = MemTable::with_options(c.kind, &c.opts, c.write_buffer_size, 1, FileNumber(1));
     let mut reference: Entries = Vec::new();
     let mut next_seq = seqnos.iter();
     let mut frozen = false;
@@ -430,7 +431,7 @@ fn readers_see_a_consistent_sorted_view_while_one_writer_inserts() {
             &c.opts,
             c.write_buffer_size,
             1,
-            1,
+            FileNumber(1),
         ));
         let published = Arc::new(AtomicU64::new(0));
         let done = Arc::new(AtomicBool::new(false));

@@ -5,6 +5,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use strata::FileNumber as Fnum;
 use strata::KeyspaceId as Ks;
 use strata::key::{ValueKind, make_internal_key};
 use strata::log::LogWriter;
@@ -217,17 +218,17 @@ pub fn write_all(out: &Path) -> io::Result<usize> {
                 layout: "uniform".into(),
             },
         )],
-        next_file_number: Some(12),
+        next_file_number: Some(Fnum(12)),
         last_seqno: Some(strata::SeqNo(99)),
         added_keyspaces: vec![(Ks(0), "default".into()), (Ks(1), "counters".into())],
         dropped_keyspaces: vec![Ks(3)],
-        log_numbers: vec![(Ks(0), 7), (Ks(1), 9)],
+        log_numbers: vec![(Ks(0), Fnum(7)), (Ks(1), Fnum(9))],
         new_files: vec![NewFile {
             keyspace: Ks(1),
             level: 2,
             file: TableFile {
                 group: GroupId::WHOLE,
-                number: 11,
+                number: Fnum(11),
                 size: 4096,
                 smallest: make_internal_key(b"a", 5, ValueKind::Put),
                 largest: make_internal_key(b"z", 9, ValueKind::Delete),
@@ -238,7 +239,7 @@ pub fn write_all(out: &Path) -> io::Result<usize> {
                 format: String::new(),
             },
         }],
-        deleted_files: vec![(Ks(0), 1, 4)],
+        deleted_files: vec![(Ks(0), 1, Fnum(4))],
     };
     files.push(("manifest", "edit".into(), edit.encode()));
     files.push((

@@ -99,7 +99,7 @@ impl DbInner {
             let k = st.keyspaces.get(&id).ok_or(Error::Closed)?;
             (Arc::clone(&k.opts), Arc::clone(&k.plan), st.snapshot_list())
         };
-        let mut deleted: Vec<(KeyspaceId, u32, u64)> = t
+        let mut deleted: Vec<(KeyspaceId, u32, FileNumber)> = t
             .all_inputs()
             .map(|f| {
                 (
@@ -212,7 +212,7 @@ impl DbInner {
 
     /// Removes table files a failed job wrote (best effort: the next open
     /// removes what no version references).
-    fn remove_tables(&self, numbers: impl Iterator<Item = u64>) {
+    fn remove_tables(&self, numbers: impl Iterator<Item = FileNumber>) {
         for n in numbers {
             let _ = self.vfs.remove(&filename::table_path(&self.path, n));
         }

@@ -29,7 +29,7 @@ pub(super) fn enforce_retention_budget(ks: &mut KeyspaceState) {
 /// its manifest record needs besides the writer's summary.
 pub(super) struct TableOutput {
     writer: Box<dyn TableWriter>,
-    number: u64,
+    number: FileNumber,
     group: GroupId,
     format: String,
 }
@@ -42,7 +42,7 @@ impl TableOutput {
         vfs: &Arc<dyn Vfs>,
         dir: &Path,
         db_id: &DbId,
-        number: u64,
+        number: FileNumber,
         opts: &KeyspaceOptions,
         plan: &GroupPlan,
         level: usize,
@@ -78,7 +78,7 @@ impl TableOutput {
         })
     }
 
-    pub(super) fn number(&self) -> u64 {
+    pub(super) fn number(&self) -> FileNumber {
         self.number
     }
 
@@ -113,7 +113,7 @@ pub(super) fn build_table(
     vfs: &Arc<dyn Vfs>,
     dir: &Path,
     db_id: &DbId,
-    number: u64,
+    number: FileNumber,
     input: &mut dyn InternalIterator,
     opts: &KeyspaceOptions,
     plan: &GroupPlan,
@@ -177,7 +177,7 @@ pub(super) fn open_table_meta(
         TableHandle::Sst(Arc::new(TableReader::open(
             f,
             p.clone(),
-            file.number,
+            file.number.get(),
             cache,
             stats,
         )?))
@@ -284,7 +284,7 @@ impl DbInner {
         &self,
         id: KeyspaceId,
         imm: &Arc<MemTable>,
-        number: u64,
+        number: FileNumber,
         snapshots: &[SeqNo],
     ) -> Result<()> {
         let (opts, plan) = {
@@ -366,11 +366,11 @@ impl DbInner {
                 .values()
                 .map(|k| k.recorded_log_number)
                 .min()
-                .unwrap_or(0);
+                .unwrap_or_default();
             let (old, keep): (Vec<_>, Vec<_>) =
                 st.closed_logs.iter().partition(|(l, _)| *l < min_log);
             st.closed_logs = keep;
-            old.into_iter().map(|(l, _)| l).collect::<Vec<u64>>()
+            old.into_iter().map(|(l, _)| l).collect::<Vec<FileNumber>>()
         };
         drop(manifest);
         if !obsolete_logs.is_empty() {

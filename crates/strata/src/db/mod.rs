@@ -47,7 +47,7 @@ use crate::db_iter::DbIter;
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::gate::{self, SavingsGate};
-use crate::ids::KeyspaceId;
+use crate::ids::{FileNumber, KeyspaceId};
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{SeekKey, SeqNo, ValueKind, append_internal_key, user_key};
 use crate::layout::GroupPlan;
@@ -119,7 +119,7 @@ struct KeyspaceState {
     imms: Vec<Arc<MemTable>>,
     version: Arc<Version>,
     /// Oldest log that may hold this keyspace's unflushed entries.
-    log_number: u64,
+    log_number: FileNumber,
     flushing: bool,
     compact_cursor: Vec<Vec<u8>>,
     shared: Arc<KeyspaceShared>,
@@ -140,7 +140,7 @@ struct KeyspaceState {
     /// new log without an edit); logs are deleted only below every
     /// keyspace's recorded number, so every log the manifest names stays on
     /// disk (recovery refuses a database missing one).
-    recorded_log_number: u64,
+    recorded_log_number: FileNumber,
 }
 
 /// Per-level compaction counters.
@@ -169,17 +169,17 @@ struct KeyspaceShared {
 struct State {
     keyspaces: BTreeMap<KeyspaceId, KeyspaceState>,
     next_keyspace_id: KeyspaceId,
-    next_file_number: u64,
+    next_file_number: FileNumber,
     /// Numbers at or above `next_file_number` whose names were taken when
     /// the database opened (by files it cannot prove it wrote): skipped, so
     /// that they are never overwritten nor covered by a reservation.
-    taken_numbers: std::collections::BTreeSet<u64>,
+    taken_numbers: std::collections::BTreeSet<FileNumber>,
     /// File numbers below this are recorded as allocated in the manifest;
     /// a number is reserved there before any file is created with it.
-    reserved_file_numbers: u64,
+    reserved_file_numbers: FileNumber,
     /// Closed write-ahead logs still on disk, ascending, with their sizes.
     /// The current log is not listed; its size is `DbInner::current_wal_bytes`.
-    closed_logs: Vec<(u64, u64)>,
+    closed_logs: Vec<(FileNumber, u64)>,
     bg_error: Option<Error>,
     snapshots: BTreeMap<SeqNo, usize>,
     running_compactions: usize,
@@ -192,7 +192,7 @@ struct State {
 }
 
 impl State {
-    fn new_file_number(&mut self) -> u64 {
+    fn new_file_number(&mut self) -> FileNumber {
         take_number(&mut self.next_file_number, &mut self.taken_numbers)
     }
 
@@ -212,7 +212,7 @@ impl State {
 
 struct ManifestWriter {
     log: LogWriter,
-    number: u64,
+    number: FileNumber,
 }
 
 enum Request {
@@ -235,7 +235,7 @@ struct WriteQueue {
 
 struct WalState {
     writer: Option<LogWriter>,
-    number: u64,
+    number: FileNumber,
     /// Logs closed at a memtable switch, oldest first, whose bytes reached
     /// the OS but maybe not the disk, while some memtable still needs them.
     /// The next `sync: true` write fsyncs them before its own log: a synced
@@ -244,7 +244,7 @@ struct WalState {
     /// switch instead stalls every writer behind the fsync of a whole
     /// write buffer's worth of log, at every switch, even when no write
     /// ever asks for durability.
-    closed_unsynced: Vec<(u64, LogWriter)>,
+    closed_unsynced: Vec<(FileNumber, LogWriter)>,
 }
 
 pub(crate) struct DbInner {

@@ -117,7 +117,7 @@ impl DbInner {
             .entry(DEFAULT_KEYSPACE_ID)
             .or_insert_with(|| RecoveredKeyspace {
                 name: DEFAULT_KEYSPACE.into(),
-                log_number: 0,
+                log_number: FileNumber(0),
                 files: BTreeMap::new(),
                 identity: None,
             });
@@ -142,7 +142,7 @@ impl DbInner {
             .collect();
 
         let names = vfs.list(path)?;
-        let mut logs: Vec<u64> = names
+        let mut logs: Vec<FileNumber> = names
             .iter()
             .filter_map(|n| match filename::parse(n) {
                 Some(FileKind::Log(k)) => Some(k),
@@ -159,7 +159,7 @@ impl DbInner {
                 recovery::check_needed_logs(path, &manifest, &logs)?;
             }
         }
-        let needed_logs: std::collections::HashSet<u64> =
+        let needed_logs: std::collections::HashSet<FileNumber> =
             manifest.keyspaces.values().map(|k| k.log_number).collect();
         // Numbers go on after the highest one in use below the recorded
         // reservation, so that what this open creates before its own
@@ -170,7 +170,7 @@ impl DbInner {
         // one taken) are skipped, never reused, and never jumped past, so a
         // reservation does not come to cover a file the database did not
         // write.
-        let numbered: Vec<u64> = names
+        let numbered: Vec<FileNumber> = names
             .iter()
             .filter_map(|n| match filename::parse(n) {
                 Some(FileKind::Log(k) | FileKind::Table(k) | FileKind::Manifest(k)) => Some(k),
@@ -183,8 +183,8 @@ impl DbInner {
             .filter(|&k| k < manifest.next_file_number)
             .max()
             .map_or(manifest.next_file_number, |k| k + 1)
-            .max(2);
-        let mut taken_numbers: std::collections::BTreeSet<u64> = numbered
+            .max(FileNumber(2));
+        let mut taken_numbers: std::collections::BTreeSet<FileNumber> = numbered
             .into_iter()
             .filter(|&k| k >= next_file_number)
             .collect();
@@ -228,7 +228,7 @@ impl DbInner {
                     .values()
                     .map(|f| f.level as usize + 1)
                     .max()
-                    .unwrap_or(0),
+                    .unwrap_or_default(),
             );
             let v = Version::empty(levels).apply(id, &[], added);
             v.check_invariants()
@@ -249,8 +249,8 @@ impl DbInner {
             .values()
             .map(|k| k.log_number)
             .min()
-            .unwrap_or(0);
-        let replay: Vec<u64> = logs.iter().copied().filter(|&l| l >= min_log).collect();
+            .unwrap_or_default();
+        let replay: Vec<FileNumber> = logs.iter().copied().filter(|&l| l >= min_log).collect();
         let mut mems: BTreeMap<KeyspaceId, MemTable> = BTreeMap::new();
         let mut key_buf = Vec::new();
         let mut entries_replayed = 0u64;
@@ -331,8 +331,8 @@ impl DbInner {
             });
             let facts = CleanupFacts {
                 allocated_below,
-                wal_number: logs.last().copied().unwrap_or(0),
-                manifest_number: current_manifest.unwrap_or(0),
+                wal_number: logs.last().copied().unwrap_or_default(),
+                manifest_number: current_manifest.unwrap_or_default(),
                 live_tables: &live_tables,
                 applied_logs: &outcome.applied,
                 kept_logs: &Default::default(),
@@ -383,11 +383,12 @@ impl DbInner {
                 .filter_map(|id| mems.remove(&id).map(|m| (id, m)))
                 .collect()
         };
-        let kept_log_numbers: BTreeMap<KeyspaceId, u64> = pending_mems
+        let kept_log_numbers: BTreeMap<KeyspaceId, FileNumber> = pending_mems
             .keys()
             .map(|id| (*id, manifest.keyspaces[id].log_number))
             .collect();
-        let kept_logs: std::collections::HashSet<u64> = match kept_log_numbers.values().min() {
+        let kept_logs: std::collections::HashSet<FileNumber> = match kept_log_numbers.values().min()
+        {
             Some(&keep_from) => {
                 applied_logs.retain(|&l| l < keep_from);
                 replay.iter().copied().filter(|&l| l >= keep_from).collect()
@@ -520,7 +521,7 @@ impl DbInner {
                 let bytes = inner
                     .vfs
                     .file_size(&filename::log_path(path, l))
-                    .unwrap_or(0);
+                    .unwrap_or_default();
                 st.closed_logs.push((l, bytes));
             }
         }
@@ -575,15 +576,15 @@ impl DbInner {
         mut versions: BTreeMap<KeyspaceId, Version>,
         ks_opts: BTreeMap<KeyspaceId, KeyspaceSetup>,
         mut mems: BTreeMap<KeyspaceId, MemTable>,
-        next_file_number: u64,
-        taken_numbers: std::collections::BTreeSet<u64>,
-        reserved_file_numbers: u64,
+        next_file_number: FileNumber,
+        taken_numbers: std::collections::BTreeSet<FileNumber>,
+        reserved_file_numbers: FileNumber,
         last_seqno: SeqNo,
-        wal: Option<(LogWriter, u64)>,
+        wal: Option<(LogWriter, FileNumber)>,
         manifest_writer: Option<ManifestWriter>,
         report: RecoveryReport,
     ) -> DbInner {
-        let wal_number = wal.as_ref().map_or(0, |w| w.1);
+        let wal_number = wal.as_ref().map_or(FileNumber(0), |w| w.1);
         let next_memtable_id = AtomicU64::new(1);
         let mut state_ks = BTreeMap::new();
         let mut next_keyspace_id = KeyspaceId(1);
@@ -641,7 +642,7 @@ impl DbInner {
         }
         let (writer, wal_number) = match wal {
             Some((w, n)) => (Some(w), n),
-            None => (None, 0),
+            None => (None, FileNumber(0)),
         };
         let default = match state_ks.get(&DEFAULT_KEYSPACE_ID) {
             Some(k) => Arc::clone(&k.shared),
@@ -650,7 +651,7 @@ impl DbInner {
         };
         let manifest_writer = manifest_writer.unwrap_or_else(|| ManifestWriter {
             log: LogWriter::new(Box::new(RefusingFile)),
-            number: 0,
+            number: FileNumber(0),
         });
         DbInner {
             path: path.to_path_buf(),

@@ -64,7 +64,10 @@ pub(super) fn copy_aside(vfs: &dyn Vfs, dir: &Path, file: &Path) -> Result<PathB
 }
 
 /// The next file number at or after `next` whose name is not taken.
-pub(super) fn take_number(next: &mut u64, taken: &mut std::collections::BTreeSet<u64>) -> u64 {
+pub(super) fn take_number(
+    next: &mut FileNumber,
+    taken: &mut std::collections::BTreeSet<FileNumber>,
+) -> FileNumber {
     while taken.remove(next) {
         *next += 1;
     }
@@ -75,7 +78,7 @@ pub(super) fn take_number(next: &mut u64, taken: &mut std::collections::BTreeSet
 
 pub(super) fn live_table_numbers(
     versions: &BTreeMap<KeyspaceId, Version>,
-) -> std::collections::HashSet<u64> {
+) -> std::collections::HashSet<FileNumber> {
     versions
         .values()
         .flat_map(|v| v.all_files().map(|(_, f)| f.number).collect::<Vec<_>>())
@@ -132,12 +135,17 @@ impl Sweep<'_> {
 
 /// Who wrote table `path`: the owner recorded in its properties. A table
 /// too damaged to say is unmarked (cleanup then goes by its number alone).
-pub(super) fn table_owner(vfs: &Arc<dyn Vfs>, path: &Path, number: u64, db_id: &DbId) -> Owner {
+pub(super) fn table_owner(
+    vfs: &Arc<dyn Vfs>,
+    path: &Path,
+    number: FileNumber,
+    db_id: &DbId,
+) -> Owner {
     let Ok(file) = vfs.open(path) else {
         return Owner::Other("unreadable".into());
     };
     let stats = Arc::new(Statistics::default());
-    match TableReader::open(file, path.to_path_buf(), number, None, stats) {
+    match TableReader::open(file, path.to_path_buf(), number.get(), None, stats) {
         Ok(t) => {
             let owner = &t.properties().owner_db_id;
             if owner.is_empty() {

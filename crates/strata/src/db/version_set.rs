@@ -8,7 +8,7 @@ use super::*;
 pub(super) fn write_new_manifest(
     vfs: &dyn Vfs,
     dir: &Path,
-    number: u64,
+    number: FileNumber,
     snapshot: &VersionEdit,
 ) -> Result<LogWriter> {
     let name = filename::manifest_name(number);
@@ -21,7 +21,7 @@ pub(super) fn write_new_manifest(
 
 /// Points CURRENT at manifest `number`: a new temporary file (created
 /// exclusively, never through a link), synced, renamed over CURRENT.
-pub(super) fn write_current(vfs: &dyn Vfs, dir: &Path, number: u64) -> Result<()> {
+pub(super) fn write_current(vfs: &dyn Vfs, dir: &Path, number: FileNumber) -> Result<()> {
     let tmp_name = recovery::current_temp_name(number);
     let tmp = dir.join(&tmp_name);
     // A leftover of a crash at this very step is ours to replace; anything
@@ -44,7 +44,7 @@ pub(super) fn write_current(vfs: &dyn Vfs, dir: &Path, number: u64) -> Result<()
 pub(super) fn create_wal(
     vfs: &dyn Vfs,
     dir: &Path,
-    number: u64,
+    number: FileNumber,
     db_id: &DbId,
 ) -> Result<LogWriter> {
     let mut w = LogWriter::new(vfs.create(&filename::log_path(dir, number))?);
@@ -58,7 +58,7 @@ impl DbInner {
     /// [`FILE_NUMBER_RESERVATION`]). Takes the manifest lock only when the
     /// reservation runs out. REQUIRES: neither the manifest nor the state
     /// lock is held.
-    pub(super) fn allocate_file_number(&self) -> Result<u64> {
+    pub(super) fn allocate_file_number(&self) -> Result<FileNumber> {
         {
             let mut st = self.state.lock();
             if st.next_file_number < st.reserved_file_numbers {

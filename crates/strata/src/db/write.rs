@@ -160,7 +160,7 @@ impl DbInner {
 
     /// Fsyncs the logs closed since the last synced write (see
     /// [`WalState::closed_unsynced`]), oldest first.
-    pub(super) fn sync_closed_logs(closed: &mut Vec<(u64, LogWriter)>) -> Result<()> {
+    pub(super) fn sync_closed_logs(closed: &mut Vec<(FileNumber, LogWriter)>) -> Result<()> {
         for (_, log) in closed.iter_mut() {
             log.sync()?;
         }

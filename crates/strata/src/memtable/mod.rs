@@ -74,6 +74,7 @@ pub use adaptive::{AdaptiveDecision, AdaptivePolicy, OpCounts};
 pub use prefix::{CappedPrefix, FixedPrefix, FnPrefix, PrefixExtractor};
 pub use skiplist::SkipListRep;
 
+use crate::ids::FileNumber;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::SeqNo;
@@ -457,7 +458,7 @@ pub struct MemTable {
     /// Unique id (for retention and stats).
     pub id: u64,
     /// The first write-ahead log that may hold this memtable's entries.
-    pub log_number: u64,
+    pub log_number: FileNumber,
     largest_seqno: AtomicU64,
     deletions: AtomicUsize,
     frozen: AtomicBool,
@@ -496,7 +497,7 @@ struct FirstBufferProbe {
 impl MemTable {
     /// An empty memtable of `kind` with default [`MemTableOptions`], sized
     /// for the default 64 MiB write buffer.
-    pub fn new(kind: MemTableKind, id: u64, log_number: u64) -> Self {
+    pub fn new(kind: MemTableKind, id: u64, log_number: FileNumber) -> Self {
         Self::with_options(
             kind,
             &MemTableOptions::default(),
@@ -512,7 +513,7 @@ impl MemTable {
         opts: &MemTableOptions,
         write_buffer_size: usize,
         id: u64,
-        log_number: u64,
+        log_number: FileNumber,
     ) -> Self {
         let rep_kind = match kind {
             MemTableKind::Adaptive => MemTableKind::SkipList,
@@ -530,7 +531,7 @@ impl MemTable {
     }
 
     /// An empty memtable as a keyspace's options describe it.
-    pub fn for_keyspace(opts: &KeyspaceOptions, id: u64, log_number: u64) -> Self {
+    pub fn for_keyspace(opts: &KeyspaceOptions, id: u64, log_number: FileNumber) -> Self {
         Self::with_options(
             opts.memtable,
             &opts.memtable_options,
@@ -543,7 +544,7 @@ impl MemTable {
     /// The memtable that replaces this one at a switch. For an adaptive
     /// keyspace its representation is chosen from what this memtable
     /// observed ([`adaptive::decide`]); otherwise as [`MemTable::for_keyspace`].
-    pub fn successor(&self, opts: &KeyspaceOptions, id: u64, log_number: u64) -> Self {
+    pub fn successor(&self, opts: &KeyspaceOptions, id: u64, log_number: FileNumber) -> Self {
         if opts.memtable != MemTableKind::Adaptive {
             return Self::for_keyspace(opts, id, log_number);
         }
@@ -599,7 +600,7 @@ impl MemTable {
         opts: &MemTableOptions,
         write_buffer_size: usize,
         id: u64,
-        log_number: u64,
+        log_number: FileNumber,
     ) -> Self {
         let probe = (kind == MemTableKind::Adaptive && decision.is_none()).then(|| {
             let bytes = write_buffer_size as f64 * opts.adaptive.first_buffer_fraction;
@@ -813,7 +814,7 @@ mod tests {
     }
 
     fn mem(kind: MemTableKind) -> MemTable {
-        MemTable::with_options(kind, &opts(), 1 << 20, 1, 1)
+        MemTable::with_options(kind, &opts(), 1 << 20, 1, FileNumber(1))
     }
 
     fn collect(it: &mut dyn InternalIterator) -> Vec<Vec<u8>> {
@@ -945,8 +946,8 @@ mod tests {
                 MemTableKind::HashLinkList => 12,
                 _ => 8,
             };
-            let small = MemTable::with_options(kind, &opts().hash_buckets(16), 1 << 20, 1, 1);
-            let big = MemTable::with_options(kind, &opts().hash_buckets(10_016), 1 << 20, 1, 1);
+            let small = MemTable::with_options(kind, &opts().hash_buckets(16), 1 << 20, 1, FileNumber(1));
+            let big = MemTable::with_options(kind, &opts().hash_buckets(10_016), 1 << 20, 1, FileNumber(1));
             let (s, b) = (small.memory_usage(), big.memory_usage());
             assert_eq!(s.entry_bytes, 0);
             assert!(s.metadata_bytes >= 16 * per_bucket, "{kind}: {s:?}");
@@ -977,7 +978,7 @@ mod tests {
             linklist_threshold: 8,
             ..opts().hash_buckets(1)
         };
-        let m = MemTable::with_options(MemTableKind::HashLinkList, &o, 1 << 20, 1, 1);
+        let m = MemTable::with_options(MemTableKind::HashLinkList, &o, 1 << 20, 1, FileNumber(1));
         let mut deltas = Vec::new();
         for i in 0..20u64 {
             let before = m.memory_usage().metadata_bytes;
@@ -1000,10 +1001,10 @@ mod tests {
             expected_entry_bytes: 1024,
             ..MemTableOptions::default()
         };
-        let m = MemTable::with_options(MemTableKind::VectorStatic, &o, 64 * 1024, 1, 1);
+        let m = MemTable::with_options(MemTableKind::VectorStatic, &o, 64 * 1024, 1, FileNumber(1));
         let empty = m.memory_usage();
         assert!(empty.metadata_bytes >= 64 * 8, "{empty:?}");
-        let dynamic = MemTable::with_options(MemTableKind::Vector, &o, 64 * 1024, 1, 1);
+        let dynamic = MemTable::with_options(MemTableKind::Vector, &o, 64 * 1024, 1, FileNumber(1));
         assert!(dynamic.memory_usage().metadata_bytes < empty.metadata_bytes);
         for i in 0..64u64 {
             assert_ne!(m.switch_due(usize::MAX), Some(SwitchDue::Full));
@@ -1069,7 +1070,7 @@ mod tests {
                 .expect_err("bucket array larger than the buffer");
             assert!(e.to_string().contains("bucket array"), "{e}");
             // Still usable (degrades to the overflow bucket) without a panic.
-            let m = MemTable::new(kind, 1, 1);
+            let m = MemTable::new(kind, 1, FileNumber(1));
             m.add(&make_internal_key(b"k", 1, ValueKind::Put), b"v", 1, false);
             let mut n = 0;
             m.get(&make_seek_key(b"k", 1), &mut |_, _| {
@@ -1149,7 +1150,7 @@ mod tests {
         let mut o = adaptive_opts(true);
         o.write_buffer_size = 1 << 20;
         o.memtable_options.adaptive.first_buffer_fraction = 0.25;
-        let first = MemTable::for_keyspace(&o, 1, 1);
+        let first = MemTable::for_keyspace(&o, 1, FileNumber(1));
         let quarter = o.write_buffer_size / 4;
         // Past a quarter of the buffer but short of `min_ops` (100): not yet.
         let big = vec![0u8; quarter / 50];
@@ -1172,7 +1173,7 @@ mod tests {
         assert_ne!(first.switch_due(o.write_buffer_size), Some(SwitchDue::Full));
         // A mix the skiplist suits (range reads) keeps filling the buffer:
         // switching would change nothing.
-        let ranged = MemTable::for_keyspace(&o, 4, 4);
+        let ranged = MemTable::for_keyspace(&o, 4, FileNumber(4));
         for i in 0..60u64 {
             ranged.add(
                 &make_internal_key(&i.to_be_bytes(), i + 1, ValueKind::Put),
@@ -1189,7 +1190,7 @@ mod tests {
             "the probe ran once and kept the skiplist"
         );
         // Its successors are whole buffers.
-        let second = first.successor(&o, 2, 2);
+        let second = first.successor(&o, 2, FileNumber(2));
         for i in 0..60u64 {
             second.add(
                 &make_internal_key(&i.to_be_bytes(), i + 1, ValueKind::Put),
@@ -1202,7 +1203,7 @@ mod tests {
         assert!(second.memory_usage().total() >= quarter);
         assert!(second.switch_due(o.write_buffer_size).is_none());
         // A fixed kind never switches early.
-        let fixed = MemTable::for_keyspace(&o.clone().memtable(MemTableKind::SkipList), 3, 3);
+        let fixed = MemTable::for_keyspace(&o.clone().memtable(MemTableKind::SkipList), 3, FileNumber(3));
         drive(&fixed, 200, 200, 0);
         for i in 0..60u64 {
             fixed.add(
@@ -1219,7 +1220,7 @@ mod tests {
     fn an_early_switch_moves_every_entry_into_the_new_representation() {
         let mut o = adaptive_opts(true);
         o.write_buffer_size = 1 << 20;
-        let first = MemTable::for_keyspace(&o, 1, 7);
+        let first = MemTable::for_keyspace(&o, 1, FileNumber(7));
         let mut keys = Vec::new();
         for i in 0..300u64 {
             // Some keys twice, some deleted: every version moves.
@@ -1238,7 +1239,7 @@ mod tests {
         let moved = first.rehomed(&o, 2);
         assert_eq!(first.op_counts(), reads_before, "the copy is not a read");
         assert_eq!(moved.rep_kind(), MemTableKind::HashLinkList);
-        assert_eq!(moved.log_number, 7, "same log: nothing was flushed");
+        assert_eq!(moved.log_number, FileNumber(7), "same log: nothing was flushed");
         assert_eq!(moved.largest_seqno().get(), 305);
         assert_eq!(moved.deletions.load(AtomicOrdering::Relaxed), 5);
         assert_eq!(moved.len(), keys.len());
@@ -1257,14 +1258,14 @@ mod tests {
         // The copy's own buffer is no longer a first buffer: it fills up,
         // and its successor decides afresh without the moved count.
         assert_eq!(moved.switch_due(o.write_buffer_size), None);
-        let next = moved.successor(&o, 3, 8);
+        let next = moved.successor(&o, 3, FileNumber(8));
         assert_eq!(next.decision().expect("decided").moved, None);
     }
 
     #[test]
     fn adaptive_picks_the_next_representation_from_the_observed_mix() {
         let o = adaptive_opts(true);
-        let first = MemTable::for_keyspace(&o, 1, 1);
+        let first = MemTable::for_keyspace(&o, 1, FileNumber(1));
         assert_eq!(
             (first.kind(), first.rep_kind()),
             (MemTableKind::Adaptive, MemTableKind::SkipList)
@@ -1272,7 +1273,7 @@ mod tests {
         assert!(first.decision().is_none());
 
         drive(&first, 500, 0, 0);
-        let second = first.successor(&o, 2, 2);
+        let second = first.successor(&o, 2, FileNumber(2));
         assert_eq!(second.rep_kind(), MemTableKind::Vector);
         let d = second.decision().expect("decided").to_string();
         assert!(
@@ -1281,7 +1282,7 @@ mod tests {
         );
 
         drive(&second, 200, 300, 0);
-        let third = second.successor(&o, 3, 3);
+        let third = second.successor(&o, 3, FileNumber(3));
         assert_eq!(
             third.rep_kind(),
             MemTableKind::HashLinkList,
@@ -1293,7 +1294,7 @@ mod tests {
         let mut crowded = o.clone();
         let buckets = o.memtable_options.bucket_count(o.write_buffer_size);
         crowded.memtable_options = crowded.memtable_options.hash_buckets(buckets / 10);
-        let crowded = second.successor(&crowded, 3, 3);
+        let crowded = second.successor(&crowded, 3, FileNumber(3));
         assert_eq!(
             crowded.rep_kind(),
             MemTableKind::HashSkipList,
@@ -1302,7 +1303,7 @@ mod tests {
         );
 
         drive(&third, 200, 300, 0);
-        let no_x = third.successor(&adaptive_opts(false), 4, 4);
+        let no_x = third.successor(&adaptive_opts(false), 4, FileNumber(4));
         assert_eq!(no_x.rep_kind(), MemTableKind::SkipList);
         assert!(
             no_x.decision()
@@ -1312,12 +1313,12 @@ mod tests {
         );
 
         drive(&no_x, 200, 10, 10);
-        let ranged = no_x.successor(&o, 5, 5);
+        let ranged = no_x.successor(&o, 5, FileNumber(5));
         assert_eq!(ranged.rep_kind(), MemTableKind::SkipList);
         assert!(ranged.decision().expect("decided").reason.contains("range"));
 
         // An idle buffer keeps its representation and the reason for it.
-        let idle = first.successor(&o, 10, 10).successor(&o, 11, 11);
+        let idle = first.successor(&o, 10, FileNumber(10)).successor(&o, 11, FileNumber(11));
         assert_eq!(idle.rep_kind(), MemTableKind::Vector);
         assert!(
             idle.decision()
@@ -1327,11 +1328,11 @@ mod tests {
         );
 
         // Too few operations: keep what we have.
-        let quiet = MemTable::for_keyspace(&o, 6, 6).successor(&o, 7, 7);
+        let quiet = MemTable::for_keyspace(&o, 6, FileNumber(6)).successor(&o, 7, FileNumber(7));
         assert_eq!(quiet.rep_kind(), MemTableKind::SkipList);
 
         // Reads of a frozen memtable are not counted.
-        let f = MemTable::for_keyspace(&o, 8, 8);
+        let f = MemTable::for_keyspace(&o, 8, FileNumber(8));
         drive(&f, 10, 0, 0);
         f.freeze();
         drive(&f, 0, 5, 5);
@@ -1348,7 +1349,7 @@ mod tests {
         let plain = third.successor(
             &KeyspaceOptions::default().memtable(MemTableKind::VectorSorted),
             9,
-            9,
+            FileNumber(9),
         );
         assert_eq!(
             (plain.kind(), plain.rep_kind()),

@@ -1,6 +1,7 @@
 //! The cleanup sweep's decision: which files an open may remove, by what
 //! they say of their owner and whether their number was reserved.
 
+use crate::ids::FileNumber;
 use super::*;
 
 /// Who a file says wrote it.
@@ -28,16 +29,16 @@ pub(crate) enum Disposition {
 pub(crate) struct CleanupFacts<'a> {
     /// Every number below this was allocated by this database (recorded in
     /// its manifest before this open).
-    pub allocated_below: u64,
+    pub allocated_below: FileNumber,
     /// The log and manifest this open created.
-    pub wal_number: u64,
-    pub manifest_number: u64,
-    pub live_tables: &'a HashSet<u64>,
+    pub wal_number: FileNumber,
+    pub manifest_number: FileNumber,
+    pub live_tables: &'a HashSet<FileNumber>,
     /// Logs whose records are now in tables.
-    pub applied_logs: &'a HashSet<u64>,
+    pub applied_logs: &'a HashSet<FileNumber>,
     /// Logs still needed (a keyspace waiting for its options keeps what
     /// it replayed from them in memory).
-    pub kept_logs: &'a HashSet<u64>,
+    pub kept_logs: &'a HashSet<FileNumber>,
 }
 
 /// Decides what to do with a directory entry of kind `kind`. `owner` is
@@ -49,8 +50,8 @@ pub(crate) fn decide(
     facts: &CleanupFacts<'_>,
     owner: &mut dyn FnMut() -> Owner,
 ) -> Disposition {
-    let allocated = |n: u64| n < facts.allocated_below;
-    let not_allocated = |n: u64| {
+    let allocated = |n: FileNumber| n < facts.allocated_below;
+    let not_allocated = |n: FileNumber| {
         Disposition::Leave(format!(
             "its number {n} is not one the manifest recorded as allocated (below {})",
             facts.allocated_below
@@ -82,7 +83,7 @@ pub(crate) fn decide(
 }
 
 /// Name of the temporary file that becomes `CURRENT` for manifest `n`.
-pub(crate) fn current_temp_name(n: u64) -> String {
+pub(crate) fn current_temp_name(n: FileNumber) -> String {
     format!("CURRENT.{n:06}.tmp")
 }
 
@@ -95,7 +96,8 @@ pub(crate) fn temp_owner(vfs: &dyn Vfs, dir: &Path, name: &str) -> Owner {
         .strip_prefix("CURRENT.")
         .and_then(|r| r.strip_suffix(".tmp"))
         .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-        .and_then(|n| n.parse::<u64>().ok());
+        .and_then(|n| n.parse::<u64>().ok())
+        .map(FileNumber);
     if name != "CURRENT.tmp" && number.is_none() {
         return Owner::Unmarked;
     }

@@ -1,13 +1,14 @@
 //! Reading the manifest at open: its edits applied in order, and the
 //! judgement of a cut last record.
 
+use crate::ids::FileNumber;
 use super::*;
 
 /// Per-keyspace state read from the manifest.
 pub(crate) struct RecoveredKeyspace {
     pub name: String,
-    pub log_number: u64,
-    pub files: BTreeMap<u64, NewFile>,
+    pub log_number: FileNumber,
+    pub files: BTreeMap<FileNumber, NewFile>,
     /// What it was created with (absent in format-1 manifests).
     pub identity: Option<KeyspaceIdentity>,
 }
@@ -18,7 +19,7 @@ pub(crate) struct ManifestState {
     pub keyspaces: BTreeMap<KeyspaceId, RecoveredKeyspace>,
     /// The largest next file number any edit recorded: every number below
     /// it was allocated by this database.
-    pub next_file_number: u64,
+    pub next_file_number: FileNumber,
     pub last_seqno: SeqNo,
     pub db_id: Option<DbId>,
     pub format_version: u32,
@@ -123,7 +124,7 @@ fn apply_edit(
             .entry(*id)
             .or_insert_with(|| RecoveredKeyspace {
                 name: name.clone(),
-                log_number: 0,
+                log_number: FileNumber(0),
                 files: BTreeMap::new(),
                 identity: None,
             });
@@ -172,12 +173,12 @@ fn apply_edit(
 /// applied, every log the surviving edits still need is on disk. A missing
 /// one proves the cut edit had been synced and acted on: the cut is damage,
 /// and accepting it would lose that log's writes.
-pub(crate) fn check_manifest_tail(mpath: &Path, state: &ManifestState, logs: &[u64]) -> Result<()> {
+pub(crate) fn check_manifest_tail(mpath: &Path, state: &ManifestState, logs: &[FileNumber]) -> Result<()> {
     let Some((offset, bytes, reason)) = &state.tail_dropped else {
         return Ok(());
     };
     for (id, k) in &state.keyspaces {
-        if k.log_number > 0 && logs.binary_search(&k.log_number).is_err() {
+        if k.log_number > FileNumber(0) && logs.binary_search(&k.log_number).is_err() {
             return Err(Error::corruption(
                 mpath,
                 *offset,
@@ -199,9 +200,9 @@ pub(crate) fn check_manifest_tail(mpath: &Path, state: &ManifestState, logs: &[u
 /// it is synced; so a needed log that is missing was lost after the fact,
 /// with whatever acknowledged writes it held. (Only for databases whose
 /// opens create the log before the manifest: format 2 on.)
-pub(crate) fn check_needed_logs(dir: &Path, state: &ManifestState, logs: &[u64]) -> Result<()> {
+pub(crate) fn check_needed_logs(dir: &Path, state: &ManifestState, logs: &[FileNumber]) -> Result<()> {
     for (id, k) in &state.keyspaces {
-        if k.log_number > 0 && logs.binary_search(&k.log_number).is_err() {
+        if k.log_number > FileNumber(0) && logs.binary_search(&k.log_number).is_err() {
             return Err(Error::corruption(
                 filename::log_path(dir, k.log_number),
                 0,

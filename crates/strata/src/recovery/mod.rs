@@ -23,7 +23,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use crate::ids::KeyspaceId;
+use crate::ids::{FileNumber, KeyspaceId};
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::key::SeqNo;
@@ -50,7 +50,7 @@ pub(crate) fn new_db_id() -> DbId {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
-        .unwrap_or(0);
+        .unwrap_or_default();
     let pid = std::process::id();
     let a = RandomState::new().hash_one((nanos, pid));
     let b = RandomState::new().hash_one((pid, a, nanos));
@@ -73,22 +73,22 @@ pub const WAL_HEADER_MAGIC: [u8; 8] = *b"STRATAWL";
 pub const WAL_HEADER_LEN: usize = 8 + DB_ID_LEN + 8;
 
 /// The first record of write-ahead log `number` of database `id`.
-pub fn wal_header(id: &DbId, number: u64) -> Vec<u8> {
+pub fn wal_header(id: &DbId, number: FileNumber) -> Vec<u8> {
     let mut h = Vec::with_capacity(WAL_HEADER_LEN);
     h.extend_from_slice(&WAL_HEADER_MAGIC);
     h.extend_from_slice(id);
-    h.extend_from_slice(&number.to_le_bytes());
+    h.extend_from_slice(&number.get().to_le_bytes());
     h
 }
 
 /// The database id and log number of a header record, if it is one.
-pub fn parse_wal_header(rec: &[u8]) -> Option<(DbId, u64)> {
+pub fn parse_wal_header(rec: &[u8]) -> Option<(DbId, FileNumber)> {
     if rec.len() != WAL_HEADER_LEN || rec[..8] != WAL_HEADER_MAGIC {
         return None;
     }
     let id: DbId = rec[8..8 + DB_ID_LEN].try_into().ok()?;
     let n = u64::from_le_bytes(rec[8 + DB_ID_LEN..].try_into().ok()?);
-    Some((id, n))
+    Some((id, FileNumber(n)))
 }
 
 /// What recovery does with damage in a write-ahead log (after RocksDB's WAL
@@ -249,7 +249,7 @@ impl RecoveryReport {
 pub(crate) fn log_report(
     vfs: &dyn Vfs,
     dir: &Path,
-    manifest_number: u64,
+    manifest_number: FileNumber,
     r: &RecoveryReport,
 ) -> Result<()> {
     if !r.changed_anything() {
@@ -414,7 +414,7 @@ pub(crate) fn read_current(vfs: &dyn Vfs, dir: &Path) -> Result<String> {
 /// Salvage for a missing `CURRENT`: the newest manifest whose every record
 /// reads cleanly, or `None`.
 pub(crate) fn newest_readable_manifest(vfs: &dyn Vfs, dir: &Path) -> Result<Option<String>> {
-    let mut manifests: Vec<u64> = vfs
+    let mut manifests: Vec<FileNumber> = vfs
         .list(dir)?
         .iter()
         .filter_map(|n| match filename::parse(n) {
@@ -446,14 +446,14 @@ mod tests {
     use super::*;
 
     fn facts<'a>(
-        live: &'a HashSet<u64>,
-        applied: &'a HashSet<u64>,
-        kept: &'a HashSet<u64>,
+        live: &'a HashSet<FileNumber>,
+        applied: &'a HashSet<FileNumber>,
+        kept: &'a HashSet<FileNumber>,
     ) -> CleanupFacts<'a> {
         CleanupFacts {
-            allocated_below: 100,
-            wal_number: 120,
-            manifest_number: 121,
+            allocated_below: FileNumber(100),
+            wal_number: FileNumber(120),
+            manifest_number: FileNumber(121),
             live_tables: live,
             applied_logs: applied,
             kept_logs: kept,
@@ -463,8 +463,8 @@ mod tests {
     #[test]
     fn wal_header_round_trips_and_is_never_a_batch() {
         let id = new_db_id();
-        let h = wal_header(&id, 77);
-        assert_eq!(parse_wal_header(&h), Some((id, 77)));
+        let h = wal_header(&id, FileNumber(77));
+        assert_eq!(parse_wal_header(&h), Some((id, FileNumber(77))));
         assert_eq!(parse_wal_header(&h[1..]), None);
         let seqno = u64::from_le_bytes(WAL_HEADER_MAGIC);
         assert!(seqno > crate::key::MAX_SEQNO.get());
@@ -473,45 +473,45 @@ mod tests {
 
     #[test]
     fn cleanup_removes_only_files_it_can_prove_are_its_own() {
-        let live: HashSet<u64> = [5].into();
-        let applied: HashSet<u64> = [7].into();
-        let kept: HashSet<u64> = [8].into();
+        let live: HashSet<FileNumber> = [FileNumber(5)].into();
+        let applied: HashSet<FileNumber> = [FileNumber(7)].into();
+        let kept: HashSet<FileNumber> = [FileNumber(8)].into();
         let f = facts(&live, &applied, &kept);
         let never = &mut || -> Owner { panic!("owner asked needlessly") };
-        assert_eq!(decide(FileKind::Table(5), &f, never), Disposition::Keep);
-        assert_eq!(decide(FileKind::Log(120), &f, never), Disposition::Keep);
+        assert_eq!(decide(FileKind::Table(FileNumber(5)), &f, never), Disposition::Keep);
+        assert_eq!(decide(FileKind::Log(FileNumber(120)), &f, never), Disposition::Keep);
         assert_eq!(
-            decide(FileKind::Manifest(121), &f, never),
+            decide(FileKind::Manifest(FileNumber(121)), &f, never),
             Disposition::Keep
         );
-        assert_eq!(decide(FileKind::Log(7), &f, never), Disposition::Remove);
-        assert_eq!(decide(FileKind::Log(8), &f, never), Disposition::Keep);
+        assert_eq!(decide(FileKind::Log(FileNumber(7)), &f, never), Disposition::Remove);
+        assert_eq!(decide(FileKind::Log(FileNumber(8)), &f, never), Disposition::Keep);
         let ours = &mut || Owner::Ours;
         let unmarked = &mut || Owner::Unmarked;
         let other = &mut || Owner::Other("another database".into());
         // An unmarked file whose number the manifest never allocated is not
         // provably ours; one that names this database is.
         assert!(matches!(
-            decide(FileKind::Table(100), &f, unmarked),
+            decide(FileKind::Table(FileNumber(100)), &f, unmarked),
             Disposition::Leave(_)
         ));
         assert!(matches!(
-            decide(FileKind::Log(500), &f, unmarked),
+            decide(FileKind::Log(FileNumber(500)), &f, unmarked),
             Disposition::Leave(_)
         ));
-        assert_eq!(decide(FileKind::Table(100), &f, ours), Disposition::Remove);
+        assert_eq!(decide(FileKind::Table(FileNumber(100)), &f, ours), Disposition::Remove);
         // Allocated numbers: what the file says decides.
-        assert_eq!(decide(FileKind::Table(6), &f, ours), Disposition::Remove);
+        assert_eq!(decide(FileKind::Table(FileNumber(6)), &f, ours), Disposition::Remove);
         assert_eq!(
-            decide(FileKind::Table(6), &f, unmarked),
+            decide(FileKind::Table(FileNumber(6)), &f, unmarked),
             Disposition::Remove
         );
         assert!(matches!(
-            decide(FileKind::Table(6), &f, other),
+            decide(FileKind::Table(FileNumber(6)), &f, other),
             Disposition::Leave(_)
         ));
         assert!(matches!(
-            decide(FileKind::Manifest(3), &f, other),
+            decide(FileKind::Manifest(FileNumber(3)), &f, other),
             Disposition::Leave(_)
         ));
         assert!(matches!(
@@ -541,7 +541,7 @@ mod tests {
             KeyspaceId::DEFAULT,
             RecoveredKeyspace {
                 name: "default".into(),
-                log_number: 9,
+                log_number: FileNumber(9),
                 files: BTreeMap::new(),
                 identity: None,
             },
@@ -552,8 +552,8 @@ mod tests {
             "no cut, no judgement"
         );
         state.tail_dropped = Some((100, 20, "truncated".into()));
-        assert!(check_manifest_tail(m, &state, &[9, 12]).is_ok());
-        let e = check_manifest_tail(m, &state, &[12]).expect_err("log 9 is gone");
+        assert!(check_manifest_tail(m, &state, &[FileNumber(9), FileNumber(12)]).is_ok());
+        let e = check_manifest_tail(m, &state, &[FileNumber(12)]).expect_err("log 9 is gone");
         assert!(e.to_string().contains("000009.log"), "{e}");
     }
 }

@@ -1,30 +1,31 @@
 //! Replaying the write-ahead logs: torn tails, damage, and what each
 //! `WalRecoveryMode` does with it.
 
+use crate::ids::FileNumber;
 use super::*;
 
 /// What [`replay_logs`] did with each log.
 #[derive(Default)]
 pub(crate) struct LogReplay {
     /// Logs whose every record was applied (a dropped torn tail included).
-    pub applied: HashSet<u64>,
+    pub applied: HashSet<FileNumber>,
     /// Logs not fully applied (damage recovered past, or after the point
     /// where point-in-time recovery stopped): to be moved to `lost/`.
-    pub partial: Vec<u64>,
+    pub partial: Vec<FileNumber>,
 }
 
 /// What [`replay_logs`] replays and how.
 #[derive(Clone, Copy)]
 pub(crate) struct ReplayPlan<'a> {
     /// Log numbers, ascending.
-    pub logs: &'a [u64],
+    pub logs: &'a [FileNumber],
     pub expect_id: Option<&'a DbId>,
-    pub needed: &'a HashSet<u64>,
+    pub needed: &'a HashSet<FileNumber>,
     pub mode: WalRecoveryMode,
 }
 
 /// Applies one record: (log path, log number, offset, record).
-pub(crate) type ApplyRecord<'a> = dyn FnMut(&Path, u64, u64, &[u8]) -> Result<()> + 'a;
+pub(crate) type ApplyRecord<'a> = dyn FnMut(&Path, FileNumber, u64, &[u8]) -> Result<()> + 'a;
 
 /// Replays write-ahead logs `plan.logs` (ascending) through `apply(path, log,
 /// offset, record)`. `expect_id` is the database id the logs' headers must
