@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use crate::error::Result;
+use crate::ids::Level;
 use crate::iter::InternalIterator;
 use crate::key::{
     SeqNo, TRAILER_LEN, ValueKind, append_internal_key, parse_internal_key, trailer, user_key,
@@ -41,9 +42,9 @@ pub struct OutputRun {
 /// group per level (a plain key-value keyspace) there is one output run.
 #[derive(Clone, Debug)]
 pub struct CompactionTask {
-    pub level: usize,
+    pub level: Level,
     pub group: GroupId,
-    pub output_level: usize,
+    pub output_level: Level,
     pub inputs: Vec<Arc<FileMeta>>,
     pub outputs: Vec<OutputRun>,
     pub reason: CompactionReason,
@@ -89,11 +90,11 @@ pub fn run_scores(version: &Version, opts: &KeyspaceOptions, plan: &GroupPlan) -
         .filter(|f| !f.is_being_compacted())
         .count();
     scores.push(RunScore {
-        level: 0,
+        level: Level::ZERO,
         group: GroupId::WHOLE,
         score: l0_files as f64 / opts.level0_compaction_trigger as f64,
     });
-    for level in 1..n.saturating_sub(1) {
+    for level in (1..n.saturating_sub(1)).map(Level::from_index) {
         for (group, files) in version.runs(level) {
             if plan.group(level, group).is_none() {
                 continue;
@@ -117,7 +118,7 @@ pub fn run_scores(version: &Version, opts: &KeyspaceOptions, plan: &GroupPlan) -
 /// How urgently one sorted run needs compacting.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RunScore {
-    pub level: usize,
+    pub level: Level,
     pub group: GroupId,
     pub score: f64,
 }
@@ -137,25 +138,26 @@ fn key_range<'a>(files: impl Iterator<Item = &'a Arc<FileMeta>>) -> Option<(Vec<
 
 /// True if no level deeper than `output_level` holds keys in `[lo, hi]`
 /// in any group (conservative: another lineage's files count too).
-fn is_bottommost(version: &Version, output_level: usize, lo: &[u8], hi: &[u8]) -> bool {
-    (output_level + 1..version.num_levels())
+fn is_bottommost(version: &Version, output_level: Level, lo: &[u8], hi: &[u8]) -> bool {
+    (output_level.next().index()..version.num_levels())
+        .map(Level::from_index)
         .all(|l| version.overlapping(l, Some(lo), Some(hi)).is_empty())
 }
 
 /// Builds the task that merges `inputs` (of `group` at `level`) into the
-/// group's children on `level + 1`, or `None` if any file it would touch
+/// group's children on the next level, or `None` if any file it would touch
 /// is already being compacted or the layout has no such group.
 pub fn task_for_inputs(
     version: &Version,
     plan: &GroupPlan,
-    level: usize,
+    level: Level,
     group: GroupId,
     inputs: Vec<Arc<FileMeta>>,
     reason: CompactionReason,
     score: f64,
 ) -> Option<CompactionTask> {
-    let output_level = level + 1;
-    if output_level >= version.num_levels() || inputs.is_empty() {
+    let output_level = level.next();
+    if output_level.index() >= version.num_levels() || inputs.is_empty() {
         return None;
     }
     if inputs
@@ -190,7 +192,7 @@ pub fn task_for_inputs(
                 .format(&f.format)
                 .is_some_and(|fmt| fmt.name() == children[0].format.name())
     };
-    let trivial_move = level > 0
+    let trivial_move = level > Level::ZERO
         && inputs.len() == 1
         && outputs.iter().all(|o| o.overlapping.is_empty())
         && same_format(&inputs[0]);
@@ -275,12 +277,12 @@ pub fn pick_compaction(
         score,
     } in order
     {
-        if level == 0 {
+        if level == Level::ZERO {
             let inputs: Vec<_> = version.levels[0].to_vec();
             if let Some(t) = task_for_inputs(
                 version,
                 plan,
-                0,
+                Level::ZERO,
                 group,
                 inputs,
                 CompactionReason::Level0FileCount,
@@ -295,16 +297,16 @@ pub fn pick_compaction(
             (f.smallest_user_key(), f.largest_user_key(), f.size)
         }
         let spans: Vec<FileSpan<'_>> = files.iter().map(span).collect();
-        let next: Vec<Vec<FileSpan<'_>>> = if level + 1 < version.num_levels() {
+        let next: Vec<Vec<FileSpan<'_>>> = if level.next().index() < version.num_levels() {
             plan.children(level, group)
                 .iter()
-                .map(|c| version.run(level + 1, c.id).iter().map(span).collect())
+                .map(|c| version.run(level.next(), c.id).iter().map(span).collect())
                 .collect()
         } else {
             Vec::new()
         };
         let next: Vec<&[FileSpan<'_>]> = next.iter().map(Vec::as_slice).collect();
-        let after = cursor.get(level).map(Vec::as_slice).unwrap_or(&[]);
+        let after = cursor.get(level.index()).map(Vec::as_slice).unwrap_or(&[]);
         for i in file_order(&spans, &next, after) {
             if let Some(t) = task_for_inputs(
                 version,

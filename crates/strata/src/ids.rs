@@ -62,3 +62,49 @@ impl fmt::Display for FileNumber {
         write!(f, "{:06}", self.0)
     }
 }
+
+/// A level of a keyspace's tree: 0 holds freshly flushed files, each deeper
+/// level about `size_ratio` times the bytes of the one above. A keyspace
+/// has `num_levels` of them (at most 32; the manifest refuses a file at
+/// level 64 or deeper).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Level(pub u8);
+
+impl Level {
+    /// Level 0, where flushes write.
+    pub const ZERO: Level = Level(0);
+
+    /// The level as stored.
+    #[inline]
+    pub fn get(self) -> u8 {
+        self.0
+    }
+
+    /// The level as an index into per-level vectors.
+    #[inline]
+    pub fn index(self) -> usize {
+        usize::from(self.0)
+    }
+
+    /// The level below this one (levels are far below 255, so this cannot
+    /// wrap).
+    #[inline]
+    pub fn next(self) -> Level {
+        Level(self.0 + 1)
+    }
+
+    /// The level at `index` of per-level vectors.
+    ///
+    /// # Panics
+    /// If `index` is past any level (255).
+    #[inline]
+    pub fn from_index(index: usize) -> Level {
+        Level(u8::try_from(index).expect("a level index is below 256"))
+    }
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}

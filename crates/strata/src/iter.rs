@@ -58,7 +58,8 @@ use crate::key::{
     KIND_SEEK, MAX_SEQNO, SeqNo, ValueKind, append_internal_key, compare_internal, trailer,
     user_key,
 };
-use crate::level_filter::LevelMask;
+use crate::ids::Level;
+use crate::level_filter::{LevelMask, level_bit};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Direction {
@@ -97,7 +98,7 @@ pub struct ScanObservation {
 pub struct MergingIterator {
     children: Vec<Box<dyn InternalIterator>>,
     /// The level each child reads, for children that are a level `>= 1`.
-    levels: Vec<Option<usize>>,
+    levels: Vec<Option<Level>>,
     current: Option<usize>,
     direction: Direction,
     dormant: Vec<bool>,
@@ -137,7 +138,7 @@ impl MergingIterator {
     /// reads (`None` for memtables and level-0 files, which are always read).
     pub fn with_levels(
         children: Vec<Box<dyn InternalIterator>>,
-        levels: Vec<Option<usize>>,
+        levels: Vec<Option<Level>>,
     ) -> Self {
         debug_assert_eq!(children.len(), levels.len());
         let n = children.len();
@@ -232,7 +233,7 @@ impl MergingIterator {
             if let Some(l) = l
                 && self.deferred[i]
             {
-                levels |= 1 << (*l).min(63);
+                levels |= level_bit(*l);
             }
         }
         // The range covers the current key too: every positioned child sits
@@ -247,7 +248,7 @@ impl MergingIterator {
                     && c.valid()
                     && user_key(c.key()) == k
                 {
-                    levels |= 1 << l.min(63);
+                    levels |= level_bit(l);
                 }
             }
         }
@@ -402,7 +403,7 @@ impl MergingIterator {
         if let Some(i) = self.current
             && let Some(l) = self.levels[i]
         {
-            self.emitted |= 1 << l.min(63);
+            self.emitted |= level_bit(l);
         }
     }
 
@@ -488,7 +489,7 @@ impl InternalIterator for MergingIterator {
         {
             for i in 0..self.children.len() {
                 if let Some(l) = self.levels[i]
-                    && keep & (1 << l.min(63)) == 0
+                    && keep & level_bit(l) == 0
                 {
                     self.dormant[i] = true;
                     self.any_dormant = true;
@@ -691,7 +692,10 @@ mod tests {
         let mem = source(&[(b"x", 9)]);
         let l1 = source(&[(b"c", 5), (b"m", 6)]);
         let l2 = source(&[(b"a", 1), (b"c", 2), (b"d", 3)]);
-        let mut m = MergingIterator::with_levels(vec![mem, l1, l2], vec![None, Some(1), Some(2)]);
+        let mut m = MergingIterator::with_levels(
+            vec![mem, l1, l2],
+            vec![None, Some(Level(1)), Some(Level(2))],
+        );
         m.seek(&seek_key(b"b"));
         assert_eq!(user_key(m.key()), b"c");
         let o = m.observation(None).expect("a pure forward scan");
@@ -712,7 +716,7 @@ mod tests {
         assert_eq!(o.hi.as_deref(), Some(&b"d"[..]));
         let mut only2 = MergingIterator::with_levels(
             vec![source(&[(b"m", 6)]), source(&[(b"a", 1), (b"d", 3)])],
-            vec![Some(1), Some(2)],
+            vec![Some(Level(1)), Some(Level(2))],
         );
         only2.seek(&seek_key(b"b"));
         let o = only2.observation(None).expect("forward");
@@ -862,7 +866,7 @@ mod tests {
                 filtered(&[(b"c", 20)], ValueKind::Put),
                 filtered(&[(b"c", 5)], ValueKind::Put),
             ],
-            vec![None, Some(1), Some(2)],
+            vec![None, Some(Level(1)), Some(Level(2))],
         );
         m.set_point_first(SeqNo(100));
         m.seek(&seek_key(b"c"));

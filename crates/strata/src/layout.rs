@@ -27,6 +27,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use crate::ids::Level;
 use crate::sst::{Compression, TableBuilderOptions};
 use crate::table_format::{GroupId, SST_FORMAT, SstFormat, TableFormat};
 
@@ -47,13 +48,13 @@ pub trait Layout: Send + Sync {
         self.name().to_string()
     }
     /// Table options for files written to `level`.
-    fn table_options(&self, level: usize, base: &TableBuilderOptions) -> TableBuilderOptions;
+    fn table_options(&self, level: Level, base: &TableBuilderOptions) -> TableBuilderOptions;
     /// The column groups of `level`. Level 0 must be exactly one group,
     /// [`GroupId::WHOLE`]; every group of a deeper level names a group of
     /// the level above as its parent, and every group has at least one
     /// child below it. Levels past the last one the layout describes
     /// repeat it. Default: the whole value in the core's format.
-    fn groups(&self, _level: usize) -> Vec<GroupSpec> {
+    fn groups(&self, _level: Level) -> Vec<GroupSpec> {
         vec![GroupSpec::whole()]
     }
     /// Formats of files the keyspace may still hold that no current group
@@ -128,7 +129,7 @@ impl Layout for UniformLayout {
     fn name(&self) -> &str {
         "uniform"
     }
-    fn table_options(&self, _level: usize, base: &TableBuilderOptions) -> TableBuilderOptions {
+    fn table_options(&self, _level: Level, base: &TableBuilderOptions) -> TableBuilderOptions {
         base.clone()
     }
 }
@@ -142,7 +143,7 @@ pub struct TieredCompressionLayout {
     /// The codec from `cold_from_level` down.
     pub cold: Compression,
     /// The first level compressed with `cold`.
-    pub cold_from_level: usize,
+    pub cold_from_level: Level,
 }
 
 impl Layout for TieredCompressionLayout {
@@ -155,7 +156,7 @@ impl Layout for TieredCompressionLayout {
             self.hot, self.cold, self.cold_from_level
         )
     }
-    fn table_options(&self, level: usize, base: &TableBuilderOptions) -> TableBuilderOptions {
+    fn table_options(&self, level: Level, base: &TableBuilderOptions) -> TableBuilderOptions {
         let mut o = base.clone();
         o.compression = if level >= self.cold_from_level {
             self.cold
@@ -187,7 +188,12 @@ impl GroupPlan {
             )))
         };
         let num_levels = num_levels.max(1);
-        let levels: Vec<Vec<GroupSpec>> = (0..num_levels).map(|l| layout.groups(l)).collect();
+        if num_levels > usize::from(u8::MAX) + 1 {
+            return bad(format!("{num_levels} levels; a level is at most 255"));
+        }
+        let levels: Vec<Vec<GroupSpec>> = (0..num_levels)
+            .map(|l| layout.groups(Level::from_index(l)))
+            .collect();
         if levels[0].len() != 1 || levels[0][0].id != GroupId::WHOLE {
             return bad("level 0 must be exactly one group, the whole value (group 0)".into());
         }
@@ -264,34 +270,35 @@ impl GroupPlan {
         })
     }
 
-    fn level(&self, level: usize) -> &[GroupSpec] {
-        &self.levels[level.min(self.levels.len() - 1)]
+    fn level(&self, level: Level) -> &[GroupSpec] {
+        &self.levels[level.index().min(self.levels.len() - 1)]
     }
 
     /// The groups of `level`.
-    pub fn groups(&self, level: usize) -> &[GroupSpec] {
+    pub fn groups(&self, level: Level) -> &[GroupSpec] {
         self.level(level)
     }
 
     /// Group `id` of `level`.
-    pub fn group(&self, level: usize, id: GroupId) -> Option<&GroupSpec> {
+    pub fn group(&self, level: Level, id: GroupId) -> Option<&GroupSpec> {
         self.level(level).iter().find(|g| g.id == id)
     }
 
-    /// The groups of `level + 1` that hold the data of group `id` of `level`.
-    pub fn children(&self, level: usize, id: GroupId) -> Vec<&GroupSpec> {
-        if level + 1 >= self.levels.len() {
+    /// The groups of the next level that hold the data of group `id` of
+    /// `level`.
+    pub fn children(&self, level: Level, id: GroupId) -> Vec<&GroupSpec> {
+        if level.index() + 1 >= self.levels.len() {
             // Past the described levels a group continues as itself.
             return self.group(level, id).into_iter().collect();
         }
-        self.levels[level + 1]
+        self.levels[level.next().index()]
             .iter()
             .filter(|g| g.parent == id)
             .collect()
     }
 
     /// The share of `level`'s byte budget that group `id` may hold.
-    pub fn share(&self, level: usize, id: GroupId) -> f64 {
+    pub fn share(&self, level: Level, id: GroupId) -> f64 {
         let groups = self.level(level);
         let total: u64 = groups.iter().map(|g| u64::from(g.weight)).sum();
         let mine = groups
@@ -315,9 +322,9 @@ impl GroupPlan {
     }
 
     /// Lineage `i`'s group on `level`.
-    pub fn lineage_group(&self, i: usize, level: usize) -> GroupId {
+    pub fn lineage_group(&self, i: usize, level: Level) -> GroupId {
         let chain = &self.lineages[i];
-        chain[level.min(chain.len() - 1)]
+        chain[level.index().min(chain.len() - 1)]
     }
 
     /// The format recorded under `name` (an empty name is the core's own).

@@ -23,8 +23,16 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
 
+use crate::ids::Level;
+
 /// A set of levels as a bitmask (levels 0..63).
 pub type LevelMask = u64;
+
+/// The bit of `level` in a [`LevelMask`] (levels past 63 share bit 63).
+#[inline]
+pub fn level_bit(level: Level) -> LevelMask {
+    1 << level.index().min(63)
+}
 
 /// One scanned range.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -68,7 +76,7 @@ const COMPACTION_LOG_LEN: usize = 256;
 #[derive(Clone, Debug)]
 struct CompactionNote {
     version: u64,
-    output_level: usize,
+    output_level: Level,
     lo: Vec<u8>,
     hi: Vec<u8>,
 }
@@ -134,10 +142,10 @@ impl LevelFilter {
 
     /// Records that a compaction published as `version` wrote user keys in
     /// `[lo, hi]` to `output_level`.
-    pub fn apply_compaction(&mut self, version: u64, output_level: usize, lo: &[u8], hi: &[u8]) {
+    pub fn apply_compaction(&mut self, version: u64, output_level: Level, lo: &[u8], hi: &[u8]) {
         for r in self.by_lo.values_mut() {
             if r.overlaps(lo, hi) {
-                r.levels |= 1 << output_level.min(63);
+                r.levels |= level_bit(output_level);
             }
         }
         self.log.push_back(CompactionNote {
@@ -214,7 +222,7 @@ impl LevelFilter {
         };
         for n in self.log.iter().filter(|n| n.version > seen_at) {
             if probe.overlaps(&n.lo, &n.hi) {
-                levels |= 1 << n.output_level.min(63);
+                levels |= level_bit(n.output_level);
             }
         }
         if self.covered(&lo, hi.as_deref(), levels) {
@@ -275,7 +283,7 @@ mod tests {
         let mut f = LevelFilter::new(1 << 20);
         f.insert(b"c".to_vec(), Some(b"m".to_vec()), 0b10, 1);
         f.insert(b"x".to_vec(), None, 0b10, 1);
-        f.apply_compaction(2, 3, b"k", b"q");
+        f.apply_compaction(2, Level(3), b"k", b"q");
         assert_eq!(f.lookup(b"d", 2).map(|r| r.0), Some(0b1010));
         assert_eq!(
             f.lookup(b"y", 2).map(|r| r.0),
@@ -287,12 +295,12 @@ mod tests {
     #[test]
     fn a_late_record_is_brought_up_to_date_or_dropped() {
         let mut f = LevelFilter::new(1 << 20);
-        f.apply_compaction(2, 4, b"a", b"z");
+        f.apply_compaction(2, Level(4), b"a", b"z");
         // Seen at version 1, inserted when version 2 is current.
         f.insert(b"c".to_vec(), Some(b"d".to_vec()), 0b10, 1);
         assert_eq!(f.lookup(b"c", 2).map(|r| r.0), Some(0b10010));
         for v in 3..3 + COMPACTION_LOG_LEN as u64 + 2 {
-            f.apply_compaction(v, 1, b"0", b"0");
+            f.apply_compaction(v, Level(1), b"0", b"0");
         }
         f.insert(b"e".to_vec(), Some(b"f".to_vec()), 0b10, 1);
         assert!(
@@ -309,9 +317,9 @@ mod tests {
         // the inserting scan believes the current version to be, the record
         // could lack level 4 and must not be stored.
         let mut f = LevelFilter::new(1 << 20);
-        f.apply_compaction(2, 4, b"a", b"z");
+        f.apply_compaction(2, Level(4), b"a", b"z");
         for v in 3..3 + COMPACTION_LOG_LEN as u64 {
-            f.apply_compaction(v, 1, b"0", b"0");
+            f.apply_compaction(v, Level(1), b"0", b"0");
         }
         f.insert(b"c".to_vec(), Some(b"d".to_vec()), 0b10, 1);
         assert!(f.lookup(b"c", 1000).is_none());

@@ -86,7 +86,7 @@ pub use cache::BlockCache;
 pub use db::{DEFAULT_KEYSPACE, Db, DbStats, Keyspace, KeyspaceStats, Snapshot};
 pub use db_iter::DbIter;
 pub use error::{Error, Result};
-pub use ids::{FileNumber, KeyspaceId};
+pub use ids::{FileNumber, KeyspaceId, Level};
 pub use iter::InternalIterator;
 pub use key::SeqNo;
 pub use layout::{GroupPlan, GroupSpec, Layout, TieredCompressionLayout, UniformLayout};

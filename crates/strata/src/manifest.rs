@@ -40,15 +40,16 @@
 //! format-1 manifest has none; opening it assigns one.
 //!
 //! File and log numbers are at most [`MAX_FILE_NUMBER`], sequence numbers
-//! at most [`MAX_SEQNO`], keyspace ids at most [`MAX_KEYSPACE_ID`]; an edit
-//! holding a larger one is corrupt.
+//! at most [`MAX_SEQNO`], keyspace ids at most [`MAX_KEYSPACE_ID`], levels
+//! (a varint32 on disk) at most 255; an edit holding a larger one is
+//! corrupt. (Recovery refuses a file at level 64 or deeper too.)
 
 use crate::coding::{
     get_length_prefixed, get_varint32, get_varint64, put_length_prefixed, put_varint32,
     put_varint64,
 };
 use crate::filename::MAX_FILE_NUMBER;
-use crate::ids::{FileNumber, KeyspaceId};
+use crate::ids::{FileNumber, KeyspaceId, Level};
 use crate::key::{MAX_SEQNO, SeqNo};
 use crate::sst::TableSummary;
 use crate::table_format::{GroupId, SST_FORMAT};
@@ -84,6 +85,12 @@ fn keyspace_id(s: &mut &[u8]) -> Result<KeyspaceId, String> {
         ));
     }
     Ok(KeyspaceId(id))
+}
+
+fn level(s: &mut &[u8]) -> Result<Level, String> {
+    let n = get_varint32(s).ok_or("bad level")?;
+    let level = u8::try_from(n).map_err(|_| format!("level {n} is above the largest, 255"))?;
+    Ok(Level(level))
 }
 
 /// The manifest format version this build writes (it reads 1 and 2).
@@ -170,7 +177,7 @@ impl TableFile {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NewFile {
     pub keyspace: KeyspaceId,
-    pub level: u32,
+    pub level: Level,
     pub file: TableFile,
 }
 
@@ -200,7 +207,7 @@ pub struct VersionEdit {
     pub log_numbers: Vec<(KeyspaceId, FileNumber)>,
     pub new_files: Vec<NewFile>,
     /// (keyspace, level, file number)
-    pub deleted_files: Vec<(KeyspaceId, u32, FileNumber)>,
+    pub deleted_files: Vec<(KeyspaceId, Level, FileNumber)>,
     /// The database's identity (first record only).
     pub db_id: Option<[u8; DB_ID_LEN]>,
     /// Keyspaces' identities (set when a keyspace is created or registered
@@ -251,7 +258,7 @@ impl VersionEdit {
         for (ks, level, number) in &self.deleted_files {
             put_varint32(&mut out, TAG_DELETED_FILE);
             put_varint32(&mut out, ks.get());
-            put_varint32(&mut out, *level);
+            put_varint32(&mut out, u32::from(level.get()));
             put_varint64(&mut out, number.get());
         }
         for f in &self.new_files {
@@ -262,7 +269,7 @@ impl VersionEdit {
             };
             put_varint32(&mut out, tag);
             put_varint32(&mut out, f.keyspace.get());
-            put_varint32(&mut out, f.level);
+            put_varint32(&mut out, u32::from(f.level.get()));
             put_varint32(&mut out, f.group.0);
             put_varint64(&mut out, f.number.get());
             put_varint64(&mut out, f.size);
@@ -333,13 +340,13 @@ impl VersionEdit {
                 }
                 TAG_DELETED_FILE => {
                     let ks = keyspace_id(s)?;
-                    let level = get_varint32(s).ok_or("bad level")?;
+                    let level = level(s)?;
                     let number = file_number(s, "file number")?;
                     e.deleted_files.push((ks, level, number));
                 }
                 TAG_NEW_FILE | TAG_NEW_FILE_IN_FORMAT => {
                     let keyspace = keyspace_id(s)?;
-                    let level = get_varint32(s).ok_or("bad level")?;
+                    let level = level(s)?;
                     let mut file = TableFile {
                         group: GroupId(get_varint32(s).ok_or("bad column group")?),
                         number: file_number(s, "file number")?,
@@ -395,6 +402,17 @@ mod tests {
         let e = VersionEdit::decode(&field(TAG_DROP_KEYSPACE, u64::from(MAX_KEYSPACE_ID) + 1))
             .expect_err("refused");
         assert!(e.contains("keyspace id"), "{e}");
+        let mut deleted = Vec::new();
+        put_varint32(&mut deleted, TAG_DELETED_FILE);
+        put_varint32(&mut deleted, 0);
+        put_varint32(&mut deleted, 256);
+        put_varint64(&mut deleted, 5);
+        let e = VersionEdit::decode(&deleted).expect_err("refused");
+        assert!(e.contains("level 256"), "{e}");
+        // At the limit: fine (recovery, not decoding, refuses level 64 on).
+        let mut f = sample();
+        f.deleted_files[0].1 = Level(255);
+        assert!(VersionEdit::decode(&f.encode()).is_ok());
         // Inside a new file too.
         let mut f = sample();
         f.new_files[0].largest_seqno = MAX_SEQNO + 1;
@@ -415,7 +433,7 @@ mod tests {
             new_files: vec![
                 NewFile {
                     keyspace: KeyspaceId(3),
-                    level: 1,
+                    level: Level(1),
                     file: TableFile {
                         group: GroupId(0),
                         number: FileNumber(9),
@@ -431,7 +449,7 @@ mod tests {
                 },
                 NewFile {
                     keyspace: KeyspaceId(3),
-                    level: 2,
+                    level: Level(2),
                     file: TableFile {
                         group: GroupId(7),
                         number: FileNumber(10),
@@ -446,7 +464,7 @@ mod tests {
                     },
                 },
             ],
-            deleted_files: vec![(KeyspaceId(0), 0, FileNumber(5))],
+            deleted_files: vec![(KeyspaceId(0), Level(0), FileNumber(5))],
             db_id: Some(*b"0123456789abcdef"),
             keyspace_identities: vec![(
                 KeyspaceId(3),
@@ -456,6 +474,24 @@ mod tests {
                 },
             )],
         }
+    }
+
+    #[test]
+    fn levels_are_stored_as_varint32s() {
+        let e = VersionEdit {
+            deleted_files: vec![(KeyspaceId(3), Level(5), FileNumber(300))],
+            ..Default::default()
+        };
+        assert_eq!(e.encode(), [TAG_DELETED_FILE as u8, 3, 5, 0xac, 0x02]);
+        let mut file = sample().new_files.swap_remove(0);
+        file.level = Level(200);
+        let e = VersionEdit {
+            new_files: vec![file],
+            ..Default::default()
+        };
+        let bytes = e.encode();
+        assert_eq!(bytes[..4], [TAG_NEW_FILE as u8, 3, 0xc8, 0x01]);
+        assert_eq!(VersionEdit::decode(&bytes), Ok(e));
     }
 
     #[test]

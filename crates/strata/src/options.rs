@@ -5,6 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use crate::ids::Level;
 pub use crate::layout::{GroupSpec, Layout, TieredCompressionLayout, UniformLayout};
 use crate::memtable::{MemTableKind, MemTableOptions};
 use crate::merge::MergeOperator;
@@ -406,7 +407,7 @@ impl KeyspaceOptions {
     }
 
     /// Table options for files written to `level`, through the layout.
-    pub fn table_options(&self, level: usize) -> TableBuilderOptions {
+    pub fn table_options(&self, level: Level) -> TableBuilderOptions {
         let base = TableBuilderOptions {
             block_size: self.block_size,
             restart_interval: self.block_restart_interval,
@@ -417,9 +418,9 @@ impl KeyspaceOptions {
     }
 
     /// Byte budget of `level` (>= 1).
-    pub fn level_max_bytes(&self, level: usize) -> u64 {
+    pub fn level_max_bytes(&self, level: Level) -> u64 {
         let mut b = self.level1_max_bytes;
-        for _ in 1..level {
+        for _ in 1..level.get() {
             b = b.saturating_mul(self.size_ratio);
         }
         b

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use crate::cache::BlockCache;
 use crate::error::{Error, Result};
-use crate::ids::FileNumber;
+use crate::ids::{FileNumber, Level};
 use crate::iter::InternalIterator;
 use crate::sst::{TableBuilder, TableBuilderOptions, TableIter, TableReader, TableSummary};
 use crate::stats::Statistics;
@@ -55,7 +55,7 @@ pub struct WriterContext<'a> {
     /// compression), as its layout adjusted them.
     pub options: &'a TableBuilderOptions,
     /// The level the file is written to.
-    pub level: usize,
+    pub level: Level,
     /// The column group the file belongs to.
     pub group: GroupId,
     /// The database that owns the file (recorded by formats that can, so

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
-use crate::ids::{FileNumber, KeyspaceId};
+use crate::ids::{FileNumber, KeyspaceId, Level};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{compare_internal, user_key};
@@ -84,10 +84,10 @@ impl FileMeta {
     }
 
     /// The manifest record of this file at `level`.
-    pub fn record(&self, keyspace: KeyspaceId, level: usize) -> NewFile {
+    pub fn record(&self, keyspace: KeyspaceId, level: Level) -> NewFile {
         NewFile {
             keyspace,
-            level: level as u32,
+            level,
             file: self.file.clone(),
         }
     }
@@ -160,21 +160,21 @@ impl Version {
     }
 
     /// Total bytes of a level.
-    pub fn level_bytes(&self, level: usize) -> u64 {
-        self.levels[level].iter().map(|f| f.size).sum()
+    pub fn level_bytes(&self, level: Level) -> u64 {
+        self.levels[level.index()].iter().map(|f| f.size).sum()
     }
 
     /// Every file, level by level.
-    pub fn all_files(&self) -> impl Iterator<Item = (usize, &Arc<FileMeta>)> {
+    pub fn all_files(&self) -> impl Iterator<Item = (Level, &Arc<FileMeta>)> {
         self.levels
             .iter()
             .enumerate()
-            .flat_map(|(l, fs)| fs.iter().map(move |f| (l, f)))
+            .flat_map(|(l, fs)| fs.iter().map(move |f| (Level::from_index(l), f)))
     }
 
     /// The sorted run of column group `group` on `level` (>= 1).
-    pub fn run(&self, level: usize, group: GroupId) -> &[Arc<FileMeta>] {
-        let files = &self.levels[level];
+    pub fn run(&self, level: Level, group: GroupId) -> &[Arc<FileMeta>] {
+        let files = &self.levels[level.index()];
         // The common case, one group per level, costs two comparisons.
         match (files.first(), files.last()) {
             (Some(a), Some(b)) if a.group == group && b.group == group => files,
@@ -188,8 +188,8 @@ impl Version {
     }
 
     /// The sorted runs of `level` (>= 1), one per column group present.
-    pub fn runs(&self, level: usize) -> impl Iterator<Item = (GroupId, &[Arc<FileMeta>])> {
-        self.levels[level]
+    pub fn runs(&self, level: Level) -> impl Iterator<Item = (GroupId, &[Arc<FileMeta>])> {
+        self.levels[level.index()]
             .chunk_by(|a, b| a.group == b.group)
             .map(|run| (run[0].group, run))
     }
@@ -198,11 +198,11 @@ impl Version {
     /// `[lo, hi]`.
     pub fn overlapping(
         &self,
-        level: usize,
+        level: Level,
         lo: Option<&[u8]>,
         hi: Option<&[u8]>,
     ) -> Vec<Arc<FileMeta>> {
-        self.levels[level]
+        self.levels[level.index()]
             .iter()
             .filter(|f| f.overlaps(lo, hi))
             .cloned()
@@ -213,7 +213,7 @@ impl Version {
     /// intersects `[lo, hi]`.
     pub fn overlapping_in(
         &self,
-        level: usize,
+        level: Level,
         group: GroupId,
         lo: Option<&[u8]>,
         hi: Option<&[u8]>,
@@ -227,7 +227,7 @@ impl Version {
 
     /// The file of group `group`'s run on a sorted level (>= 1) that may
     /// hold `user_key`.
-    pub fn find_file(&self, level: usize, group: GroupId, ukey: &[u8]) -> Option<&Arc<FileMeta>> {
+    pub fn find_file(&self, level: Level, group: GroupId, ukey: &[u8]) -> Option<&Arc<FileMeta>> {
         let files = self.run(level, group);
         let i = files.partition_point(|f| f.largest_user_key() < ukey);
         files.get(i).filter(|f| f.smallest_user_key() <= ukey)
@@ -238,21 +238,21 @@ impl Version {
     pub fn apply(
         &self,
         keyspace: KeyspaceId,
-        deleted: &[(KeyspaceId, u32, FileNumber)],
-        added: Vec<(usize, Arc<FileMeta>)>,
+        deleted: &[(KeyspaceId, Level, FileNumber)],
+        added: Vec<(Level, Arc<FileMeta>)>,
     ) -> Version {
         let mut levels = self.levels.clone();
         for (ks, level, number) in deleted {
             if *ks != keyspace {
                 continue;
             }
-            if let Some(files) = levels.get_mut(*level as usize) {
+            if let Some(files) = levels.get_mut(level.index()) {
                 files.retain(|f| f.number != *number);
             }
         }
         for (level, f) in added {
-            if level < levels.len() {
-                levels[level].push(f);
+            if let Some(files) = levels.get_mut(level.index()) {
+                files.push(f);
             }
         }
         sort_level0(&mut levels[0]);
@@ -275,7 +275,7 @@ impl Version {
                 f.number, f.group
             ));
         }
-        for l in 1..self.levels.len() {
+        for l in (1..self.levels.len()).map(Level::from_index) {
             for (group, files) in self.runs(l) {
                 for w in files.windows(2) {
                     if compare_internal(&w[0].largest, &w[1].smallest) != Ordering::Less {

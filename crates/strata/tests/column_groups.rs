@@ -23,7 +23,7 @@ use strata::table_format::{
     GroupId, OpenContext, SstFormat, TableFormat, TableSource, TableWriter, WriterContext,
 };
 use strata::vfs::{RandomAccessFile, StdVfs, WritableFile};
-use strata::{Db, KeyspaceOptions, Options, ReadOptions};
+use strata::{Db, KeyspaceOptions, Level, Options, ReadOptions};
 use strata::{Error, Result};
 
 // ----- rows -------------------------------------------------------------
@@ -298,21 +298,21 @@ impl Layout for SplitLayout {
     fn name(&self) -> &str {
         "test-split"
     }
-    fn table_options(&self, _level: usize, base: &TableBuilderOptions) -> TableBuilderOptions {
+    fn table_options(&self, _level: Level, base: &TableBuilderOptions) -> TableBuilderOptions {
         base.clone()
     }
-    fn groups(&self, level: usize) -> Vec<GroupSpec> {
-        if level == 0 {
+    fn groups(&self, level: Level) -> Vec<GroupSpec> {
+        if level == Level::ZERO {
             return vec![GroupSpec::whole()];
         }
         let parent = |g: u32| {
-            if level == 1 {
+            if level == Level(1) {
                 GroupId::WHOLE
             } else {
                 GroupId(g)
             }
         };
-        let b_format: Arc<dyn TableFormat> = if level >= 3 {
+        let b_format: Arc<dyn TableFormat> = if level >= Level(3) {
             Arc::new(SstFormat)
         } else {
             Arc::new(PlainFormat)
@@ -368,7 +368,7 @@ fn rows_options() -> KeyspaceOptions {
 // ----- helpers ------------------------------------------------------------
 
 /// The live files of keyspace `id`, read from the manifest CURRENT names.
-fn live_files(dir: &Path, id: strata::KeyspaceId) -> BTreeMap<u64, (u32, TableFile)> {
+fn live_files(dir: &Path, id: strata::KeyspaceId) -> BTreeMap<u64, (Level, TableFile)> {
     let name = std::fs::read_to_string(dir.join("CURRENT")).expect("CURRENT");
     let mut reader =
         LogReader::open(&StdVfs, &dir.join(name.trim_end()), TailPolicy::Strict).expect("open");
@@ -475,12 +475,12 @@ fn the_plan_refuses_a_layout_that_breaks_containment() {
         fn name(&self) -> &str {
             "orphan"
         }
-        fn table_options(&self, _l: usize, b: &TableBuilderOptions) -> TableBuilderOptions {
+        fn table_options(&self, _l: Level, b: &TableBuilderOptions) -> TableBuilderOptions {
             b.clone()
         }
-        fn groups(&self, level: usize) -> Vec<GroupSpec> {
+        fn groups(&self, level: Level) -> Vec<GroupSpec> {
             let mut g = GroupSpec::whole();
-            if level == 2 {
+            if level == Level(2) {
                 g.parent = GroupId(9);
             }
             vec![g]
@@ -493,8 +493,8 @@ fn the_plan_refuses_a_layout_that_breaks_containment() {
     }
     let plan = GroupPlan::new(&SplitLayout, 5).expect("plan");
     assert_eq!(plan.lineages().len(), 2);
-    assert_eq!(plan.lineage_group(1, 4), GroupId(2));
-    assert_eq!(plan.lineage_group(1, 0), GroupId::WHOLE);
+    assert_eq!(plan.lineage_group(1, Level(4)), GroupId(2));
+    assert_eq!(plan.lineage_group(1, Level::ZERO), GroupId::WHOLE);
 }
 
 #[test]
@@ -524,12 +524,12 @@ fn two_groups_per_level_are_read_compacted_and_recovered() {
     let files = live_files(dir.path(), id);
     let mut seen = BTreeMap::new();
     for (n, (level, f)) in &files {
-        if *level == 0 {
+        if *level == Level::ZERO {
             assert_eq!(f.group, GroupId::WHOLE, "table {n}");
             assert_eq!(f.format, "", "table {n}");
             continue;
         }
-        let want = if f.group == GroupId(2) && *level >= 3 {
+        let want = if f.group == GroupId(2) && *level >= Level(3) {
             ""
         } else {
             "plain"

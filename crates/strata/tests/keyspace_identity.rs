@@ -13,7 +13,7 @@ use strata::options::TieredCompressionLayout;
 use strata::sst::{Compression, TableReader};
 use strata::stats::Statistics;
 use strata::vfs::{StdVfs, Vfs};
-use strata::{Db, Error, KeyspaceOptions, Options, WriteBatch, WriteOptions};
+use strata::{Db, Error, KeyspaceOptions, Level, Options, WriteBatch, WriteOptions};
 
 /// The counters keyspace: a merge operator, uncompressed level 0, Zstd
 /// from level 1 on, and sizes small enough that a few thousand writes
@@ -28,7 +28,7 @@ fn counters_options() -> KeyspaceOptions {
         layout: Arc::new(TieredCompressionLayout {
             hot: Compression::None,
             cold: Compression::Zstd,
-            cold_from_level: 1,
+            cold_from_level: Level(1),
         }),
         ..KeyspaceOptions::default()
     }
@@ -45,7 +45,7 @@ fn options() -> Options {
 
 /// The live files of keyspace `id` by number, with their levels, read from
 /// the manifest named by CURRENT.
-fn live_files(dir: &Path, id: strata::KeyspaceId) -> BTreeMap<u64, u32> {
+fn live_files(dir: &Path, id: strata::KeyspaceId) -> BTreeMap<u64, Level> {
     let name = std::fs::read_to_string(dir.join("CURRENT")).expect("CURRENT");
     let mut reader =
         LogReader::open(&StdVfs, &dir.join(name.trim_end()), TailPolicy::Strict).expect("open");
@@ -167,9 +167,9 @@ fn an_unregistered_keyspace_waits_for_its_options_and_then_keeps_its_layout() {
         assert_eq!(got, v.to_le_bytes(), "{}", String::from_utf8_lossy(k));
     }
     let files = live_files(dir.path(), id);
-    assert!(files.values().any(|&l| l >= 1), "{files:?}");
+    assert!(files.values().any(|&l| l >= Level(1)), "{files:?}");
     for (n, level) in &files {
-        let want = if *level >= 1 {
+        let want = if *level >= Level(1) {
             Compression::Zstd
         } else {
             Compression::None

@@ -225,7 +225,7 @@ pub fn write_all(out: &Path) -> io::Result<usize> {
         log_numbers: vec![(Ks(0), Fnum(7)), (Ks(1), Fnum(9))],
         new_files: vec![NewFile {
             keyspace: Ks(1),
-            level: 2,
+            level: strata::Level(2),
             file: TableFile {
                 group: GroupId::WHOLE,
                 number: Fnum(11),
@@ -239,7 +239,7 @@ pub fn write_all(out: &Path) -> io::Result<usize> {
                 format: String::new(),
             },
         }],
-        deleted_files: vec![(Ks(0), 1, Fnum(4))],
+        deleted_files: vec![(Ks(0), strata::Level(1), Fnum(4))],
     };
     files.push(("manifest", "edit".into(), edit.encode()));
     files.push((

@@ -99,7 +99,7 @@ impl DbInner {
             let k = st.keyspaces.get(&id).ok_or(Error::Closed)?;
             (Arc::clone(&k.opts), Arc::clone(&k.plan), st.snapshot_list())
         };
-        let mut deleted: Vec<(KeyspaceId, u32, FileNumber)> = t
+        let mut deleted: Vec<(KeyspaceId, Level, FileNumber)> = t
             .all_inputs()
             .map(|f| {
                 (
@@ -108,12 +108,12 @@ impl DbInner {
                         t.level
                     } else {
                         t.output_level
-                    } as u32,
+                    },
                     f.number,
                 )
             })
             .collect();
-        let mut added: Vec<(usize, Arc<FileMeta>)> = Vec::new();
+        let mut added: Vec<(Level, Arc<FileMeta>)> = Vec::new();
         let mut written = 0u64;
         if t.trivial_move {
             added.push((t.output_level, Arc::clone(&t.inputs[0])));
@@ -192,7 +192,7 @@ impl DbInner {
                 .lock()
                 .apply_compaction(k.version_no + 1, t.output_level, a, b);
         }
-        if let Some(c) = k.compact_cursor.get_mut(t.level) {
+        if let Some(c) = k.compact_cursor.get_mut(t.level.index()) {
             *c = t
                 .inputs
                 .iter()
@@ -200,7 +200,7 @@ impl DbInner {
                 .max()
                 .unwrap_or_default();
         }
-        if let Some(s) = k.level_stats.get_mut(t.output_level) {
+        if let Some(s) = k.level_stats.get_mut(t.output_level.index()) {
             s.compactions += 1;
             s.bytes_read += read;
             s.bytes_written += written;
@@ -307,15 +307,16 @@ impl DbInner {
                 .ok_or_else(|| Error::InvalidArgument(format!("no keyspace with id {id}")))?;
             (0..k.version.num_levels())
                 .rev()
+                .map(Level::from_index)
                 .find(|&l| !k.version.overlapping(l, lo, hi).is_empty())
-                .unwrap_or(0)
+                .unwrap_or(Level::ZERO)
         };
-        let target = last_nonempty.max(1);
-        for level in 0..target {
+        let target = last_nonempty.max(Level(1));
+        for level in (0..target.index()).map(Level::from_index) {
             let groups: Vec<GroupId> = {
                 let st = self.state.lock();
                 let k = st.keyspaces.get(&id).ok_or(Error::Closed)?;
-                if level == 0 {
+                if level == Level::ZERO {
                     vec![GroupId::WHOLE]
                 } else {
                     k.version.runs(level).map(|(g, _)| g).collect()
@@ -333,7 +334,7 @@ impl DbInner {
     fn compact_run_manually(
         &self,
         id: KeyspaceId,
-        level: usize,
+        level: Level,
         group: GroupId,
         lo: Option<&[u8]>,
         hi: Option<&[u8]>,
@@ -346,7 +347,7 @@ impl DbInner {
                     return Err(Error::Closed);
                 }
                 let k = st.keyspaces.get(&id).ok_or(Error::Closed)?;
-                let inputs = if level == 0 {
+                let inputs = if level == Level::ZERO {
                     k.version.overlapping(level, lo, hi)
                 } else {
                     k.version.overlapping_in(level, group, lo, hi)

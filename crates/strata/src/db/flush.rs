@@ -45,7 +45,7 @@ impl TableOutput {
         number: FileNumber,
         opts: &KeyspaceOptions,
         plan: &GroupPlan,
-        level: usize,
+        level: Level,
         group: GroupId,
     ) -> Result<TableOutput> {
         let spec = plan.group(level, group).ok_or_else(|| {
@@ -122,7 +122,16 @@ pub(super) fn build_table(
     mut copy: Option<&mut RetainedTableBuilder>,
 ) -> Result<Option<TableFile>> {
     let p = filename::table_path(dir, number);
-    let mut b = TableOutput::create(vfs, dir, db_id, number, opts, plan, 0, GroupId::WHOLE)?;
+    let mut b = TableOutput::create(
+        vfs,
+        dir,
+        db_id,
+        number,
+        opts,
+        plan,
+        Level::ZERO,
+        GroupId::WHOLE,
+    )?;
     let policy = DropPolicy {
         snapshots,
         bottommost: false,
@@ -316,7 +325,7 @@ impl DbInner {
             Some(file) => {
                 self.vfs.sync_dir(&self.path)?;
                 Statistics::add(&self.stats.bytes_flushed, file.size);
-                vec![(0usize, self.open_new_table(&file, &plan)?)]
+                vec![(Level::ZERO, self.open_new_table(&file, &plan)?)]
             }
             None => Vec::new(),
         };

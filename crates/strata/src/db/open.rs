@@ -214,7 +214,7 @@ impl DbInner {
                             Ok(m)
                         });
                 match opened {
-                    Ok(meta) => added.push((f.level as usize, Arc::new(meta))),
+                    Ok(meta) => added.push((f.level, Arc::new(meta))),
                     Err(e) if opts.skip_corrupt_tables && is_damage(&e) => {
                         report
                             .lost_tables
@@ -226,7 +226,7 @@ impl DbInner {
             let levels = o.num_levels.max(
                 rk.files
                     .values()
-                    .map(|f| f.level as usize + 1)
+                    .map(|f| f.level.index() + 1)
                     .max()
                     .unwrap_or_default(),
             );
@@ -428,7 +428,7 @@ impl DbInner {
                 let v = versions
                     .remove(id)
                     .unwrap_or_else(|| Version::empty(k.opts.num_levels));
-                versions.insert(*id, v.apply(*id, &[], vec![(0, Arc::new(meta))]));
+                versions.insert(*id, v.apply(*id, &[], vec![(Level::ZERO, Arc::new(meta))]));
                 Statistics::add(&stats.bytes_flushed, file.size);
             }
         }

@@ -92,7 +92,7 @@ impl DbInner {
         let lo = opts.lower_bound.as_deref();
         let hi = opts.upper_bound.as_deref();
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
-        let mut levels: Vec<Option<usize>> = Vec::new();
+        let mut levels: Vec<Option<Level>> = Vec::new();
         children.push(sv.mem.iter());
         for m in &sv.imms {
             children.push(m.iter());
@@ -111,7 +111,7 @@ impl DbInner {
             }
         }
         levels.resize(children.len(), None);
-        for level in 1..sv.version.num_levels() {
+        for level in (1..sv.version.num_levels()).map(Level::from_index) {
             let run = sv.version.run(level, sv.plan.lineage_group(0, level));
             let files: Vec<_> = run.iter().filter(|f| in_range(f)).cloned().collect();
             if !files.is_empty() {
@@ -130,10 +130,7 @@ impl DbInner {
         Statistics::add(&self.stats.iterator_children, children.len() as u64);
         // The levels (>= 1) this scan could leave out; with none, reduction
         // has nothing to do.
-        let level_mask: LevelMask = levels
-            .iter()
-            .flatten()
-            .fold(0, |m, l| m | 1 << (*l).min(63));
+        let level_mask: LevelMask = levels.iter().flatten().fold(0, |m, l| m | level_bit(*l));
         let mut merging = MergingIterator::with_levels(children, levels);
         // Each part of iterator reduction is used while it pays, and by one
         // scan in IDLE_SAMPLE_EVERY otherwise (so it notices when it would).
@@ -261,7 +258,7 @@ fn get_in_lineage(
             }
         }
     }
-    for level in 1..v.num_levels() {
+    for level in (1..v.num_levels()).map(Level::from_index) {
         if lookup.is_done() {
             break;
         }
@@ -292,7 +289,7 @@ fn stitched_iter(sv: &Arc<SuperVersion>, snap: SeqNo, opts: ReadOptions) -> DbIt
             for f in sv.version.levels[0].iter().filter(in_range) {
                 children.push(Box::new(f.table.iter()));
             }
-            for level in 1..sv.version.num_levels() {
+            for level in (1..sv.version.num_levels()).map(Level::from_index) {
                 let run = sv.version.run(level, sv.plan.lineage_group(lineage, level));
                 let files: Vec<_> = run.iter().filter(in_range).cloned().collect();
                 if !files.is_empty() {

@@ -252,7 +252,10 @@ impl DbInner {
                 name: k.name.clone(),
                 id: *id,
                 levels: (0..k.version.num_levels())
-                    .map(|l| (k.version.levels[l].len(), k.version.level_bytes(l)))
+                    .map(|l| {
+                        let bytes = k.version.level_bytes(Level::from_index(l));
+                        (k.version.levels[l].len(), bytes)
+                    })
                     .collect(),
                 level_compactions: k.level_stats.clone(),
                 memtable_bytes: k.mem.memory_usage().total(),

@@ -155,7 +155,7 @@ fn apply_edit(
                 format!("file {} of unknown keyspace {}", f.number, f.keyspace),
             )
         })?;
-        if f.level as usize >= 64 {
+        if f.level.index() >= 64 {
             return Err(Error::corruption(
                 mpath,
                 offset,

@@ -23,7 +23,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use crate::ids::{FileNumber, KeyspaceId};
+use crate::ids::{FileNumber, KeyspaceId, Level};
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::key::SeqNo;
@@ -288,7 +288,7 @@ pub struct LostTable {
     /// The keyspace the table belonged to.
     pub keyspace: KeyspaceId,
     /// Its level.
-    pub level: u32,
+    pub level: Level,
     /// Where the file was, and where it was moved (under `lost/`).
     pub file: PathBuf,
     /// Where it was moved (under `lost/`), if the move succeeded.
