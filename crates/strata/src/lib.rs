@@ -35,6 +35,7 @@ pub mod layout;
 pub mod merge;
 pub mod options;
 pub mod stats;
+pub mod table;
 pub mod table_format;
 pub mod vfs;
 
