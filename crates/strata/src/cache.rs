@@ -1,11 +1,12 @@
-//! The block cache: decompressed table blocks shared by every table reader.
+//! The block cache: decompressed table blocks shared by every table reader,
+//! of the core's format and of any format a layout plugs in.
 //!
 //! ```text
 //!   key                                  value
 //! +---------------------+-------------+  +------------------------------+
 //! | cache_id: u64       | offset: u64 |->| Arc<Block> (decompressed)    |
-//! | (one per reader,    | (block      |  | weight = block bytes + 96    |
-//! |  BlockCache::new_id)|  handle)    |  |                              |
+//! | (one per reader,    | (block      |  | or another format's decoded  |
+//! |  BlockCache::new_id)|  handle)    |  | block; weight = bytes + 96   |
 //! +---------------------+-------------+  +------------------------------+
 //! ```
 //!
@@ -14,6 +15,7 @@
 //! dropped. Ids come from a process-wide counter, so a file reopened by a new
 //! reader never sees another reader's blocks.
 
+use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,18 +30,29 @@ pub const BLOCK_OVERHEAD_BYTES: u64 = 96;
 
 static NEXT_CACHE_ID: AtomicU64 = AtomicU64::new(1);
 
+/// A cached block: the core's, or another format's with the bytes it holds.
+#[derive(Clone)]
+enum Cached {
+    Sst(Arc<Block>),
+    Other(Arc<dyn Any + Send + Sync>, u64),
+}
+
 #[derive(Clone, Copy, Debug)]
 struct BlockWeighter;
 
-impl Weighter<(u64, u64), Arc<Block>> for BlockWeighter {
-    fn weight(&self, _key: &(u64, u64), block: &Arc<Block>) -> u64 {
-        block.size() as u64 + BLOCK_OVERHEAD_BYTES
+impl Weighter<(u64, u64), Cached> for BlockWeighter {
+    fn weight(&self, _key: &(u64, u64), block: &Cached) -> u64 {
+        let bytes = match block {
+            Cached::Sst(b) => b.size() as u64,
+            Cached::Other(_, bytes) => *bytes,
+        };
+        bytes + BLOCK_OVERHEAD_BYTES
     }
 }
 
 /// A byte-bounded cache of decompressed blocks.
 pub struct BlockCache {
-    inner: Option<Cache<(u64, u64), Arc<Block>, BlockWeighter>>,
+    inner: Option<Cache<(u64, u64), Cached, BlockWeighter>>,
     capacity: u64,
 }
 
@@ -72,14 +85,33 @@ impl BlockCache {
 
     /// The cached block at `offset` of reader `id`.
     pub fn get(&self, id: u64, offset: u64) -> Option<Arc<Block>> {
-        self.inner.as_ref()?.get(&(id, offset))
+        match self.inner.as_ref()?.get(&(id, offset))? {
+            Cached::Sst(b) => Some(b),
+            Cached::Other(..) => None,
+        }
     }
 
     /// Caches a block (dropped when the capacity is 0 or the block is larger
     /// than a cache shard).
     pub fn insert(&self, id: u64, offset: u64, block: Arc<Block>) {
         if let Some(c) = &self.inner {
-            c.insert((id, offset), block);
+            c.insert((id, offset), Cached::Sst(block));
+        }
+    }
+
+    /// The cached block of another table format at `offset` of reader `id`
+    /// (downcast it to the format's block type).
+    pub fn get_other(&self, id: u64, offset: u64) -> Option<Arc<dyn Any + Send + Sync>> {
+        match self.inner.as_ref()?.get(&(id, offset))? {
+            Cached::Other(b, _) => Some(b),
+            Cached::Sst(_) => None,
+        }
+    }
+
+    /// Caches a block of another table format that holds `bytes` bytes.
+    pub fn insert_other(&self, id: u64, offset: u64, block: Arc<dyn Any + Send + Sync>, bytes: usize) {
+        if let Some(c) = &self.inner {
+            c.insert((id, offset), Cached::Other(block, bytes as u64));
         }
     }
 

@@ -11,7 +11,7 @@ use crate::iter::InternalIterator;
 use crate::key::{
     SeqNo, TRAILER_LEN, ValueKind, append_internal_key, parse_internal_key, trailer, user_key,
 };
-use crate::layout::GroupPlan;
+use crate::layout::{GroupPlan, KeyVersion, Layout, ReduceContext, VersionReducer};
 use crate::merge::MergeOperator;
 use crate::options::KeyspaceOptions;
 use crate::table_format::GroupId;
@@ -94,25 +94,61 @@ pub fn run_scores(version: &Version, opts: &KeyspaceOptions, plan: &GroupPlan) -
         group: GroupId::WHOLE,
         score: l0_files as f64 / opts.level0_compaction_trigger as f64,
     });
-    for level in (1..n.saturating_sub(1)).map(Level::from_index) {
+    for level in (1..n).map(Level::from_index) {
+        let last = level.index() + 1 >= n;
         for (group, files) in version.runs(level) {
-            if plan.group(level, group).is_none() {
-                continue;
-            }
             let bytes: u64 = files
                 .iter()
                 .filter(|f| !f.is_being_compacted())
                 .map(|f| f.size)
                 .sum();
-            let budget = opts.level_max_bytes(level) as f64 * plan.share(level, group);
+            let level_budget = opts.level_max_bytes(level) as f64;
+            let score = if plan.group(level, group).is_some() {
+                if last {
+                    continue;
+                }
+                bytes as f64 / (level_budget * plan.share(level, group)).max(1.0)
+            } else if destinations(plan, &*opts.layout, n, level, group).is_some() {
+                // A group the layout no longer has: due as soon as nothing
+                // is more urgent, so a layout change takes effect.
+                1.0 + bytes as f64 / level_budget.max(1.0)
+            } else {
+                continue;
+            };
             scores.push(RunScore {
                 level,
                 group,
-                score: bytes as f64 / budget.max(1.0),
+                score,
             });
         }
     }
     scores
+}
+
+/// Where compaction moves the data of `group` on `level`: the output level
+/// and the groups there that take it. A group of the layout goes to its
+/// children on the next level (none from the last level); a group the
+/// layout no longer has goes where the layout's `retired_children` says
+/// (rewritten in place on the last level).
+pub fn destinations(
+    plan: &GroupPlan,
+    layout: &dyn Layout,
+    num_levels: usize,
+    level: Level,
+    group: GroupId,
+) -> Option<(Level, Vec<GroupId>)> {
+    let below = level.next().index() < num_levels;
+    if plan.group(level, group).is_some() {
+        let kids: Vec<GroupId> = plan.children(level, group).iter().map(|c| c.id).collect();
+        return (below && !kids.is_empty()).then_some((level.next(), kids));
+    }
+    let out = if below { level.next() } else { level };
+    let kids: Vec<GroupId> = layout
+        .retired_children(level, group, num_levels)
+        .into_iter()
+        .filter(|&k| plan.group(out, k).is_some())
+        .collect();
+    (!kids.is_empty()).then_some((out, kids))
 }
 
 /// How urgently one sorted run needs compacting.
@@ -145,19 +181,20 @@ fn is_bottommost(version: &Version, output_level: Level, lo: &[u8], hi: &[u8]) -
 }
 
 /// Builds the task that merges `inputs` (of `group` at `level`) into the
-/// group's children on the next level, or `None` if any file it would touch
-/// is already being compacted or the layout has no such group.
+/// groups that take their data ([`destinations`]), or `None` if any file
+/// it would touch is already being compacted or the data has nowhere to go.
+#[allow(clippy::too_many_arguments)]
 pub fn task_for_inputs(
     version: &Version,
     plan: &GroupPlan,
+    layout: &dyn Layout,
     level: Level,
     group: GroupId,
     inputs: Vec<Arc<FileMeta>>,
     reason: CompactionReason,
     score: f64,
 ) -> Option<CompactionTask> {
-    let output_level = level.next();
-    if output_level.index() >= version.num_levels() || inputs.is_empty() {
+    if inputs.is_empty() {
         return None;
     }
     if inputs
@@ -166,17 +203,17 @@ pub fn task_for_inputs(
     {
         return None;
     }
-    plan.group(level, group)?;
+    let (output_level, children) =
+        destinations(plan, layout, version.num_levels(), level, group)?;
     let (lo, hi) = key_range(inputs.iter())?;
-    let children = plan.children(level, group);
     let mut outputs = Vec::with_capacity(children.len());
-    for child in &children {
-        let overlapping = version.overlapping_in(output_level, child.id, Some(&lo), Some(&hi));
+    for &child in &children {
+        let overlapping = version.overlapping_in(output_level, child, Some(&lo), Some(&hi));
         if overlapping.iter().any(|f| f.is_being_compacted()) {
             return None;
         }
         outputs.push(OutputRun {
-            group: child.id,
+            group: child,
             overlapping,
         });
     }
@@ -187,12 +224,14 @@ pub fn task_for_inputs(
     )?;
     let same_format = |f: &FileMeta| {
         children.len() == 1
-            && children[0].id == group
-            && plan
-                .format(&f.format)
-                .is_some_and(|fmt| fmt.name() == children[0].format.name())
+            && children[0] == group
+            && plan.group(output_level, group).is_some_and(|spec| {
+                plan.format(&f.format)
+                    .is_some_and(|fmt| fmt.name() == spec.format.name())
+            })
     };
     let trivial_move = level > Level::ZERO
+        && output_level != level
         && inputs.len() == 1
         && outputs.iter().all(|o| o.overlapping.is_empty())
         && same_format(&inputs[0]);
@@ -257,6 +296,36 @@ pub fn file_order(files: &[FileSpan<'_>], next: &[&[FileSpan<'_>]], cursor: &[u8
     keyed.into_iter().map(|k| k.3).collect()
 }
 
+/// The runs over their budget, most urgent first: the most overflowing
+/// level first (its bytes over its budget: the runs' scores weighted by
+/// their groups' shares; level 0 by its file count), and within a level
+/// the most overflowing group (LASER's column-group-local compaction). A
+/// run the layout no longer has counts as its own level's urgency.
+pub fn compaction_order(scores: &[RunScore], plan: &GroupPlan) -> Vec<RunScore> {
+    let level_score = |level: Level| -> f64 {
+        let (mut sum, mut retired) = (0.0f64, 0.0f64);
+        for s in scores.iter().filter(|s| s.level == level) {
+            match plan.group(level, s.group) {
+                _ if level == Level::ZERO => sum = s.score,
+                Some(_) => sum += s.score * plan.share(level, s.group),
+                None => retired = retired.max(s.score),
+            }
+        }
+        sum.max(retired)
+    };
+    let mut order: Vec<(f64, RunScore)> = scores
+        .iter()
+        .filter(|s| s.score >= 1.0)
+        .map(|s| (level_score(s.level), *s))
+        .collect();
+    order.sort_by(|(la, a), (lb, b)| {
+        lb.total_cmp(la)
+            .then(b.score.total_cmp(&a.score))
+            .then(a.level.cmp(&b.level))
+    });
+    order.into_iter().map(|(_, s)| s).collect()
+}
+
 /// Picks the most urgent compaction of a version, if any run is over its
 /// budget: all of level 0, or one file of a deeper run chosen by
 /// [`file_order`] (`cursor[level]` breaks ties round-robin).
@@ -266,11 +335,7 @@ pub fn pick_compaction(
     plan: &GroupPlan,
     cursor: &[Vec<u8>],
 ) -> Option<CompactionTask> {
-    let mut order: Vec<RunScore> = run_scores(version, opts, plan)
-        .into_iter()
-        .filter(|s| s.score >= 1.0)
-        .collect();
-    order.sort_by(|a, b| b.score.total_cmp(&a.score));
+    let order = compaction_order(&run_scores(version, opts, plan), plan);
     for RunScore {
         level,
         group,
@@ -282,6 +347,7 @@ pub fn pick_compaction(
             if let Some(t) = task_for_inputs(
                 version,
                 plan,
+                &*opts.layout,
                 Level::ZERO,
                 group,
                 inputs,
@@ -297,20 +363,21 @@ pub fn pick_compaction(
             (f.smallest_user_key(), f.largest_user_key(), f.size)
         }
         let spans: Vec<FileSpan<'_>> = files.iter().map(span).collect();
-        let next: Vec<Vec<FileSpan<'_>>> = if level.next().index() < version.num_levels() {
-            plan.children(level, group)
-                .iter()
-                .map(|c| version.run(level.next(), c.id).iter().map(span).collect())
-                .collect()
-        } else {
-            Vec::new()
-        };
+        let next: Vec<Vec<FileSpan<'_>>> =
+            match destinations(plan, &*opts.layout, version.num_levels(), level, group) {
+                Some((out, kids)) => kids
+                    .iter()
+                    .map(|&c| version.run(out, c).iter().map(span).collect())
+                    .collect(),
+                None => Vec::new(),
+            };
         let next: Vec<&[FileSpan<'_>]> = next.iter().map(Vec::as_slice).collect();
         let after = cursor.get(level.index()).map(Vec::as_slice).unwrap_or(&[]);
         for i in file_order(&spans, &next, after) {
             if let Some(t) = task_for_inputs(
                 version,
                 plan,
+                &*opts.layout,
                 level,
                 group,
                 vec![Arc::clone(&files[i])],
@@ -331,6 +398,9 @@ pub struct DropPolicy<'a> {
     /// No deeper level may hold this key.
     pub bottommost: bool,
     pub merge: Option<&'a dyn MergeOperator>,
+    /// The layout's own rule for which versions survive, replacing the
+    /// core's (see [`crate::layout::Layout::reducer`]).
+    pub reducer: Option<&'a dyn VersionReducer>,
 }
 
 /// Receives each surviving entry (internal key, value) in order.
@@ -440,6 +510,36 @@ fn reduce_key(
     Ok(())
 }
 
+/// Reduces the versions of one user key with a layout's reducer.
+fn reduce_with(
+    reducer: &dyn VersionReducer,
+    ukey: &[u8],
+    versions: &[Version1<'_>],
+    policy: &DropPolicy<'_>,
+    stats: &mut DropStats,
+    key_buf: &mut Vec<u8>,
+    emit: &mut EmitFn<'_>,
+) -> Result<()> {
+    let vs: Vec<KeyVersion<'_>> = versions
+        .iter()
+        .map(|v| KeyVersion {
+            seqno: v.seqno,
+            kind: v.kind,
+            value: v.value,
+        })
+        .collect();
+    let ctx = ReduceContext {
+        snapshots: policy.snapshots,
+        bottommost: policy.bottommost,
+    };
+    reducer.reduce(ukey, &vs, &ctx, &mut |seqno, kind, value| {
+        key_buf.clear();
+        append_internal_key(key_buf, ukey, seqno, kind as u8);
+        stats.entries_out += 1;
+        emit(key_buf, value)
+    })
+}
+
 /// Merges the entries of `input` (sorted internal keys), dropping versions no
 /// reader can see, and calls `emit` for each survivor in order. Entries of
 /// one user key reach `emit` consecutively, so a caller that splits output
@@ -472,7 +572,12 @@ pub fn compact_entries(
                     value: &buf[s..e],
                 })
                 .collect();
-            reduce_key(&cur_key, &versions, policy, &mut stats, &mut key_buf, emit)?;
+            match policy.reducer {
+                None => reduce_key(&cur_key, &versions, policy, &mut stats, &mut key_buf, emit)?,
+                Some(r) => {
+                    reduce_with(r, &cur_key, &versions, policy, &mut stats, &mut key_buf, emit)?
+                }
+            }
             buf.clear();
             spans.clear();
             have_key = false;
@@ -530,6 +635,7 @@ mod tests {
             snapshots,
             bottommost,
             merge: Some(&op),
+            reducer: None,
         };
         let mut out = Vec::new();
         compact_entries(

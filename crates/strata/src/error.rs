@@ -67,6 +67,10 @@ pub enum Error {
     },
     /// The database has been closed.
     Closed,
+    /// No table has this name.
+    TableNotFound(String),
+    /// A table of this name exists already.
+    TableExists(String),
 }
 
 impl Error {
@@ -126,6 +130,8 @@ impl Error {
             Error::NotFound { path } => Error::NotFound { path: path.clone() },
             Error::OpenedReadOnly { operation } => Error::OpenedReadOnly { operation },
             Error::Closed => Error::Closed,
+            Error::TableNotFound(n) => Error::TableNotFound(n.clone()),
+            Error::TableExists(n) => Error::TableExists(n.clone()),
         }
     }
 }
@@ -168,6 +174,8 @@ impl fmt::Display for Error {
                 path.display()
             ),
             Error::Closed => write!(f, "database is closed"),
+            Error::TableNotFound(n) => write!(f, "no table named {n:?}"),
+            Error::TableExists(n) => write!(f, "a table named {n:?} exists already"),
             Error::OpenedReadOnly { operation } => write!(
                 f,
                 "cannot {operation}: the database was opened read-only (open it without \

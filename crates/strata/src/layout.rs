@@ -28,6 +28,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::ids::Level;
+use crate::key::{SeqNo, ValueKind};
 use crate::sst::{Compression, TableBuilderOptions};
 use crate::table_format::{GroupId, SST_FORMAT, SstFormat, TableFormat};
 
@@ -78,6 +79,64 @@ pub trait Layout: Send + Sync {
             self.name()
         ))
     }
+    /// How the versions of one key combine in flushes and compactions,
+    /// when the core's rule (the newest put or tombstone of each snapshot
+    /// stripe hides older versions, merge operands fold into it through the
+    /// merge operator) does not fit the layout's values. Default: the core's
+    /// rule.
+    fn reducer(&self) -> Option<Arc<dyn VersionReducer>> {
+        None
+    }
+    /// Where compaction moves the files of `group` on `level` when the
+    /// layout no longer has that group there (it changed since they were
+    /// written): the groups of the next level that take their data, or of
+    /// `level` itself when it is the last of `num_levels`, rewritten in
+    /// place. Empty (the default): such files stay where they are.
+    fn retired_children(&self, _level: Level, _group: GroupId, _num_levels: usize) -> Vec<GroupId> {
+        Vec::new()
+    }
+}
+
+/// One version of a key, as a flush or compaction hands it to a
+/// [`VersionReducer`].
+#[derive(Clone, Copy, Debug)]
+pub struct KeyVersion<'a> {
+    /// The version's sequence number.
+    pub seqno: SeqNo,
+    /// Put, tombstone or merge operand.
+    pub kind: ValueKind,
+    /// Its value (empty for a tombstone).
+    pub value: &'a [u8],
+}
+
+/// What a [`VersionReducer`] needs to know besides the versions.
+#[derive(Clone, Copy, Debug)]
+pub struct ReduceContext<'a> {
+    /// Sequence numbers of live snapshots, ascending: every snapshot must
+    /// still read what it read before.
+    pub snapshots: &'a [SeqNo],
+    /// No deeper level holds the key (in any group), so what hides nothing
+    /// may go.
+    pub bottommost: bool,
+}
+
+/// Receives each version a [`VersionReducer`] keeps: sequence number, kind
+/// and value.
+pub type EmitVersion<'a> = dyn FnMut(SeqNo, ValueKind, &[u8]) -> Result<()> + 'a;
+
+/// Decides which versions of a key a flush or compaction writes.
+pub trait VersionReducer: Send + Sync {
+    /// Reduces `versions` of `user_key` (newest first, all of them within
+    /// the job's inputs) by calling `emit(seqno, kind, value)` for each
+    /// survivor, newest first. Every survivor's sequence number must be one
+    /// of the inputs'.
+    fn reduce(
+        &self,
+        user_key: &[u8],
+        versions: &[KeyVersion<'_>],
+        ctx: &ReduceContext<'_>,
+        emit: &mut EmitVersion<'_>,
+    ) -> Result<()>;
 }
 
 /// One column group of a level.

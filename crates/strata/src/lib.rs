@@ -39,6 +39,7 @@ pub mod table;
 pub mod table_format;
 pub mod vfs;
 
+mod database;
 mod db;
 mod db_iter;
 mod error;
@@ -84,7 +85,8 @@ internal_modules!(
 
 pub use batch::WriteBatch;
 pub use cache::BlockCache;
-pub use db::{DEFAULT_KEYSPACE, Db, DbStats, Keyspace, KeyspaceStats, Snapshot};
+pub use database::Db;
+pub use db::{DEFAULT_KEYSPACE, DbStats, Keyspace, KeyspaceStats, Snapshot};
 pub use db_iter::DbIter;
 pub use error::{Error, Result};
 pub use ids::{FileNumber, KeyspaceId, Level};

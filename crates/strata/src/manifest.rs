@@ -26,7 +26,14 @@
 //!                     | layout: len-prefixed                (format 2 on)
 //!  11 NEW_FILE_IN_FORMAT  the fields of NEW_FILE | format: len-prefixed
 //!                     (a table in a format other than the core's own)
+//!  12 NEXT_KEYSPACE   id: varint32 (the next keyspace id to hand out)
 //! ```
+//!
+//! `NEXT_KEYSPACE` is written only once a keyspace has been dropped (in the
+//! drop's edit and in later snapshots), so that a dropped keyspace's id is
+//! never handed out again: its entries may still sit in a write-ahead log
+//! that another keyspace needs, and replay skips them only while no
+//! keyspace has that id.
 //!
 //! `NEW_FILE_IN_FORMAT` is written only for files of a format a layout
 //! plugged in, so the manifest of a plain key-value database is unchanged;
@@ -107,6 +114,7 @@ const TAG_DELETED_FILE: u32 = 8;
 const TAG_DB_ID: u32 = 9;
 const TAG_KEYSPACE_IDENTITY: u32 = 10;
 const TAG_NEW_FILE_IN_FORMAT: u32 = 11;
+const TAG_NEXT_KEYSPACE: u32 = 12;
 
 /// What a keyspace was created with that shapes its files: the merge
 /// operator's name (empty for none) and the layout's descriptor. Recorded
@@ -213,6 +221,9 @@ pub struct VersionEdit {
     /// Keyspaces' identities (set when a keyspace is created or registered
     /// with a different layout, and in every snapshot).
     pub keyspace_identities: Vec<(KeyspaceId, KeyspaceIdentity)>,
+    /// The next keyspace id to hand out, when a dropped keyspace holds the
+    /// highest id used so far.
+    pub next_keyspace_id: Option<KeyspaceId>,
 }
 
 impl VersionEdit {
@@ -248,6 +259,10 @@ impl VersionEdit {
         }
         for id in &self.dropped_keyspaces {
             put_varint32(&mut out, TAG_DROP_KEYSPACE);
+            put_varint32(&mut out, id.get());
+        }
+        if let Some(id) = self.next_keyspace_id {
+            put_varint32(&mut out, TAG_NEXT_KEYSPACE);
             put_varint32(&mut out, id.get());
         }
         for (ks, log) in &self.log_numbers {
@@ -313,6 +328,7 @@ impl VersionEdit {
                     e.added_keyspaces.push((id, name));
                 }
                 TAG_DROP_KEYSPACE => e.dropped_keyspaces.push(keyspace_id(s)?),
+                TAG_NEXT_KEYSPACE => e.next_keyspace_id = Some(keyspace_id(s)?),
                 TAG_KEYSPACE_IDENTITY => {
                     let id = keyspace_id(s)?;
                     let text = |s: &mut &[u8], what: &str| {
@@ -429,6 +445,7 @@ mod tests {
             last_seqno: Some(SeqNo(1 << 40)),
             added_keyspaces: vec![(KeyspaceId(0), "default".into()), (KeyspaceId(3), "idx".into())],
             dropped_keyspaces: vec![KeyspaceId(2)],
+            next_keyspace_id: Some(KeyspaceId(4)),
             log_numbers: vec![(KeyspaceId(0), FileNumber(7))],
             new_files: vec![
                 NewFile {

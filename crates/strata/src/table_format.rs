@@ -135,6 +135,12 @@ pub trait TableSource: Send + Sync {
     fn may_contain(&self, user_key: &[u8]) -> bool;
     /// Reads the whole file and checks it; the first problem found.
     fn verify(&self) -> Result<()>;
+    /// The source as `Any`, for a layer that knows the format and reads its
+    /// files directly (the table layer reads column-group blocks as
+    /// vectors). Default: not offered.
+    fn as_any(&self) -> Option<&(dyn std::any::Any + Send + Sync)> {
+        None
+    }
 }
 
 /// The core's block-based format (`docs/format/sst.md`).
@@ -262,6 +268,15 @@ impl TableHandle {
             TableHandle::Sst(t) => t.verify(),
             TableHandle::Plugin(t) => t.verify(),
             TableHandle::Unopened(format) => Err(Self::unopened(format)),
+        }
+    }
+
+    /// The file's reader as `Any`, if its format offers it (see
+    /// [`TableSource::as_any`]).
+    pub(crate) fn source_any(&self) -> Option<&(dyn std::any::Any + Send + Sync)> {
+        match self {
+            TableHandle::Plugin(t) => t.as_any(),
+            _ => None,
         }
     }
 

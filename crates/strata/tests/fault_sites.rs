@@ -1078,7 +1078,7 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db/handle.rs:Db::verify → table_format.rs:TableHandle::verify → sst/reader.rs:TableReader::verify",
+            "db/handle.rs:DbCore::verify → table_format.rs:TableHandle::verify → sst/reader.rs:TableReader::verify",
             "read a block",
             Read,
             ".sst",
@@ -1087,7 +1087,7 @@ fn sites() -> Vec<Site> {
                 "TableReader::read_uncached",
                 "TableReader::verify",
                 "TableHandle::verify",
-                "Db::verify",
+                "DbCore::verify",
             ],
             Verify,
             FAILS,

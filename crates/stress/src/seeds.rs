@@ -222,6 +222,7 @@ pub fn write_all(out: &Path) -> io::Result<usize> {
         last_seqno: Some(strata::SeqNo(99)),
         added_keyspaces: vec![(Ks(0), "default".into()), (Ks(1), "counters".into())],
         dropped_keyspaces: vec![Ks(3)],
+        next_keyspace_id: Some(Ks(4)),
         log_numbers: vec![(Ks(0), Fnum(7)), (Ks(1), Fnum(9))],
         new_files: vec![NewFile {
             keyspace: Ks(1),

@@ -157,6 +157,14 @@ impl DbInner {
         let mut manifest = self.manifest.lock();
         let edit = {
             let st = self.state.lock();
+            if !st.keyspaces.contains_key(&id) {
+                // Dropped while this ran (the drop holds the manifest lock,
+                // so no edit of it can follow): its outputs go.
+                for (_, f) in &added {
+                    f.mark_obsolete();
+                }
+                return Ok(());
+            }
             VersionEdit {
                 next_file_number: Some(st.reserved_file_numbers),
                 deleted_files: deleted.clone(),
@@ -235,10 +243,12 @@ impl DbInner {
         let mut builder: Option<TableOutput> = None;
         let mut last_ukey: Vec<u8> = Vec::new();
         let target = opts.target_file_size;
+        let reducer = opts.layout.reducer();
         let policy = DropPolicy {
             snapshots,
             bottommost: t.bottommost,
             merge: opts.merge_operator.as_deref(),
+            reducer: reducer.as_deref(),
         };
         // An output whose writing fails is removed at once, like the others
         // below (test fault_sites::compaction_sites).
@@ -312,14 +322,27 @@ impl DbInner {
                 .unwrap_or(Level::ZERO)
         };
         let target = last_nonempty.max(Level(1));
-        for level in (0..target.index()).map(Level::from_index) {
+        let num_levels = self
+            .state
+            .lock()
+            .keyspaces
+            .get(&id)
+            .map_or(0, |k| k.version.num_levels());
+        for level in (0..num_levels).map(Level::from_index) {
+            // Every run above the deepest level with data moves down; below
+            // it, only runs of groups the layout no longer has (a layout
+            // change), which move to the layout's groups.
             let groups: Vec<GroupId> = {
                 let st = self.state.lock();
                 let k = st.keyspaces.get(&id).ok_or(Error::Closed)?;
                 if level == Level::ZERO {
                     vec![GroupId::WHOLE]
                 } else {
-                    k.version.runs(level).map(|(g, _)| g).collect()
+                    k.version
+                        .runs(level)
+                        .map(|(g, _)| g)
+                        .filter(|&g| level < target || k.plan.group(level, g).is_none())
+                        .collect()
                 }
             };
             for group in groups {
@@ -356,13 +379,16 @@ impl DbInner {
                     break;
                 }
                 let plan = Arc::clone(&k.plan);
-                if plan.group(level, group).is_none() {
-                    // A group the layout no longer has stays put.
+                let n = k.version.num_levels();
+                if compaction::destinations(&plan, &*k.opts.layout, n, level, group).is_none() {
+                    // Nowhere to go: the last level, or a retired group
+                    // its layout gives no destination.
                     break;
                 }
                 match compaction::task_for_inputs(
                     &k.version,
                     &plan,
+                    &*k.opts.layout,
                     level,
                     group,
                     inputs,

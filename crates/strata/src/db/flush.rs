@@ -132,10 +132,12 @@ pub(super) fn build_table(
         Level::ZERO,
         GroupId::WHOLE,
     )?;
+    let reducer = opts.layout.reducer();
     let policy = DropPolicy {
         snapshots,
         bottommost: false,
         merge: opts.merge_operator.as_deref(),
+        reducer: reducer.as_deref(),
     };
     let r = compaction::compact_entries(
         input,
@@ -333,7 +335,13 @@ impl DbInner {
         let mut manifest = self.manifest.lock();
         let (edit, next_log) = {
             let st = self.state.lock();
-            let k = st.keyspaces.get(&id).ok_or(Error::Closed)?;
+            let Some(k) = st.keyspaces.get(&id) else {
+                // Dropped while this ran: the file goes with it.
+                for (_, f) in &added {
+                    f.mark_obsolete();
+                }
+                return Ok(());
+            };
             // The oldest memtable left after this one decides the log number.
             let next_log = k.imms.get(1).map_or(k.mem.log_number, |m| m.log_number);
             // Other keyspaces whose log number ran ahead of the manifest

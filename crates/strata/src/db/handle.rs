@@ -1,21 +1,14 @@
-//! The public handles: [`Db`], [`Keyspace`], [`Snapshot`].
+//! The key-value core's handles: [`DbCore`] (what the public
+//! [`crate::Db`] and the table layer call), [`Keyspace`], [`Snapshot`].
 
 use super::*;
 
-/// An open database. Cheap to clone; every clone is the same database. When
-/// the last clone drops, the database closes (as [`Db::close`]); keyspace
-/// handles and snapshots that outlive it then fail with [`Error::Closed`].
-pub struct Db {
+/// The key-value core of an open database. The public [`crate::Db`] wraps
+/// it with the table layer; the table layer holds clones of it. Clones do
+/// not keep the database open: the last `Db` closes it.
+#[derive(Clone)]
+pub(crate) struct DbCore {
     inner: Arc<DbInner>,
-}
-
-impl Clone for Db {
-    fn clone(&self) -> Self {
-        self.inner.db_handles.fetch_add(1, Ordering::AcqRel);
-        Db {
-            inner: Arc::clone(&self.inner),
-        }
-    }
 }
 
 /// A handle on one keyspace (an independent LSM tree sharing the database's
@@ -51,9 +44,9 @@ impl Drop for Snapshot {
     }
 }
 
-impl Db {
+impl DbCore {
     /// Opens (or creates) the database at `path`.
-    pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+    pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<DbCore> {
         opts.validate()?;
         let inner = if opts.read_only {
             DbInner::open_beside_writer(path.as_ref(), opts)?
@@ -64,16 +57,40 @@ impl Db {
         if !inner.opts.read_only {
             DbInner::start_threads(&inner);
         }
-        Ok(Db { inner })
+        Ok(DbCore { inner })
     }
 
-    /// Opens the database at `path` read-only ([`Options::read_only`]):
-    /// nothing on disk changes, no lock is taken, and writes fail with
-    /// [`Error::OpenedReadOnly`]. What the write-ahead logs hold is replayed
-    /// into memory only.
-    pub fn open_read_only(path: impl AsRef<Path>, mut opts: Options) -> Result<Db> {
-        opts.read_only = true;
-        Db::open(path, opts)
+    /// Counts a new public handle (see `DbInner::db_handles`).
+    pub fn add_handle(&self) {
+        self.inner.db_handles.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Forgets a public handle; the last one closes the database.
+    pub fn release_handle(&self) {
+        if self.inner.db_handles.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.inner.shutdown();
+        }
+    }
+
+    /// Opens an internal keyspace (a name starting with `__`: the catalog,
+    /// a table's rows).
+    pub fn system_keyspace(&self, name: &str, opts: KeyspaceOptions) -> Result<Keyspace> {
+        opts.validate()?;
+        let shared = self.inner.open_keyspace(name, opts)?;
+        Ok(Keyspace {
+            inner: Arc::clone(&self.inner),
+            shared,
+        })
+    }
+
+    /// Drops keyspace `name` and its files.
+    pub fn drop_keyspace(&self, name: &str) -> Result<()> {
+        self.inner.drop_keyspace(name)
+    }
+
+    /// Fails when the database was opened read-only.
+    pub fn check_writable(&self, operation: &'static str) -> Result<()> {
+        self.inner.check_writable(operation)
     }
 
     /// The database's identity, chosen when it was created (recorded in its
@@ -115,6 +132,12 @@ impl Db {
             return Err(Error::InvalidArgument(
                 "keyspace names must be 1 to 255 bytes".into(),
             ));
+        }
+        if name.starts_with("__") {
+            return Err(Error::InvalidArgument(format!(
+                "keyspace name {name:?}: names starting with \"__\" are reserved for the \
+                 engine (the table catalog and tables' rows)"
+            )));
         }
         let shared = self.inner.open_keyspace(name, opts)?;
         Ok(Keyspace {
@@ -258,7 +281,7 @@ impl Db {
 
     /// Stops background work (waiting for running jobs) and releases the
     /// database. Other clones become unusable (`Error::Closed`).
-    pub fn close(self) -> Result<()> {
+    pub fn close(&self) -> Result<()> {
         self.inner.shutdown();
         // Drop of `self` follows; shutdown is idempotent.
         let st = self.inner.state.lock();
@@ -270,6 +293,18 @@ impl Db {
 }
 
 impl Keyspace {
+    /// What a reader of this keyspace sees now: its memtables and version
+    /// (the table layer reads through it).
+    pub(crate) fn super_version(&self) -> Result<Arc<SuperVersion>> {
+        self.inner.check_open()?;
+        Ok(Arc::clone(&self.shared.sv.read()))
+    }
+
+    /// The sequence number of the newest write.
+    pub(crate) fn last_seqno(&self) -> SeqNo {
+        self.inner.last_seqno()
+    }
+
     /// The keyspace's id (for [`WriteBatch::put_in`]).
     pub fn id(&self) -> KeyspaceId {
         self.shared.id
@@ -377,13 +412,5 @@ impl Keyspace {
     /// Flushes this keyspace's memtable and waits for it.
     pub fn flush(&self) -> Result<()> {
         self.inner.flush_keyspaces(vec![self.shared.id])
-    }
-}
-
-impl Drop for Db {
-    fn drop(&mut self) {
-        if self.inner.db_handles.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.inner.shutdown();
-        }
     }
 }

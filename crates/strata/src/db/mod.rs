@@ -4,7 +4,7 @@
 //! One module per stage, all over the state defined here (`DbInner`):
 //!
 //! ```text
-//!   handle.rs        Db, Keyspace, Snapshot: the public handles
+//!   handle.rs        DbCore, Keyspace, Snapshot: the handles
 //!      │  open            │ put/write/flush          │ get/iter
 //!      ▼                  ▼                           ▼
 //!   open.rs          write.rs                    read.rs
@@ -80,7 +80,8 @@ mod stats;
 mod version_set;
 mod write;
 
-pub use handle::{Db, Keyspace, Snapshot};
+pub(crate) use handle::DbCore;
+pub use handle::{Keyspace, Snapshot};
 pub use stats::{DbStats, KeyspaceStats};
 
 // Free functions that more than one stage uses.
@@ -97,15 +98,15 @@ pub const DEFAULT_KEYSPACE: &str = "default";
 
 /// What a reader of one keyspace needs, published as one immutable unit.
 pub(crate) struct SuperVersion {
-    mem: Arc<MemTable>,
+    pub(crate) mem: Arc<MemTable>,
     /// Newest first.
-    imms: Vec<Arc<MemTable>>,
-    version: Arc<Version>,
-    opts: Arc<KeyspaceOptions>,
+    pub(crate) imms: Vec<Arc<MemTable>>,
+    pub(crate) version: Arc<Version>,
+    pub(crate) opts: Arc<KeyspaceOptions>,
     /// The keyspace's layout, checked: its groups and lineages.
-    plan: Arc<GroupPlan>,
+    pub(crate) plan: Arc<GroupPlan>,
     /// Grows with every publication; the level filter dates its records by it.
-    version_no: u64,
+    pub(crate) version_no: u64,
 }
 
 /// State of a keyspace that only changes under the `state` lock.

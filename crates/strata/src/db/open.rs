@@ -446,6 +446,7 @@ impl DbInner {
             db_id: Some(db_id),
             next_file_number: Some(reserved),
             last_seqno: Some(last_seqno),
+            next_keyspace_id: manifest.next_keyspace_id,
             ..Default::default()
         };
         let mut identities = BTreeMap::new();
@@ -587,7 +588,7 @@ impl DbInner {
         let wal_number = wal.as_ref().map_or(FileNumber(0), |w| w.1);
         let next_memtable_id = AtomicU64::new(1);
         let mut state_ks = BTreeMap::new();
-        let mut next_keyspace_id = KeyspaceId(1);
+        let mut next_keyspace_id = manifest.next_keyspace_id.unwrap_or(KeyspaceId(1));
         for (id, rk) in manifest.keyspaces {
             let KeyspaceSetup { opts: o, plan } = ks_opts[&id].clone();
             let version = Arc::new(

@@ -2,7 +2,7 @@
 
 use super::*;
 
-/// Counters and shape of the database, from [`Db::stats`].
+/// Counters and shape of the database, from [`crate::Db::stats`].
 #[derive(Clone, Debug, Default)]
 pub struct DbStats {
     /// Every keyspace, by id.

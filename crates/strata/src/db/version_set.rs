@@ -218,6 +218,46 @@ impl DbInner {
         Ok(shared)
     }
 
+    /// Drops keyspace `name`: its record leaves the manifest, its files are
+    /// deleted once no reader holds them, and writes naming it fail. Its id
+    /// is never handed out again (its entries may remain in logs other
+    /// keyspaces still need; replay skips them). A flush or compaction of it
+    /// that is running finds it gone when it comes to record its output and
+    /// drops the output (both hold the manifest lock to record).
+    pub(super) fn drop_keyspace(&self, name: &str) -> Result<()> {
+        self.check_open()?;
+        self.check_writable("drop a keyspace")?;
+        let mut manifest = self.manifest.lock();
+        let (id, next_id) = {
+            let st = self.state.lock();
+            let (&id, _) = st
+                .keyspaces
+                .iter()
+                .find(|(_, k)| k.name == name)
+                .ok_or_else(|| Error::InvalidArgument(format!("no keyspace named {name:?}")))?;
+            if id == DEFAULT_KEYSPACE_ID {
+                return Err(Error::InvalidArgument(
+                    "the default keyspace cannot be dropped".into(),
+                ));
+            }
+            (id, st.next_keyspace_id)
+        };
+        let edit = VersionEdit {
+            dropped_keyspaces: vec![id],
+            next_keyspace_id: Some(next_id),
+            ..Default::default()
+        };
+        self.log_edit(&mut manifest, &edit)?;
+        let mut st = self.state.lock();
+        if let Some(k) = st.keyspaces.remove(&id) {
+            for (_, f) in k.version.all_files() {
+                f.mark_obsolete();
+            }
+        }
+        self.bg_cv.notify_all();
+        Ok(())
+    }
+
     /// Appends an edit to the manifest and syncs it. A failure is sticky.
     /// REQUIRES: the manifest lock is held (the guard is the proof).
     pub(super) fn log_edit(
@@ -266,6 +306,14 @@ impl DbInner {
                 last_seqno: Some(self.last_seqno()),
                 ..Default::default()
             };
+            let after_live = st
+                .keyspaces
+                .keys()
+                .max()
+                .map_or(KeyspaceId(1), |id| id.next());
+            if st.next_keyspace_id > after_live {
+                e.next_keyspace_id = Some(st.next_keyspace_id);
+            }
             for (id, k) in &st.keyspaces {
                 e.added_keyspaces.push((*id, k.name.clone()));
                 e.keyspace_identities.push((*id, k.identity.clone()));

@@ -53,7 +53,10 @@ impl DbInner {
                 ks.opts
                     .memtable_options
                     .check_key(ks.opts.memtable, e.key)?;
-                if e.kind == ValueKind::Merge && ks.opts.merge_operator.is_none() {
+                if e.kind == ValueKind::Merge
+                    && ks.opts.merge_operator.is_none()
+                    && ks.opts.layout.reducer().is_none()
+                {
                     return Err(Error::InvalidArgument(format!(
                         "keyspace {} has no merge operator",
                         ks.name

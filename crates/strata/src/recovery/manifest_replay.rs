@@ -21,6 +21,8 @@ pub(crate) struct ManifestState {
     /// it was allocated by this database.
     pub next_file_number: FileNumber,
     pub last_seqno: SeqNo,
+    /// The next keyspace id recorded after a drop (ids are never reused).
+    pub next_keyspace_id: Option<KeyspaceId>,
     pub db_id: Option<DbId>,
     pub format_version: u32,
     /// A cut last record that was dropped: (offset, bytes, reason).
@@ -117,6 +119,9 @@ fn apply_edit(
     }
     if let Some(s) = edit.last_seqno {
         state.last_seqno = state.last_seqno.max(s);
+    }
+    if let Some(id) = edit.next_keyspace_id {
+        state.next_keyspace_id = state.next_keyspace_id.max(Some(id));
     }
     for (id, name) in &edit.added_keyspaces {
         state

@@ -31,7 +31,7 @@ use crate::vfs::RandomAccessFile;
 
 /// Reads the block at `h`, which must end by `limit`; checks the trailer and
 /// decompresses.
-fn read_block_contents(
+pub(crate) fn read_block_contents(
     file: &dyn RandomAccessFile,
     path: &Path,
     h: BlockHandle,

@@ -1,4 +1,832 @@
-//! The table layer: column-group layouts chosen by the LASER cost model.
+//! Tables whose layout changes as data ages (seed 001, LASER).
+//!
+//! A table is a schema (typed columns, a primary key) over its own
+//! keyspace. Rows are written as row pieces keyed by their encoded primary
+//! key; the keyspace's layout stores whole rows in the memtables and level
+//! 0 and, level by level below, splits the value columns into column groups
+//! — each its own sorted run, in column-group files with typed column
+//! vectors — as the table's [`TableLayout`] says.
+//!
+//! ```text
+//!   Table (mod.rs) ── write.rs ─────────────► WriteBatch ─► core write path
+//!      │              get.rs ──┐
+//!      │              scan.rs ─┴► view.rs (resolve columns) ─► SuperVersion
+//!      │                                       memtables, level 0 (sst),
+//!      │                                       column-group runs (cgfile/)
+//!      ├─ catalog.rs   durable definitions (__catalog keyspace)
+//!      ├─ seam.rs      the keyspace's Layout: groups, formats, reducer
+//!      ├─ reduce.rs    which versions flush and compaction keep
+//!      ├─ stats.rs ─► cost.rs ─► advisor.rs    workload, cost model, advice
+//!      └─ schema.rs, keycodec.rs, piece.rs, layout.rs, predicate.rs
+//! ```
+//!
+//! ```
+//! use strata::table::{Column, ColumnType, Schema, TableOptions, Value};
+//! # let dir = tempfile::tempdir()?;
+//! let db = strata::Db::open(dir.path(), strata::Options::default())?;
+//! let schema = Schema::new(
+//!     vec![
+//!         Column::new("id", ColumnType::Int64),
+//!         Column::nullable("name", ColumnType::Utf8),
+//!         Column::new("score", ColumnType::Int32),
+//!     ],
+//!     &["id"],
+//! )?;
+//! let t = db.create_table("users", schema, TableOptions::with_layout("row-then-column:2"))?;
+//! t.insert_row(&[Value::Int64(1), "ada".into(), Value::Int32(36)])?;
+//! t.update_row(&[Value::Int64(1)], &[("score", Value::Int32(37))])?;
+//! let row = t.get(&[Value::Int64(1)], Some(&["score"]))?;
+//! assert_eq!(row, Some(vec![Value::Int32(37)]));
+//! let batches: Vec<_> = t.scan(Default::default())?.collect::<Result<_, _>>()?;
+//! assert_eq!(batches[0].num_rows(), 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod advisor;
+mod arrowio;
+mod auto;
+pub(crate) mod catalog;
+mod cgfile;
 pub mod cost;
+mod get;
+pub mod keycodec;
+pub mod layout;
+mod options;
+pub mod piece;
+pub mod predicate;
+mod reduce;
+mod scan;
+pub mod schema;
+mod seam;
+mod shape;
+mod stats;
+#[allow(clippy::module_inception)]
+mod table;
+pub mod value;
+mod view;
+mod write;
+
+use std::fmt;
+use std::ops::Bound as RangeBound;
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+
+pub use layout::TableLayout;
+pub use options::TableOptions;
+pub use predicate::{CmpOp, Predicate};
+pub use scan::ScanCounters;
+pub use schema::{Column, ColumnType, Schema};
+pub use value::Value;
+
+use self::arrowio::cell_to_value;
+use self::cost::{CostBreakdown, ModelParams, Partition};
+use self::scan::{ScanSpec, Scanner};
+use self::stats::TableStats;
+use self::table::TableInner;
+use self::view::{ReadPlan, Resolver};
+use crate::batch::WriteBatch;
+use crate::db::{DbCore, Snapshot};
+use crate::error::{Error, Result};
+use crate::ids::Level;
+use crate::options::WriteOptions;
+
+/// A handle on one table. Cheap to clone.
+#[derive(Clone)]
+pub struct Table {
+    inner: Arc<TableInner>,
+    core: DbCore,
+}
+
+/// What a scan reads.
+#[derive(Clone, Debug)]
+pub struct ScanOptions {
+    /// Column names to return, in order; `None` for every column.
+    pub columns: Option<Vec<String>>,
+    /// Rows must satisfy it.
+    pub predicate: Option<Predicate>,
+    /// Lower bound on the key: values of the first key columns (a prefix
+    /// of the key).
+    pub lower: RangeBound<Vec<Value>>,
+    /// Upper bound on the key, likewise.
+    pub upper: RangeBound<Vec<Value>>,
+    /// Read at this snapshot's sequence number instead of the latest state.
+    pub snapshot: Option<crate::key::SeqNo>,
+    /// Rows per batch (default 8192).
+    pub batch_rows: usize,
+}
+
+impl Default for ScanOptions {
+    fn default() -> Self {
+        ScanOptions {
+            columns: None,
+            predicate: None,
+            lower: RangeBound::Unbounded,
+            upper: RangeBound::Unbounded,
+            snapshot: None,
+            batch_rows: 8192,
+        }
+    }
+}
+
+impl ScanOptions {
+    /// Returns only the named columns.
+    pub fn columns(mut self, names: &[&str]) -> Self {
+        self.columns = Some(names.iter().map(|s| s.to_string()).collect());
+        self
+    }
+
+    /// Keeps only rows satisfying `p`.
+    pub fn filter(mut self, p: Predicate) -> Self {
+        self.predicate = Some(p);
+        self
+    }
+
+    /// Keys from `lo` (inclusive) to `hi` (exclusive), each a prefix of the
+    /// key columns' values.
+    pub fn range(mut self, lo: Vec<Value>, hi: Vec<Value>) -> Self {
+        self.lower = RangeBound::Included(lo);
+        self.upper = RangeBound::Excluded(hi);
+        self
+    }
+
+    /// Reads at `snapshot`.
+    pub fn at(mut self, snapshot: &Snapshot) -> Self {
+        self.snapshot = Some(snapshot.seqno());
+        self
+    }
+}
+
+/// A running scan: an iterator of Arrow record batches of the projected
+/// columns. Holds the files it reads until dropped.
+pub struct TableScan {
+    scanner: Scanner,
+    inner: Arc<TableInner>,
+    want: Vec<usize>,
+    finished: bool,
+}
+
+impl TableScan {
+    /// What the scan has done so far.
+    pub fn counters(&self) -> &ScanCounters {
+        &self.scanner.counters
+    }
+
+    fn finish(&mut self) {
+        if std::mem::replace(&mut self.finished, true) {
+            return;
+        }
+        let c = &self.scanner.counters;
+        let s = &self.inner.stats;
+        TableStats::bump(&s.scans, 1);
+        TableStats::bump(&s.scan_rows_read, c.rows_read);
+        TableStats::bump(&s.scan_rows_returned, c.rows_returned);
+        TableStats::bump(&s.scan_blocks_read, c.blocks_read);
+        TableStats::bump(&s.scan_blocks_skipped, c.blocks_skipped);
+        s.record_scan(&c.entries_per_level, &self.want);
+    }
+}
+
+impl Iterator for TableScan {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Result<RecordBatch>> {
+        if self.finished {
+            return None;
+        }
+        match self.scanner.next_batch() {
+            Ok(Some(b)) => Some(Ok(b)),
+            Ok(None) => {
+                self.finish();
+                None
+            }
+            Err(e) => {
+                self.finish();
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+impl Drop for TableScan {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// What the layout advisor proposes, with the cost model's prediction for
+/// the current and the proposed layout under the recorded workload.
+#[derive(Clone, Debug)]
+pub struct LayoutAdvice {
+    /// The layout in use.
+    pub current: TableLayout,
+    /// Its predicted cost (block I/Os of the recorded workload).
+    pub current_cost: CostBreakdown,
+    /// The advisor's layout.
+    pub proposed: TableLayout,
+    /// Its predicted cost.
+    pub proposed_cost: CostBreakdown,
+}
+
+impl LayoutAdvice {
+    /// The fraction of the current cost the proposal saves (0 when none).
+    pub fn gain(&self) -> f64 {
+        if self.current_cost.total <= 0.0 {
+            return 0.0;
+        }
+        ((self.current_cost.total - self.proposed_cost.total) / self.current_cost.total).max(0.0)
+    }
+}
+
+/// A table's counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TableStatistics {
+    /// Point reads.
+    pub gets: u64,
+    /// Table files the point reads probed.
+    pub get_files: u64,
+    /// Blocks the point reads read.
+    pub get_blocks: u64,
+    /// Scans finished.
+    pub scans: u64,
+    /// Rows the scans resolved.
+    pub scan_rows_read: u64,
+    /// Rows the scans returned.
+    pub scan_rows_returned: u64,
+    /// Column-group blocks the scans read.
+    pub scan_blocks_read: u64,
+    /// Column-group blocks the scans skipped by their statistics.
+    pub scan_blocks_skipped: u64,
+    /// Rows inserted or upserted.
+    pub rows_written: u64,
+    /// Partial updates.
+    pub updates: u64,
+    /// Deletes.
+    pub deletes: u64,
+    /// Layout changes (by `set_layout` or the automatic advisor).
+    pub layout_changes: u64,
+    /// Of those, the automatic layout's.
+    pub auto_switches: u64,
+}
+
+/// One level of a table as stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LevelDescription {
+    /// The level.
+    pub level: usize,
+    /// Per column group with files on the level: its columns (names), files
+    /// and bytes.
+    pub groups: Vec<(Vec<String>, usize, u64)>,
+}
+
+/// What `describe` shows of a table.
+#[derive(Clone, Debug)]
+pub struct TableDescription {
+    /// The table's name.
+    pub name: String,
+    /// Its schema.
+    pub schema: Schema,
+    /// Its layout.
+    pub layout: TableLayout,
+    /// Its options.
+    pub options: TableOptions,
+    /// What each level holds.
+    pub levels: Vec<LevelDescription>,
+    /// Its counters.
+    pub stats: TableStatistics,
+}
+
+impl fmt::Display for TableDescription {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "table {}", self.name)?;
+        writeln!(f, "schema: {}", self.schema)?;
+        writeln!(f, "layout:")?;
+        for line in self.layout.describe(&self.schema).lines() {
+            writeln!(f, "  {line}")?;
+        }
+        writeln!(f, "stored:")?;
+        for l in &self.levels {
+            for (cols, files, bytes) in &l.groups {
+                writeln!(
+                    f,
+                    "  L{}: <{}> {files} files, {bytes} bytes",
+                    l.level,
+                    cols.join(",")
+                )?;
+            }
+        }
+        let s = &self.stats;
+        writeln!(
+            f,
+            "counters: {} rows written, {} updates, {} deletes, {} gets ({} files, {} blocks), \
+             {} scans ({} rows read, {} returned, {} blocks read, {} skipped), {} layout changes",
+            s.rows_written,
+            s.updates,
+            s.deletes,
+            s.gets,
+            s.get_files,
+            s.get_blocks,
+            s.scans,
+            s.scan_rows_read,
+            s.scan_rows_returned,
+            s.scan_blocks_read,
+            s.scan_blocks_skipped,
+            s.layout_changes
+        )
+    }
+}
+
+/// Starts the automatic layout's thread for a database's catalog.
+pub(crate) fn start_auto_layout(catalog: &Arc<catalog::Catalog>) {
+    auto::start(
+        catalog,
+        Arc::clone(&catalog.auto_stop),
+        std::time::Duration::from_millis(100),
+    );
+}
+
+fn encode_bound(
+    schema: &Schema,
+    b: &RangeBound<Vec<Value>>,
+    upper: bool,
+) -> Result<Option<Vec<u8>>> {
+    let (vals, inclusive) = match b {
+        RangeBound::Unbounded => return Ok(None),
+        RangeBound::Included(v) => (v, true),
+        RangeBound::Excluded(v) => (v, false),
+    };
+    let key = schema.key_indices();
+    if vals.len() > key.len() || vals.is_empty() {
+        return Err(Error::InvalidArgument(format!(
+            "a key bound gives 1 to {} values (a prefix of the key); {} given",
+            key.len(),
+            vals.len()
+        )));
+    }
+    let mut out = Vec::new();
+    for (&k, v) in key.iter().zip(vals) {
+        let c = &schema.columns()[k];
+        let v = v.clone().coerce(c.ty, &c.name)?;
+        keycodec::encode_value(&mut out, c.ty, &v)?;
+    }
+    // Keys extending a prefix sort after it: an inclusive upper bound or an
+    // exclusive lower bound moves past every extension.
+    if inclusive == upper {
+        return Ok(keycodec::prefix_successor(&out).or(if upper { None } else { Some(out) }));
+    }
+    Ok(Some(out))
+}
+
+impl Table {
+    pub(crate) fn new(inner: Arc<TableInner>, core: DbCore) -> Table {
+        Table { inner, core }
+    }
+
+    pub(crate) fn inner(&self) -> &TableInner {
+        &self.inner
+    }
+
+    /// The table's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The table's schema.
+    pub fn schema(&self) -> &Schema {
+        &self.inner.schema
+    }
+
+    /// The table's current layout.
+    pub fn layout(&self) -> TableLayout {
+        self.inner.layout_state().layout.clone()
+    }
+
+    fn write(&self, wb: WriteBatch, sync: bool) -> Result<()> {
+        self.inner.check_live()?;
+        self.core.write(
+            WriteOptions {
+                sync,
+                ..Default::default()
+            },
+            wb,
+        )
+    }
+
+    /// Inserts the rows of `batch` (every column of the table, by name),
+    /// replacing rows with the same key.
+    pub fn upsert(&self, batch: &RecordBatch) -> Result<()> {
+        self.upsert_opt(batch, false)
+    }
+
+    /// [`Table::upsert`], fsynced before it returns when `sync`.
+    pub fn upsert_opt(&self, batch: &RecordBatch, sync: bool) -> Result<()> {
+        let mut wb = WriteBatch::new();
+        let i = &self.inner;
+        write::put_rows(&i.schema, &i.pieces, i.keyspace.id(), batch, &mut wb)?;
+        self.write(wb, sync)?;
+        TableStats::bump(&i.stats.rows_written, batch.num_rows() as u64);
+        i.stats.record_inserts(batch.num_rows() as u64);
+        Ok(())
+    }
+
+    /// Inserts the rows of `batch`; fails, writing nothing, if a key is
+    /// already in the table or twice in the batch.
+    pub fn insert(&self, batch: &RecordBatch) -> Result<()> {
+        let i = &self.inner;
+        let mut wb = WriteBatch::new();
+        let keys = write::put_rows(&i.schema, &i.pieces, i.keyspace.id(), batch, &mut wb)?;
+        let _guard = i.insert_lock.lock();
+        let mut seen = std::collections::HashSet::with_capacity(keys.len());
+        for k in &keys {
+            if !seen.insert(k.as_slice()) || self.exists_encoded(k)? {
+                let shown = keycodec::decode_key(&i.schema, k)
+                    .map(|v| {
+                        v.iter()
+                            .map(|x| x.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    })
+                    .unwrap_or_default();
+                return Err(Error::InvalidArgument(format!(
+                    "table {:?} has a row with key ({shown}) already; nothing was inserted",
+                    i.name
+                )));
+            }
+        }
+        self.write(wb, false)?;
+        TableStats::bump(&i.stats.rows_written, keys.len() as u64);
+        i.stats.record_inserts(keys.len() as u64);
+        Ok(())
+    }
+
+    /// Inserts one row (every column, in schema order); fails if its key
+    /// exists.
+    pub fn insert_row(&self, row: &[Value]) -> Result<()> {
+        let i = &self.inner;
+        let (key, piece) = write::encode_row(&i.schema, &i.pieces, row)?;
+        let _guard = i.insert_lock.lock();
+        if self.exists_encoded(&key)? {
+            return Err(Error::InvalidArgument(format!(
+                "table {:?} has a row with this key already",
+                i.name
+            )));
+        }
+        let mut wb = WriteBatch::new();
+        wb.put_in(i.keyspace.id(), &key, &piece);
+        self.write(wb, false)?;
+        TableStats::bump(&i.stats.rows_written, 1);
+        i.stats.record_inserts(1);
+        Ok(())
+    }
+
+    /// Inserts or replaces one row (every column, in schema order).
+    pub fn upsert_row(&self, row: &[Value]) -> Result<()> {
+        let i = &self.inner;
+        let (key, piece) = write::encode_row(&i.schema, &i.pieces, row)?;
+        let mut wb = WriteBatch::new();
+        wb.put_in(i.keyspace.id(), &key, &piece);
+        self.write(wb, false)?;
+        TableStats::bump(&i.stats.rows_written, 1);
+        i.stats.record_inserts(1);
+        Ok(())
+    }
+
+    /// Sets the named columns of the row with key `key` (a partial update:
+    /// only the changed columns are written). An update of a row that does
+    /// not exist changes nothing (it reads as no row).
+    pub fn update_row(&self, key: &[Value], set: &[(&str, Value)]) -> Result<()> {
+        let i = &self.inner;
+        let k = keycodec::encode_key(&i.schema, key)?;
+        let (piece, cols) = write::encode_update(&i.schema, &i.pieces, set)?;
+        let mut wb = WriteBatch::new();
+        wb.merge_in(i.keyspace.id(), &k, &piece);
+        self.write(wb, false)?;
+        TableStats::bump(&i.stats.updates, 1);
+        i.stats.record_update(&cols);
+        Ok(())
+    }
+
+    /// Partial updates from a batch holding the key columns and the columns
+    /// to set.
+    pub fn update(&self, batch: &RecordBatch) -> Result<()> {
+        let i = &self.inner;
+        let mut wb = WriteBatch::new();
+        let cols = write::update_rows(&i.schema, &i.pieces, i.keyspace.id(), batch, &mut wb)?;
+        self.write(wb, false)?;
+        TableStats::bump(&i.stats.updates, batch.num_rows() as u64);
+        for _ in 0..batch.num_rows() {
+            i.stats.record_update(&cols);
+        }
+        Ok(())
+    }
+
+    /// Deletes the row with key `key` (nothing if there is none).
+    pub fn delete_row(&self, key: &[Value]) -> Result<()> {
+        let i = &self.inner;
+        let k = keycodec::encode_key(&i.schema, key)?;
+        let mut wb = WriteBatch::new();
+        wb.delete_in(i.keyspace.id(), &k);
+        self.write(wb, false)?;
+        TableStats::bump(&i.stats.deletes, 1);
+        Ok(())
+    }
+
+    /// Deletes the rows whose keys a batch's key columns give.
+    pub fn delete(&self, keys: &RecordBatch) -> Result<()> {
+        let i = &self.inner;
+        let mut wb = WriteBatch::new();
+        write::delete_rows(&i.schema, i.keyspace.id(), keys, &mut wb)?;
+        self.write(wb, false)?;
+        TableStats::bump(&i.stats.deletes, keys.num_rows() as u64);
+        Ok(())
+    }
+
+    fn read_plan(&self) -> Result<(Arc<crate::db::SuperVersion>, Arc<ReadPlan>)> {
+        self.inner.check_live()?;
+        let sv = self.inner.keyspace.super_version()?;
+        let state = self.inner.layout_state();
+        let plan = match self.inner.cached_plan(sv.version_no, &state) {
+            Some(p) => p,
+            None => {
+                let p = Arc::new(ReadPlan::new(&sv, state));
+                self.inner.cache_plan(Arc::clone(&p));
+                p
+            }
+        };
+        Ok((sv, plan))
+    }
+
+    fn exists_encoded(&self, key: &[u8]) -> Result<bool> {
+        let (sv, plan) = self.read_plan()?;
+        let mut r = Resolver::new(self.inner.pieces.len(), &[]);
+        get::get(
+            &sv,
+            &plan,
+            key,
+            self.inner.keyspace.last_seqno(),
+            &[],
+            &mut r,
+        )?;
+        Ok(r.exists())
+    }
+
+    /// Reads the row with key `key` (the key columns' values, in key order):
+    /// the named columns (`None`: every column, in schema order), or `None`
+    /// if there is no such row. Only the column groups holding the named
+    /// columns are read.
+    pub fn get(&self, key: &[Value], columns: Option<&[&str]>) -> Result<Option<Vec<Value>>> {
+        self.get_at_seqno(key, columns, None)
+    }
+
+    /// [`Table::get`] at `snapshot`.
+    pub fn get_at(
+        &self,
+        key: &[Value],
+        columns: Option<&[&str]>,
+        snapshot: &Snapshot,
+    ) -> Result<Option<Vec<Value>>> {
+        self.get_at_seqno(key, columns, Some(snapshot.seqno()))
+    }
+
+    fn get_at_seqno(
+        &self,
+        key: &[Value],
+        columns: Option<&[&str]>,
+        snapshot: Option<crate::key::SeqNo>,
+    ) -> Result<Option<Vec<Value>>> {
+        let i = &self.inner;
+        let k = keycodec::encode_key(&i.schema, key)?;
+        let projection = i.schema.projection(columns)?;
+        let want: Vec<usize> = projection
+            .iter()
+            .filter_map(|&c| i.schema.value_number(c))
+            .collect();
+        let (sv, plan) = self.read_plan()?;
+        let snap = snapshot.unwrap_or_else(|| i.keyspace.last_seqno());
+        let mut r = Resolver::new(i.pieces.len(), &want);
+        let cost = get::get(&sv, &plan, &k, snap, &want, &mut r)?;
+        TableStats::bump(&i.stats.gets, 1);
+        TableStats::bump(&i.stats.get_files, cost.files);
+        TableStats::bump(&i.stats.get_blocks, cost.blocks);
+        i.stats.record_point(cost.deepest, &want);
+        if !r.exists() {
+            return Ok(None);
+        }
+        let key_values = keycodec::decode_key(&i.schema, &k)?;
+        Ok(Some(
+            projection
+                .iter()
+                .map(|&c| match i.schema.value_number(c) {
+                    Some(v) => cell_to_value(r.value(v), i.schema.columns()[c].ty),
+                    None => {
+                        let slot = i
+                            .schema
+                            .key_indices()
+                            .iter()
+                            .position(|&x| x == c)
+                            .unwrap_or(0);
+                        key_values[slot].clone()
+                    }
+                })
+                .collect(),
+        ))
+    }
+
+    /// Scans rows in key order as a stream of Arrow batches.
+    pub fn scan(&self, opts: ScanOptions) -> Result<TableScan> {
+        let i = &self.inner;
+        let names: Option<Vec<&str>> = opts
+            .columns
+            .as_ref()
+            .map(|c| c.iter().map(String::as_str).collect());
+        let projection = i.schema.projection(names.as_deref())?;
+        let predicate = opts
+            .predicate
+            .as_ref()
+            .map(|p| p.bind(&i.schema))
+            .transpose()?;
+        let lower = encode_bound(&i.schema, &opts.lower, false)?;
+        let upper = encode_bound(&i.schema, &opts.upper, true)?;
+        let (sv, plan) = self.read_plan()?;
+        let snap = opts.snapshot.unwrap_or_else(|| i.keyspace.last_seqno());
+        let mut want: Vec<usize> = projection
+            .iter()
+            .filter_map(|&c| i.schema.value_number(c))
+            .collect();
+        if let Some(p) = &predicate {
+            let mut cols = Vec::new();
+            p.columns(&mut cols);
+            want.extend(cols.iter().filter_map(|&c| i.schema.value_number(c)));
+        }
+        let spec = ScanSpec {
+            projection,
+            predicate,
+            lower,
+            upper,
+            snap,
+            batch_rows: opts.batch_rows.max(1),
+        };
+        let scanner = Scanner::new(sv, &plan, Arc::clone(&i.schema), spec)?;
+        Ok(TableScan {
+            scanner,
+            inner: Arc::clone(i),
+            want,
+            finished: false,
+        })
+    }
+
+    /// Changes the layout. It takes effect as compaction rewrites each
+    /// level (groups the new layout lacks are moved into its groups); reads
+    /// are correct throughout.
+    pub fn set_layout(&self, layout: TableLayout) -> Result<()> {
+        self.inner.set_layout(layout)?;
+        TableStats::bump(&self.inner.stats.layout_changes, 1);
+        Ok(())
+    }
+
+    /// The cost model's parameters for this table.
+    fn model_params(&self) -> ModelParams {
+        let i = &self.inner;
+        let rec = i.record();
+        let n = i.pieces.len();
+        let column_bytes: Vec<f64> = (0..n)
+            .map(|v| i.pieces.ty(v).nominal_width() as f64)
+            .collect();
+        let key_bytes: f64 = i
+            .schema
+            .key_indices()
+            .iter()
+            .map(|&k| i.schema.columns()[k].ty.nominal_width() as f64)
+            .sum();
+        let row = key_bytes + column_bytes.iter().sum::<f64>();
+        ModelParams {
+            columns: n,
+            size_ratio: rec.options.size_ratio as f64,
+            entries_per_block: (rec.options.block_size as f64 / row.max(1.0)).max(1.0),
+            column_bytes,
+            key_bytes,
+        }
+    }
+
+    /// Runs the layout advisor (LASER's design search) on the workload the
+    /// table has seen and the cost model, and returns its proposal beside
+    /// the current layout, each with its predicted cost. Nothing changes.
+    pub fn advise(&self) -> Result<LayoutAdvice> {
+        let i = &self.inner;
+        let current = self.layout();
+        let n = i.pieces.len();
+        let levels = current.num_levels();
+        let to_partitions = |l: &TableLayout| -> Vec<Partition> {
+            l.levels()
+                .iter()
+                .map(|g| {
+                    g.iter()
+                        .map(|c| c.iter().map(|&v| v as u32).collect())
+                        .collect()
+                })
+                .collect()
+        };
+        if n == 0 {
+            let zero = CostBreakdown::default();
+            return Ok(LayoutAdvice {
+                proposed: current.clone(),
+                current,
+                current_cost: zero,
+                proposed_cost: zero,
+            });
+        }
+        let params = self.model_params();
+        let workload = i.stats.workload.lock().workload(levels);
+        let current_cost: CostBreakdown =
+            cost::layout_breakdown(&params, &to_partitions(&current), &workload)
+                .into_iter()
+                .sum();
+        let advice = advisor::advise(&params, &workload, levels);
+        let proposed = TableLayout::new(
+            advice
+                .layout
+                .iter()
+                .map(|p| {
+                    p.iter()
+                        .map(|g| g.iter().map(|&c| c as usize).collect())
+                        .collect()
+                })
+                .collect(),
+            n,
+        )?;
+        Ok(LayoutAdvice {
+            current,
+            current_cost,
+            proposed,
+            proposed_cost: advice.breakdown.into_iter().sum(),
+        })
+    }
+
+    /// The table's counters.
+    pub fn statistics(&self) -> TableStatistics {
+        let s = &self.inner.stats;
+        let g = TableStats::get;
+        TableStatistics {
+            gets: g(&s.gets),
+            get_files: g(&s.get_files),
+            get_blocks: g(&s.get_blocks),
+            scans: g(&s.scans),
+            scan_rows_read: g(&s.scan_rows_read),
+            scan_rows_returned: g(&s.scan_rows_returned),
+            scan_blocks_read: g(&s.scan_blocks_read),
+            scan_blocks_skipped: g(&s.scan_blocks_skipped),
+            rows_written: g(&s.rows_written),
+            updates: g(&s.updates),
+            deletes: g(&s.deletes),
+            layout_changes: g(&s.layout_changes),
+            auto_switches: g(&s.auto_switches),
+        }
+    }
+
+    /// The table's definition, layout, what each level stores and its
+    /// counters.
+    pub fn describe(&self) -> Result<TableDescription> {
+        let i = &self.inner;
+        let sv = i.keyspace.super_version()?;
+        let state = i.layout_state();
+        let name_of = |cols: &[usize]| -> Vec<String> {
+            cols.iter()
+                .map(|&v| i.schema.value_column(v).name.clone())
+                .collect()
+        };
+        let mut levels = Vec::new();
+        for l in 0..sv.version.num_levels() {
+            let mut groups = Vec::new();
+            for (g, files) in sv.version.runs(Level::from_index(l)) {
+                let cols = state
+                    .shape
+                    .group_columns(g)
+                    .map(&name_of)
+                    .unwrap_or_default();
+                groups.push((cols, files.len(), files.iter().map(|f| f.size).sum()));
+            }
+            if !groups.is_empty() {
+                levels.push(LevelDescription { level: l, groups });
+            }
+        }
+        Ok(TableDescription {
+            name: i.name.clone(),
+            schema: (*i.schema).clone(),
+            layout: state.layout.clone(),
+            options: i.record().options,
+            levels,
+            stats: self.statistics(),
+        })
+    }
+
+    /// Flushes the table's memtable to level 0.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.keyspace.flush()
+    }
+
+    /// Compacts the whole table down the tree (rewriting every level into
+    /// the current layout).
+    pub fn compact(&self) -> Result<()> {
+        self.inner.keyspace.compact_range(None, None)
+    }
+}

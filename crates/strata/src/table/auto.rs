@@ -1,0 +1,86 @@
+//! The automatic layout (LASER's stated future work: a self-configuring
+//! Real-Time LSM-tree). For each table with `auto_layout_threshold` set, a
+//! background thread re-runs the advisor on the recorded workload every
+//! `auto_layout_interval_ms`, switches to its layout when the predicted
+//! cost falls by more than the threshold, and halves the recorded counts so
+//! that the log follows a drifting workload.
+//!
+//! A switch only records the new layout (a catalog write and a manifest
+//! edit); compaction moves the data in the background, so writes never wait
+//! for it.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex};
+
+use super::catalog::Catalog;
+use super::stats::TableStats;
+
+/// Operations a table must have recorded since the last check before the
+/// advisor is asked (fewer say too little about the workload).
+pub const MIN_OPERATIONS: f64 = 100.0;
+
+/// Stops the thread when the catalog goes away.
+#[derive(Default)]
+pub(crate) struct Stop {
+    stopped: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Stop {
+    pub(crate) fn stop(&self) {
+        *self.stopped.lock() = true;
+        self.cv.notify_all();
+    }
+
+    /// Waits `d`; true if stopped meanwhile.
+    fn wait(&self, d: Duration) -> bool {
+        let mut s = self.stopped.lock();
+        if !*s {
+            self.cv.wait_for(&mut s, d);
+        }
+        *s
+    }
+}
+
+/// Starts the thread for `catalog`.
+pub(crate) fn start(catalog: &Arc<Catalog>, stop: Arc<Stop>, tick: Duration) {
+    let weak: Weak<Catalog> = Arc::downgrade(catalog);
+    let _ = std::thread::Builder::new()
+        .name("strata-auto-layout".into())
+        .spawn(move || {
+            while !stop.wait(tick) {
+                let Some(c) = weak.upgrade() else { return };
+                c.auto_layout_round();
+            }
+        });
+}
+
+impl Catalog {
+    /// One round: every auto table whose interval passed is advised and
+    /// maybe re-laid-out.
+    pub(crate) fn auto_layout_round(&self) {
+        for t in self.tables_with_auto() {
+            let rec = t.inner().record();
+            let Some(threshold) = rec.options.auto_layout_threshold else {
+                continue;
+            };
+            if !t.inner().auto_due(rec.options.auto_layout_interval_ms) {
+                continue;
+            }
+            let ops = t.inner().stats.workload.lock().operations();
+            if ops < MIN_OPERATIONS {
+                continue;
+            }
+            if let Ok(advice) = t.advise()
+                && advice.gain() > threshold
+                && advice.proposed != advice.current
+                && t.set_layout(advice.proposed).is_ok()
+            {
+                TableStats::bump(&t.inner().stats.auto_switches, 1);
+            }
+            t.inner().stats.workload.lock().decay(0.5);
+        }
+    }
+}

@@ -1,0 +1,362 @@
+//! The catalog: every table's definition, stored durably in the system
+//! keyspace `__catalog`, and the open tables.
+//!
+//! A table's record (key `table/<name>`) holds its schema, options, layout
+//! and group registry as JSON with a format number (`docs/format/catalog.md`).
+//! Each table's rows live in their own keyspace, `__table/<id>`, whose layout
+//! the table layer supplies; the catalog registers those keyspaces when the
+//! database opens, before their background work may run.
+//!
+//! Creating a table writes its record (synced) and then creates its
+//! keyspace; dropping one deletes the record (synced) and then drops the
+//! keyspace. An open repairs what a crash between the two steps left: a
+//! record without a keyspace gets one, and a table keyspace without a
+//! record is dropped.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+use serde::{Deserialize, Serialize};
+
+use super::Table;
+use super::layout::{Group, TableLayout};
+use super::options::TableOptions;
+use super::schema::{Column, ColumnType, Schema};
+use super::table::TableInner;
+use crate::batch::WriteBatch;
+use crate::db::{DbCore, Keyspace};
+use crate::error::{Error, Result};
+use crate::options::{KeyspaceOptions, WriteOptions};
+
+/// The name of the system keyspace holding the catalog.
+pub const CATALOG_KEYSPACE: &str = "__catalog";
+
+/// The prefix of table keyspaces' names.
+pub const TABLE_KEYSPACE_PREFIX: &str = "__table/";
+
+/// The catalog record format this build writes and reads.
+pub const CATALOG_FORMAT: u32 = 1;
+
+const RECORD_PREFIX: &str = "table/";
+
+/// One table's durable definition.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub(crate) struct TableRecord {
+    pub format: u32,
+    pub id: u64,
+    pub name: String,
+    pub columns: Vec<ColumnRecord>,
+    pub primary_key: Vec<String>,
+    /// Per level, groups of value-column numbers (level 0 first).
+    pub layout: Vec<Vec<Group>>,
+    /// Group id → value-column numbers.
+    pub groups: Vec<Group>,
+    pub options: TableOptions,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub(crate) struct ColumnRecord {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub ty: String,
+    pub nullable: bool,
+}
+
+impl TableRecord {
+    pub(crate) fn schema(&self) -> Result<Schema> {
+        let columns = self
+            .columns
+            .iter()
+            .map(|c| {
+                Ok(Column {
+                    name: c.name.clone(),
+                    ty: ColumnType::parse(&c.ty)?,
+                    nullable: c.nullable,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let key: Vec<&str> = self.primary_key.iter().map(String::as_str).collect();
+        Schema::new(columns, &key)
+    }
+
+    pub(crate) fn new(
+        id: u64,
+        name: &str,
+        schema: &Schema,
+        layout: &TableLayout,
+        groups: Vec<Group>,
+        options: TableOptions,
+    ) -> TableRecord {
+        TableRecord {
+            format: CATALOG_FORMAT,
+            id,
+            name: name.to_string(),
+            columns: schema
+                .columns()
+                .iter()
+                .map(|c| ColumnRecord {
+                    name: c.name.clone(),
+                    ty: c.ty.name().to_string(),
+                    nullable: c.nullable,
+                })
+                .collect(),
+            primary_key: schema
+                .key_indices()
+                .iter()
+                .map(|&i| schema.columns()[i].name.clone())
+                .collect(),
+            layout: layout.levels().to_vec(),
+            groups,
+            options,
+        }
+    }
+
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        // Serialising plain data to JSON cannot fail.
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    fn decode(bytes: &[u8]) -> Result<TableRecord> {
+        let bad =
+            |why: String| Error::corruption(CATALOG_KEYSPACE, 0, format!("catalog record: {why}"));
+        let r: TableRecord = serde_json::from_slice(bytes).map_err(|e| bad(e.to_string()))?;
+        if r.format > CATALOG_FORMAT {
+            return Err(bad(format!(
+                "table {:?} was written by a newer build (catalog format {}, this build reads {CATALOG_FORMAT})",
+                r.name, r.format
+            )));
+        }
+        Ok(r)
+    }
+
+    pub(crate) fn keyspace_name(&self) -> String {
+        format!("{TABLE_KEYSPACE_PREFIX}{}", self.id)
+    }
+}
+
+fn record_key(name: &str) -> Vec<u8> {
+    format!("{RECORD_PREFIX}{name}").into_bytes()
+}
+
+/// Checks a table name: 1 to 200 bytes, no control characters.
+pub fn check_table_name(name: &str) -> Result<()> {
+    if name.is_empty() || name.len() > 200 || name.chars().any(char::is_control) {
+        return Err(Error::InvalidArgument(format!(
+            "table name {name:?}: names are 1 to 200 bytes without control characters"
+        )));
+    }
+    Ok(())
+}
+
+/// The open tables of a database and the keyspace recording them.
+pub(crate) struct Catalog {
+    core: DbCore,
+    /// Created with the first table, so that a database that never had one
+    /// keeps the manifest a key-value database has.
+    keyspace: Mutex<Option<Keyspace>>,
+    tables: RwLock<BTreeMap<String, Arc<TableInner>>>,
+    /// The next table id; its lock serialises creating and dropping tables.
+    ddl: Mutex<u64>,
+    /// Stops the automatic layout's thread.
+    pub(crate) auto_stop: Arc<super::auto::Stop>,
+}
+
+impl Drop for Catalog {
+    fn drop(&mut self) {
+        self.auto_stop.stop();
+    }
+}
+
+impl Catalog {
+    /// Loads every table of the database and registers its keyspace.
+    pub(crate) fn open(core: DbCore) -> Result<Catalog> {
+        let exists = core.keyspace_names().iter().any(|n| n == CATALOG_KEYSPACE);
+        let mut catalog = Catalog {
+            core,
+            keyspace: Mutex::new(None),
+            tables: RwLock::new(BTreeMap::new()),
+            ddl: Mutex::new(1),
+            auto_stop: Arc::default(),
+        };
+        if !exists {
+            return Ok(catalog);
+        }
+        let keyspace = catalog
+            .core
+            .system_keyspace(CATALOG_KEYSPACE, KeyspaceOptions::default())?;
+        let mut records = Vec::new();
+        let mut it = keyspace.iter(Default::default())?;
+        it.seek(RECORD_PREFIX.as_bytes());
+        while it.valid() && it.key().starts_with(RECORD_PREFIX.as_bytes()) {
+            records.push(TableRecord::decode(it.value())?);
+            it.next();
+        }
+        it.status()?;
+        drop(it);
+        let mut next_id = 1;
+        let mut tables = BTreeMap::new();
+        for r in records {
+            next_id = next_id.max(r.id + 1);
+            let t = TableInner::open(&catalog.core, &keyspace, r)?;
+            tables.insert(t.name().to_string(), Arc::new(t));
+        }
+        catalog.tables = RwLock::new(tables);
+        catalog.ddl = Mutex::new(next_id);
+        *catalog.keyspace.get_mut() = Some(keyspace);
+        if !catalog.core.is_read_only() {
+            catalog.drop_orphan_keyspaces()?;
+        }
+        Ok(catalog)
+    }
+
+    /// The catalog's keyspace, created if this is the first table.
+    fn catalog_keyspace(&self) -> Result<Keyspace> {
+        let mut k = self.keyspace.lock();
+        if let Some(k) = k.as_ref() {
+            return Ok(k.clone());
+        }
+        self.core.check_writable("create a table")?;
+        let ks = self
+            .core
+            .system_keyspace(CATALOG_KEYSPACE, KeyspaceOptions::default())?;
+        *k = Some(ks.clone());
+        Ok(ks)
+    }
+
+    /// Drops table keyspaces no record names (a crash between dropping a
+    /// table's record and its keyspace).
+    fn drop_orphan_keyspaces(&self) -> Result<()> {
+        let live: Vec<String> = self
+            .tables
+            .read()
+            .values()
+            .map(|t| t.keyspace_name())
+            .collect();
+        for name in self.core.keyspace_names() {
+            if name.starts_with(TABLE_KEYSPACE_PREFIX) && !live.contains(&name) {
+                self.core.drop_keyspace(&name)?;
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn create(
+        &self,
+        name: &str,
+        schema: Schema,
+        options: TableOptions,
+    ) -> Result<Table> {
+        check_table_name(name)?;
+        options.validate()?;
+        let mut next_id = self.ddl.lock();
+        if self.tables.read().contains_key(name) {
+            return Err(Error::TableExists(name.to_string()));
+        }
+        let layout = options.initial_layout(&schema)?;
+        let id = *next_id;
+        let record = TableRecord::new(id, name, &schema, &layout, Vec::new(), options);
+        let record = TableInner::with_registry(record, &schema, &layout)?;
+        let catalog = self.catalog_keyspace()?;
+        write_record(&self.core, &catalog, name, Some(&record))?;
+        *next_id += 1;
+        let t = Arc::new(TableInner::open(&self.core, &catalog, record)?);
+        self.tables.write().insert(name.to_string(), Arc::clone(&t));
+        Ok(Table::new(t, self.core.clone()))
+    }
+
+    pub(crate) fn get(&self, name: &str) -> Result<Table> {
+        let t = self
+            .tables
+            .read()
+            .get(name)
+            .cloned()
+            .ok_or_else(|| Error::TableNotFound(name.to_string()))?;
+        Ok(Table::new(t, self.core.clone()))
+    }
+
+    /// The tables whose layout the advisor may change.
+    pub(crate) fn tables_with_auto(&self) -> Vec<Table> {
+        self.tables
+            .read()
+            .values()
+            .filter(|t| t.record().options.auto_layout_threshold.is_some())
+            .map(|t| Table::new(Arc::clone(t), self.core.clone()))
+            .collect()
+    }
+
+    pub(crate) fn names(&self) -> Vec<String> {
+        self.tables.read().keys().cloned().collect()
+    }
+
+    pub(crate) fn drop_table(&self, name: &str) -> Result<()> {
+        let _ddl = self.ddl.lock();
+        let t = self
+            .tables
+            .read()
+            .get(name)
+            .cloned()
+            .ok_or_else(|| Error::TableNotFound(name.to_string()))?;
+        write_record(&self.core, &self.catalog_keyspace()?, name, None)?;
+        self.tables.write().remove(name);
+        t.mark_dropped();
+        self.core.drop_keyspace(&t.keyspace_name())
+    }
+}
+
+/// Writes (or with `None` deletes) table `name`'s record, synced.
+pub(crate) fn write_record(
+    core: &DbCore,
+    catalog: &Keyspace,
+    name: &str,
+    record: Option<&TableRecord>,
+) -> Result<()> {
+    core.check_writable("change the table catalog")?;
+    let mut b = WriteBatch::new();
+    match record {
+        Some(r) => b.put_in(catalog.id(), &record_key(name), &r.encode()),
+        None => b.delete_in(catalog.id(), &record_key(name)),
+    }
+    core.write(
+        WriteOptions {
+            sync: true,
+            ..Default::default()
+        },
+        b,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip_and_newer_formats_are_refused() {
+        let schema = Schema::new(
+            vec![
+                Column::new("k", ColumnType::Int64),
+                Column::nullable("v", ColumnType::Utf8),
+            ],
+            &["k"],
+        )
+        .expect("schema");
+        let layout = TableLayout::row(1, 3);
+        let r = TableRecord::new(
+            7,
+            "t",
+            &schema,
+            &layout,
+            vec![vec![0]],
+            TableOptions::default(),
+        );
+        let back = TableRecord::decode(&r.encode()).expect("decode");
+        assert_eq!(back, r);
+        assert_eq!(back.schema().expect("schema"), schema);
+        let mut newer = r.clone();
+        newer.format = CATALOG_FORMAT + 1;
+        assert!(TableRecord::decode(&newer.encode()).is_err());
+        assert!(TableRecord::decode(b"{not json").is_err());
+        assert!(check_table_name("").is_err());
+        assert!(check_table_name("a\nb").is_err());
+    }
+}

@@ -1,0 +1,475 @@
+//! The meta blocks of a column-group file: the index (one entry per data
+//! block, with column statistics), the properties and the footer.
+//!
+//! ```text
+//! index:      count: varint, then per data block:
+//!               offset: varint, size: varint, rows: varint,
+//!               last user key: varint length ++ bytes,
+//!               per column of the group:
+//!                 flags: u8 (bit 0 min follows, bit 1 max follows)
+//!                 present: varint, nulls: varint,
+//!                 [min: varint length ++ bytes] [max: varint length ++ bytes]
+//! properties: version: varint (= 1), then fields tag: varint
+//!             (number << 1 | wire; wire 0 varint, wire 1 length-prefixed
+//!             bytes) as in the core's properties block. Numbers:
+//!             1 entries, 2 deletions, 3 merges, 4 smallest seqno,
+//!             5 largest seqno, 6 smallest internal key, 7 largest internal
+//!             key, 8 data blocks, 9 owner database id, 10 file number,
+//!             11 group id, 12 columns (count varint, then per column the
+//!             value-column number varint and type code u8), 13 data size.
+//!             Fields 1-8 and 11-13 are required; unknown ones are skipped.
+//! footer:     64 bytes, the core table footer's layout (index, filter and
+//!             properties handles as u64 pairs, CRC-32C of those 48 bytes,
+//!             format version u32 = 1) with magic "SRTATSCG".
+//! ```
+
+use std::path::Path;
+
+use super::block::ColumnStats;
+use crate::coding::{
+    crc32c, decode_fixed32, decode_fixed64, get_length_prefixed, get_varint64, put_length_prefixed,
+    put_varint64,
+};
+use crate::error::{Error, Result};
+use crate::sst::format::BlockHandle;
+use crate::table::schema::ColumnType;
+
+/// The column-group file format version this build writes and reads.
+pub const CG_FORMAT_VERSION: u32 = 1;
+
+/// Magic number of column-group files ("SRTATSCG" little-endian).
+pub const CG_MAGIC: u64 = u64::from_le_bytes(*b"SRTATSCG");
+
+/// Size of the footer.
+pub const FOOTER_LEN: usize = 64;
+
+/// What the index says of one data block.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BlockMeta {
+    /// Where the block is.
+    pub handle: BlockHandle,
+    /// Its rows.
+    pub rows: u64,
+    /// Its last user key.
+    pub last_key: Vec<u8>,
+    /// Per column of the group.
+    pub stats: Vec<ColumnStats>,
+}
+
+/// Encodes the index.
+pub fn encode_index(blocks: &[BlockMeta], out: &mut Vec<u8>) {
+    put_varint64(out, blocks.len() as u64);
+    for b in blocks {
+        put_varint64(out, b.handle.offset);
+        put_varint64(out, b.handle.size);
+        put_varint64(out, b.rows);
+        put_length_prefixed(out, &b.last_key);
+        for s in &b.stats {
+            let mut flags = 0u8;
+            if s.min.is_some() {
+                flags |= 1;
+            }
+            if s.max.is_some() {
+                flags |= 2;
+            }
+            out.push(flags);
+            put_varint64(out, s.present);
+            put_varint64(out, s.nulls);
+            if let Some(m) = &s.min {
+                put_length_prefixed(out, m);
+            }
+            if let Some(m) = &s.max {
+                put_length_prefixed(out, m);
+            }
+        }
+    }
+}
+
+/// Decodes the index of a file whose group has `columns` columns.
+pub fn decode_index(
+    data: &[u8],
+    columns: usize,
+    file: &Path,
+    offset: u64,
+) -> Result<Vec<BlockMeta>> {
+    let bad = |why: &str| Error::corruption(file, offset, format!("index block: {why}"));
+    let mut src = data;
+    let n = get_varint64(&mut src).ok_or_else(|| bad("bad block count"))?;
+    if n > data.len() as u64 {
+        return Err(bad("block count exceeds the index size"));
+    }
+    let mut out = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        let offset = get_varint64(&mut src).ok_or_else(|| bad("bad offset"))?;
+        let size = get_varint64(&mut src).ok_or_else(|| bad("bad size"))?;
+        let rows = get_varint64(&mut src).ok_or_else(|| bad("bad row count"))?;
+        if rows == 0 {
+            return Err(bad("an empty data block"));
+        }
+        let last_key = get_length_prefixed(&mut src)
+            .ok_or_else(|| bad("bad last key"))?
+            .to_vec();
+        let mut stats = Vec::with_capacity(columns);
+        for _ in 0..columns {
+            let (&flags, rest) = src.split_first().ok_or_else(|| bad("truncated stats"))?;
+            src = rest;
+            if flags & !3 != 0 {
+                return Err(bad("unknown statistics flags"));
+            }
+            let present = get_varint64(&mut src).ok_or_else(|| bad("bad present count"))?;
+            let nulls = get_varint64(&mut src).ok_or_else(|| bad("bad null count"))?;
+            if nulls > present || present > rows {
+                return Err(bad("column counts exceed the block's rows"));
+            }
+            let mut read = |on: bool| -> Result<Option<Vec<u8>>> {
+                if !on {
+                    return Ok(None);
+                }
+                Ok(Some(
+                    get_length_prefixed(&mut src)
+                        .ok_or_else(|| bad("bad min/max"))?
+                        .to_vec(),
+                ))
+            };
+            let min = read(flags & 1 != 0)?;
+            let max = read(flags & 2 != 0)?;
+            stats.push(ColumnStats {
+                present,
+                nulls,
+                min,
+                max,
+            });
+        }
+        out.push(BlockMeta {
+            handle: BlockHandle { offset, size },
+            rows,
+            last_key,
+            stats,
+        });
+    }
+    if !src.is_empty() {
+        return Err(bad("bytes after the last entry"));
+    }
+    for w in out.windows(2) {
+        if w[0].last_key > w[1].last_key {
+            return Err(bad("blocks out of key order"));
+        }
+    }
+    Ok(out)
+}
+
+/// Facts about a column-group file.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CgProperties {
+    /// Rows.
+    pub num_entries: u64,
+    /// Tombstone rows.
+    pub num_deletions: u64,
+    /// Partial-update rows.
+    pub num_merges: u64,
+    /// Smallest sequence number.
+    pub smallest_seqno: u64,
+    /// Largest sequence number.
+    pub largest_seqno: u64,
+    /// Smallest internal key.
+    pub smallest: Vec<u8>,
+    /// Largest internal key.
+    pub largest: Vec<u8>,
+    /// Data blocks.
+    pub num_blocks: u64,
+    /// The database that wrote the file (empty if not recorded).
+    pub owner_db_id: Vec<u8>,
+    /// The number the database gave the file (0 if not recorded).
+    pub file_number: u64,
+    /// The group the file belongs to.
+    pub group: u32,
+    /// The group's columns: value-column numbers and their types.
+    pub columns: Vec<(usize, ColumnType)>,
+    /// Bytes of data blocks with their trailers.
+    pub data_size: u64,
+}
+
+const VERSION: u64 = 1;
+
+impl CgProperties {
+    /// Encodes the properties.
+    pub fn encode_to(&self, out: &mut Vec<u8>) {
+        put_varint64(out, VERSION);
+        let int = |out: &mut Vec<u8>, n: u64, v: u64| {
+            put_varint64(out, n << 1);
+            put_varint64(out, v);
+        };
+        let bytes = |out: &mut Vec<u8>, n: u64, v: &[u8]| {
+            put_varint64(out, (n << 1) | 1);
+            put_length_prefixed(out, v);
+        };
+        int(out, 1, self.num_entries);
+        int(out, 2, self.num_deletions);
+        int(out, 3, self.num_merges);
+        int(out, 4, self.smallest_seqno);
+        int(out, 5, self.largest_seqno);
+        bytes(out, 6, &self.smallest);
+        bytes(out, 7, &self.largest);
+        int(out, 8, self.num_blocks);
+        if !self.owner_db_id.is_empty() {
+            bytes(out, 9, &self.owner_db_id);
+            int(out, 10, self.file_number);
+        }
+        int(out, 11, u64::from(self.group));
+        let mut cols = Vec::new();
+        put_varint64(&mut cols, self.columns.len() as u64);
+        for (v, t) in &self.columns {
+            put_varint64(&mut cols, *v as u64);
+            cols.push(t.code());
+        }
+        bytes(out, 12, &cols);
+        int(out, 13, self.data_size);
+    }
+
+    /// Decodes properties.
+    pub fn decode(data: &[u8], file: &Path, offset: u64) -> Result<CgProperties> {
+        let bad = |why: String| Error::corruption(file, offset, format!("properties: {why}"));
+        let mut src = data;
+        let version = get_varint64(&mut src).ok_or_else(|| bad("bad version".into()))?;
+        if version != VERSION {
+            return Err(bad(format!("unknown version {version}")));
+        }
+        let mut p = CgProperties::default();
+        let mut seen = 0u64;
+        while !src.is_empty() {
+            let tag = get_varint64(&mut src).ok_or_else(|| bad("bad tag".into()))?;
+            let (n, wire) = (tag >> 1, tag & 1);
+            if wire == 0 {
+                let v = get_varint64(&mut src).ok_or_else(|| bad(format!("bad field {n}")))?;
+                match n {
+                    1 => p.num_entries = v,
+                    2 => p.num_deletions = v,
+                    3 => p.num_merges = v,
+                    4 => p.smallest_seqno = v,
+                    5 => p.largest_seqno = v,
+                    8 => p.num_blocks = v,
+                    10 => p.file_number = v,
+                    11 => {
+                        p.group = u32::try_from(v).map_err(|_| bad("group id too large".into()))?
+                    }
+                    13 => p.data_size = v,
+                    _ => {}
+                }
+            } else {
+                let v =
+                    get_length_prefixed(&mut src).ok_or_else(|| bad(format!("bad field {n}")))?;
+                match n {
+                    6 => p.smallest = v.to_vec(),
+                    7 => p.largest = v.to_vec(),
+                    9 => p.owner_db_id = v.to_vec(),
+                    12 => {
+                        p.columns =
+                            decode_columns(v).ok_or_else(|| bad("bad column list".into()))?
+                    }
+                    _ => {}
+                }
+            }
+            if n < 64 {
+                seen |= 1 << n;
+            }
+        }
+        for required in [1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 13] {
+            if seen & (1 << required) == 0 {
+                return Err(bad(format!("required field {required} is missing")));
+            }
+        }
+        if p.num_deletions + p.num_merges > p.num_entries {
+            return Err(bad("more deletions and merges than entries".into()));
+        }
+        Ok(p)
+    }
+}
+
+fn decode_columns(mut v: &[u8]) -> Option<Vec<(usize, ColumnType)>> {
+    let n = get_varint64(&mut v)?;
+    if n > v.len() as u64 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        let c = usize::try_from(get_varint64(&mut v)?).ok()?;
+        let (&code, rest) = v.split_first()?;
+        v = rest;
+        out.push((c, ColumnType::from_code(code)?));
+    }
+    v.is_empty().then_some(out)
+}
+
+/// The decoded footer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Footer {
+    /// The index block.
+    pub index: BlockHandle,
+    /// The filter block (`size == 0`: none).
+    pub filter: BlockHandle,
+    /// The properties block.
+    pub properties: BlockHandle,
+}
+
+impl Footer {
+    /// Serializes the footer.
+    pub fn encode(&self) -> [u8; FOOTER_LEN] {
+        let mut out = [0u8; FOOTER_LEN];
+        let fields = [
+            self.index.offset,
+            self.index.size,
+            self.filter.offset,
+            self.filter.size,
+            self.properties.offset,
+            self.properties.size,
+        ];
+        for (i, v) in fields.iter().enumerate() {
+            out[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes());
+        }
+        let crc = crc32c(&out[..48]);
+        out[48..52].copy_from_slice(&crc.to_le_bytes());
+        out[52..56].copy_from_slice(&CG_FORMAT_VERSION.to_le_bytes());
+        out[56..64].copy_from_slice(&CG_MAGIC.to_le_bytes());
+        out
+    }
+
+    /// Parses the footer read at `offset` of `file`.
+    pub fn decode(bytes: &[u8], file: &Path, offset: u64) -> Result<Footer> {
+        let corrupt = |reason: String| Error::corruption(file, offset, reason);
+        if bytes.len() != FOOTER_LEN {
+            return Err(corrupt(format!("footer is {} bytes", bytes.len())));
+        }
+        let magic = decode_fixed64(&bytes[56..]).unwrap_or(0);
+        if magic != CG_MAGIC {
+            return Err(corrupt(format!(
+                "not a column-group file (magic {magic:#018x}, expected {CG_MAGIC:#018x})"
+            )));
+        }
+        let version = decode_fixed32(&bytes[52..]).unwrap_or(0);
+        if version == 0 {
+            return Err(corrupt("footer has format version 0".into()));
+        }
+        if version > CG_FORMAT_VERSION {
+            return Err(Error::UnsupportedVersion {
+                file: file.to_path_buf(),
+                found: version,
+                supported: CG_FORMAT_VERSION,
+            });
+        }
+        let stored = decode_fixed32(&bytes[48..]).unwrap_or(0);
+        let crc = crc32c(&bytes[..48]);
+        if stored != crc {
+            return Err(corrupt(format!(
+                "footer checksum mismatch (stored {stored:#010x}, computed {crc:#010x})"
+            )));
+        }
+        let f = |i: usize| decode_fixed64(&bytes[i * 8..]).unwrap_or(0);
+        Ok(Footer {
+            index: BlockHandle {
+                offset: f(0),
+                size: f(1),
+            },
+            filter: BlockHandle {
+                offset: f(2),
+                size: f(3),
+            },
+            properties: BlockHandle {
+                offset: f(4),
+                size: f(5),
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_and_properties_round_trip_and_truncations_are_errors() {
+        let p = Path::new("t");
+        let blocks = vec![
+            BlockMeta {
+                handle: BlockHandle {
+                    offset: 0,
+                    size: 100,
+                },
+                rows: 10,
+                last_key: b"k9".to_vec(),
+                stats: vec![
+                    ColumnStats {
+                        present: 10,
+                        nulls: 2,
+                        min: Some(vec![1, 0, 0, 0]),
+                        max: Some(vec![9, 0, 0, 0]),
+                    },
+                    ColumnStats {
+                        present: 4,
+                        nulls: 4,
+                        min: None,
+                        max: None,
+                    },
+                ],
+            },
+            BlockMeta {
+                handle: BlockHandle {
+                    offset: 105,
+                    size: 90,
+                },
+                rows: 3,
+                last_key: b"kz".to_vec(),
+                stats: vec![
+                    ColumnStats::default(),
+                    ColumnStats {
+                        present: 3,
+                        nulls: 0,
+                        min: Some(b"a".to_vec()),
+                        max: None,
+                    },
+                ],
+            },
+        ];
+        let mut enc = Vec::new();
+        encode_index(&blocks, &mut enc);
+        assert_eq!(decode_index(&enc, 2, p, 0).expect("index"), blocks);
+        for cut in 0..enc.len() {
+            assert!(decode_index(&enc[..cut], 2, p, 0).is_err(), "cut {cut}");
+        }
+        let props = CgProperties {
+            num_entries: 13,
+            num_deletions: 1,
+            num_merges: 2,
+            smallest_seqno: 4,
+            largest_seqno: 40,
+            smallest: b"a\x01\0\0\0\0\0\0\0".to_vec(),
+            largest: b"z\x01\0\0\0\0\0\0\0".to_vec(),
+            num_blocks: 2,
+            owner_db_id: vec![7; 16],
+            file_number: 12,
+            group: 3,
+            columns: vec![(4, ColumnType::Int32), (5, ColumnType::Utf8)],
+            data_size: 200,
+        };
+        let mut enc = Vec::new();
+        props.encode_to(&mut enc);
+        assert_eq!(CgProperties::decode(&enc, p, 0).expect("props"), props);
+        for cut in 1..enc.len() {
+            assert!(
+                CgProperties::decode(&enc[..cut], p, 0).is_err(),
+                "cut {cut}"
+            );
+        }
+        let footer = Footer {
+            index: BlockHandle { offset: 1, size: 2 },
+            filter: BlockHandle { offset: 3, size: 0 },
+            properties: BlockHandle { offset: 5, size: 6 },
+        };
+        let bytes = footer.encode();
+        assert_eq!(Footer::decode(&bytes, p, 0).expect("footer"), footer);
+        for i in 0..FOOTER_LEN {
+            let mut bad = bytes;
+            bad[i] ^= 1;
+            assert!(Footer::decode(&bad, p, 0).is_err(), "byte {i}");
+        }
+    }
+}

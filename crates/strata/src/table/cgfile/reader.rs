@@ -1,0 +1,474 @@
+//! Reads column-group files: point lookups, iteration (as row pieces, for
+//! compaction and generic readers) and block access for columnar scans.
+
+use std::any::Any;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::block::CgBlock;
+use super::meta::{BlockMeta, CgProperties, FOOTER_LEN, Footer, decode_index};
+use crate::cache::BlockCache;
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+use crate::key::{KIND_SEEK, ValueKind, pack_trailer, trailer, user_key};
+use crate::sst::bloom::BloomFilter;
+use crate::sst::reader::read_block_contents;
+use crate::stats::Statistics;
+use crate::table::piece::PieceEncoder;
+use crate::table::shape::TableShape;
+use crate::table_format::{OpenContext, TableSource};
+use crate::vfs::RandomAccessFile;
+
+/// An open column-group file. Its index, filter and properties stay in
+/// memory; data blocks go through the block cache.
+pub struct CgReader {
+    file: Arc<dyn RandomAccessFile>,
+    path: PathBuf,
+    shape: Arc<TableShape>,
+    cache: Option<Arc<BlockCache>>,
+    cache_id: u64,
+    stats: Arc<Statistics>,
+    data_end: u64,
+    blocks: Vec<BlockMeta>,
+    filter: Option<BloomFilter>,
+    properties: CgProperties,
+    /// The group's value-column numbers.
+    columns: Vec<usize>,
+}
+
+impl std::fmt::Debug for CgReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CgReader")
+            .field("path", &self.path)
+            .field("group", &self.properties.group)
+            .field("blocks", &self.blocks.len())
+            .finish()
+    }
+}
+
+impl CgReader {
+    /// Opens a column-group file of a table of `shape`.
+    pub fn open(
+        file: Arc<dyn RandomAccessFile>,
+        path: PathBuf,
+        shape: Arc<TableShape>,
+        ctx: &OpenContext,
+    ) -> Result<CgReader> {
+        let len = file.len();
+        if len < FOOTER_LEN as u64 {
+            return Err(Error::corruption(
+                &path,
+                0,
+                format!("file of {len} bytes is shorter than a column-group footer"),
+            ));
+        }
+        let footer_offset = len - FOOTER_LEN as u64;
+        let mut buf = [0u8; FOOTER_LEN];
+        file.read_exact_at(&mut buf, footer_offset)?;
+        let footer = Footer::decode(&buf, &path, footer_offset)?;
+        let props_raw = read_block_contents(&*file, &path, footer.properties, footer_offset)?;
+        let properties = CgProperties::decode(&props_raw, &path, footer.properties.offset)?;
+        let bad = |why: String| Error::corruption(&path, footer.properties.offset, why);
+        let mut columns = Vec::with_capacity(properties.columns.len());
+        for &(v, ty) in &properties.columns {
+            if v >= shape.pieces.len() || shape.pieces.ty(v) != ty {
+                return Err(bad(format!(
+                    "the file stores value column {v} as {ty}, which the table does not have"
+                )));
+            }
+            if columns.last().is_some_and(|&l| l >= v) {
+                return Err(bad("the file's columns are not ascending".into()));
+            }
+            columns.push(v);
+        }
+        let index_raw = read_block_contents(&*file, &path, footer.index, footer_offset)?;
+        let blocks = decode_index(&index_raw, columns.len(), &path, footer.index.offset)?;
+        let data_end = footer.filter.offset.min(footer.index.offset);
+        let filter = if footer.filter.size == 0 {
+            None
+        } else {
+            let raw = read_block_contents(&*file, &path, footer.filter, footer_offset)?;
+            Some(
+                BloomFilter::from_block(raw)
+                    .map_err(|r| Error::corruption(&path, footer.filter.offset, r))?,
+            )
+        };
+        let rows: u64 = blocks.iter().map(|b| b.rows).sum();
+        if rows != properties.num_entries || blocks.len() as u64 != properties.num_blocks {
+            return Err(bad(format!(
+                "the index lists {} blocks of {rows} rows; the properties say {} blocks of {}",
+                blocks.len(),
+                properties.num_blocks,
+                properties.num_entries
+            )));
+        }
+        Ok(CgReader {
+            file,
+            path,
+            shape,
+            cache: ctx.cache.clone(),
+            cache_id: BlockCache::new_id(),
+            stats: Arc::clone(&ctx.stats),
+            data_end,
+            blocks,
+            filter,
+            properties,
+            columns,
+        })
+    }
+
+    /// The group's value-column numbers, ascending.
+    pub fn columns(&self) -> &[usize] {
+        &self.columns
+    }
+
+    /// The data blocks' index entries.
+    pub fn blocks(&self) -> &[BlockMeta] {
+        &self.blocks
+    }
+
+    /// Reads data block `i` (through the cache).
+    pub fn block(&self, i: usize) -> Result<Arc<CgBlock>> {
+        let meta = &self.blocks[i];
+        if let Some(c) = &self.cache
+            && let Some(b) = c.get_other(self.cache_id, meta.handle.offset)
+            && let Ok(b) = b.downcast::<CgBlock>()
+        {
+            Statistics::add(&self.stats.block_cache_hits, 1);
+            return Ok(b);
+        }
+        Statistics::add(&self.stats.block_cache_misses, 1);
+        let raw = read_block_contents(&*self.file, &self.path, meta.handle, self.data_end)?;
+        let block = CgBlock::parse(raw, &self.shape.pieces, &self.columns)
+            .map_err(|r| Error::corruption(&self.path, meta.handle.offset, r))?;
+        if block.rows() as u64 != meta.rows
+            || (block.rows() > 0 && block.user_key(block.rows() - 1) != meta.last_key.as_slice())
+        {
+            return Err(Error::corruption(
+                &self.path,
+                meta.handle.offset,
+                "the block disagrees with its index entry (rows or last key)",
+            ));
+        }
+        let block = Arc::new(block);
+        if let Some(c) = &self.cache {
+            let weight = block.size_bytes();
+            c.insert_other(self.cache_id, meta.handle.offset, block.clone(), weight);
+        }
+        Ok(block)
+    }
+
+    /// The first block whose last key is at or after `user_key`.
+    pub fn block_for(&self, user_key: &[u8]) -> usize {
+        self.blocks
+            .partition_point(|b| b.last_key.as_slice() < user_key)
+    }
+
+    /// Whether the filter admits `user_key`.
+    pub fn may_contain(&self, user_key: &[u8]) -> bool {
+        match &self.filter {
+            None => true,
+            Some(f) => {
+                let hit = f.may_contain(user_key);
+                if !hit {
+                    Statistics::add(&self.stats.bloom_useful, 1);
+                }
+                hit
+            }
+        }
+    }
+
+    /// The rows of `user_key` at or below sequence number `snap`: the block
+    /// and the row range, newest first. `None` if the file has none.
+    pub fn find(
+        &self,
+        user_key: &[u8],
+        snap_trailer: u64,
+    ) -> Result<Option<(Arc<CgBlock>, std::ops::Range<usize>)>> {
+        let i = self.block_for(user_key);
+        if i >= self.blocks.len() {
+            return Ok(None);
+        }
+        let block = self.block(i)?;
+        let start = block.lower_bound(user_key, snap_trailer);
+        let mut end = start;
+        while end < block.rows() && block.user_key(end) == user_key {
+            end += 1;
+        }
+        Ok((end > start).then_some((block, start..end)))
+    }
+
+    /// Encodes row `r` of `block` as a row piece into `out` (cleared).
+    pub fn encode_piece(
+        &self,
+        block: &CgBlock,
+        r: usize,
+        enc: &mut PieceEncoder,
+        out: &mut Vec<u8>,
+    ) {
+        enc.clear();
+        for (i, &v) in self.columns.iter().enumerate() {
+            if let Some(cell) = block.cell(i, r) {
+                enc.push(&self.shape.pieces, v, cell);
+            }
+        }
+        out.clear();
+        enc.finish(&self.shape.pieces, out);
+    }
+
+    /// Iterates every row as (internal key, row piece).
+    pub fn iter(self: &Arc<Self>) -> CgIter {
+        CgIter {
+            reader: Arc::clone(self),
+            enc: PieceEncoder::new(&self.shape.pieces),
+            block_index: self.blocks.len(),
+            block: None,
+            row: 0,
+            key: Vec::new(),
+            value: Vec::new(),
+            error: None,
+        }
+    }
+}
+
+impl TableSource for CgReader {
+    fn get(
+        &self,
+        user_key: &[u8],
+        seek_key: &[u8],
+        f: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<bool> {
+        if !self.may_contain(user_key) {
+            return Ok(false);
+        }
+        let Some((block, rows)) = self.find(user_key, trailer(seek_key))? else {
+            return Ok(true);
+        };
+        let mut enc = PieceEncoder::new(&self.shape.pieces);
+        let (mut key, mut value) = (Vec::new(), Vec::new());
+        for r in rows {
+            key.clear();
+            key.extend_from_slice(block.user_key(r));
+            key.extend_from_slice(&block.trailer(r).to_le_bytes());
+            value.clear();
+            if block.kind(r) != ValueKind::Delete {
+                self.encode_piece(&block, r, &mut enc, &mut value);
+            }
+            if !f(&key, &value) {
+                break;
+            }
+        }
+        Ok(true)
+    }
+
+    fn iter(self: Arc<Self>) -> Box<dyn InternalIterator> {
+        Box::new(CgReader::iter(&self))
+    }
+
+    fn may_contain(&self, user_key: &[u8]) -> bool {
+        CgReader::may_contain(self, user_key)
+    }
+
+    fn verify(&self) -> Result<()> {
+        let mut last: Option<Vec<u8>> = None;
+        for i in 0..self.blocks.len() {
+            let b = self.block(i)?;
+            if b.rows() > 0 {
+                let first = b.user_key(0);
+                if last.as_deref().is_some_and(|l| l > first) {
+                    return Err(Error::corruption(
+                        &self.path,
+                        self.blocks[i].handle.offset,
+                        "blocks out of key order",
+                    ));
+                }
+                last = Some(b.user_key(b.rows() - 1).to_vec());
+            }
+        }
+        Ok(())
+    }
+
+    fn as_any(&self) -> Option<&(dyn Any + Send + Sync)> {
+        Some(self)
+    }
+}
+
+/// Iterates a column-group file's rows as (internal key, row piece).
+pub struct CgIter {
+    reader: Arc<CgReader>,
+    enc: PieceEncoder,
+    /// `blocks.len()` when not positioned.
+    block_index: usize,
+    block: Option<Arc<CgBlock>>,
+    row: usize,
+    key: Vec<u8>,
+    value: Vec<u8>,
+    error: Option<Error>,
+}
+
+impl CgIter {
+    fn invalidate(&mut self) {
+        self.block_index = self.reader.blocks.len();
+        self.block = None;
+    }
+
+    fn load(&mut self, i: usize) -> bool {
+        if i >= self.reader.blocks.len() {
+            self.invalidate();
+            return false;
+        }
+        match self.reader.block(i) {
+            Ok(b) => {
+                self.block_index = i;
+                self.block = Some(b);
+                true
+            }
+            Err(e) => {
+                self.error = Some(e);
+                self.invalidate();
+                false
+            }
+        }
+    }
+
+    /// Fills key and value for the current row.
+    fn fill(&mut self) {
+        let Some(b) = &self.block else { return };
+        let r = self.row;
+        self.key.clear();
+        self.key.extend_from_slice(b.user_key(r));
+        self.key.extend_from_slice(&b.trailer(r).to_le_bytes());
+        self.value.clear();
+        if b.kind(r) != ValueKind::Delete {
+            let b = Arc::clone(b);
+            self.reader
+                .encode_piece(&b, r, &mut self.enc, &mut self.value);
+        }
+    }
+
+    /// Moves forward over empty blocks until a row or the end.
+    fn settle_forward(&mut self) {
+        while let Some(b) = &self.block {
+            if self.row < b.rows() {
+                self.fill();
+                return;
+            }
+            let next = self.block_index + 1;
+            if !self.load(next) {
+                return;
+            }
+            self.row = 0;
+        }
+    }
+
+    /// Moves backward until a row or the start (`row` may be one past
+    /// the current block's start, as `usize::MAX`). Blocks are never empty
+    /// (the index refuses them).
+    fn settle_backward(&mut self) {
+        while let Some(b) = &self.block {
+            if self.row < b.rows() {
+                self.fill();
+                return;
+            }
+            if self.block_index == 0 {
+                self.invalidate();
+                return;
+            }
+            let prev = self.block_index - 1;
+            if !self.load(prev) {
+                return;
+            }
+            self.row = self.block.as_ref().map_or(0, |b| b.rows() - 1);
+        }
+    }
+}
+
+impl InternalIterator for CgIter {
+    fn valid(&self) -> bool {
+        self.block.is_some() && self.error.is_none()
+    }
+
+    fn seek_to_first(&mut self) {
+        self.error = None;
+        if self.load(0) {
+            self.row = 0;
+            self.settle_forward();
+        }
+    }
+
+    fn seek_to_last(&mut self) {
+        self.error = None;
+        let n = self.reader.blocks.len();
+        if n > 0 && self.load(n - 1) {
+            self.row = self.block.as_ref().map_or(0, |b| b.rows().wrapping_sub(1));
+            self.settle_backward();
+        } else {
+            self.invalidate();
+        }
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        self.error = None;
+        let ukey = user_key(target);
+        let i = self.reader.block_for(ukey);
+        if self.load(i) {
+            let t = trailer(target);
+            self.row = self.block.as_ref().map_or(0, |b| b.lower_bound(ukey, t));
+            self.settle_forward();
+        }
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        self.seek(target);
+        if let Some(e) = self.error.take() {
+            self.error = Some(e);
+            return;
+        }
+        if !self.valid() {
+            self.seek_to_last();
+        } else if crate::key::compare_internal(&self.key, target) == std::cmp::Ordering::Greater {
+            self.prev();
+        }
+    }
+
+    fn next(&mut self) {
+        if self.block.is_none() {
+            return;
+        }
+        self.row += 1;
+        self.settle_forward();
+    }
+
+    fn prev(&mut self) {
+        if self.block.is_none() {
+            return;
+        }
+        self.row = self.row.wrapping_sub(1);
+        self.settle_backward();
+    }
+
+    fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    fn value(&self) -> &[u8] {
+        &self.value
+    }
+
+    fn may_contain_user_key(&self, user_key: &[u8]) -> bool {
+        self.reader.may_contain(user_key)
+    }
+
+    fn status(&self) -> Result<()> {
+        match &self.error {
+            Some(e) => Err(e.duplicate()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The seek key of `user_key` at sequence number `snap` (the trailer used
+/// by [`CgReader::find`]).
+pub fn snap_trailer(snap: crate::key::SeqNo) -> u64 {
+    pack_trailer(snap, KIND_SEEK)
+}

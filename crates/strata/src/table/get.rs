@@ -1,0 +1,212 @@
+//! Projected point reads (LASER's read(key, Π)): the memtables and level 0
+//! hold whole rows; on each deeper level only the groups that hold a wanted
+//! column still unresolved are probed, and the read stops as soon as every
+//! wanted column has its value and the row's newest insert or delete is
+//! known (see `view.rs` for how columns resolve).
+
+use std::sync::Arc;
+
+use super::cgfile::block::CgBlock;
+use super::cgfile::{CgReader, snap_trailer};
+use super::view::{ReadPlan, Resolver, offer_piece};
+use crate::db::SuperVersion;
+use crate::error::Result;
+use crate::ids::Level;
+use crate::key::{SeekKey, SeqNo, ValueKind, parse_internal_key};
+use crate::table::piece::PieceSchema;
+use crate::table_format::GroupId;
+
+/// One entry of the row being read.
+enum Src {
+    Piece(Vec<u8>),
+    Row(Arc<CgBlock>, usize),
+}
+
+struct Entry {
+    seq: SeqNo,
+    kind: ValueKind,
+    src: Src,
+}
+
+/// What a point read touched.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct GetCost {
+    /// Table files probed (past their key range check).
+    pub files: u64,
+    /// Data blocks read (column-group blocks; a whole-row file's probe
+    /// counts one).
+    pub blocks: u64,
+    /// The deepest level probed.
+    pub deepest: usize,
+}
+
+/// Collects the versions of `key` visible at `snap` from a callback source.
+fn collect_pieces<'a>(
+    out: &'a mut Vec<Entry>,
+    key: &'a [u8],
+    snap: SeqNo,
+) -> impl FnMut(&[u8], &[u8]) -> bool + 'a {
+    move |ikey: &[u8], value: &[u8]| {
+        let Some(p) = parse_internal_key(ikey) else {
+            return false;
+        };
+        if p.user_key != key {
+            return false;
+        }
+        if p.seqno <= snap {
+            out.push(Entry {
+                seq: p.seqno,
+                kind: p.kind,
+                src: Src::Piece(value.to_vec()),
+            });
+        }
+        true
+    }
+}
+
+fn offer_all(r: &mut Resolver, schema: &PieceSchema, entries: &mut Vec<Entry>) -> Result<()> {
+    // Entries of one tier may come from several groups: newest first.
+    entries.sort_by_key(|e| std::cmp::Reverse(e.seq));
+    for e in entries.drain(..) {
+        match &e.src {
+            Src::Piece(p) => offer_piece(r, schema, e.seq, e.kind, p)?,
+            Src::Row(b, row) => {
+                let (b, row) = (b.as_ref(), *row);
+                r.offer(e.seq, e.kind, &|v| {
+                    b.column_index(v).and_then(|i| b.cell(i, row))
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Reads `key` at `snap` into `r` (reset first): afterwards `r.exists()`
+/// and `r.value(v)` for the wanted columns.
+pub(crate) fn get(
+    sv: &SuperVersion,
+    plan: &ReadPlan,
+    key: &[u8],
+    snap: SeqNo,
+    want: &[usize],
+    r: &mut Resolver,
+) -> Result<GetCost> {
+    r.reset();
+    let schema = &plan.state.shape.pieces;
+    let mut cost = GetCost::default();
+    // The lineage consulted when no column is wanted (an existence check).
+    let probe_cols: Vec<usize> = if want.is_empty() {
+        (0..schema.len().min(1)).collect()
+    } else {
+        want.to_vec()
+    };
+    let ambiguous = probe_cols.iter().any(|&v| plan.ambiguous[v]);
+    let seek = SeekKey::new(key, snap);
+    let seek = seek.as_slice();
+    let mut entries: Vec<Entry> = Vec::new();
+
+    // Memtables, newest first: whole rows and updates.
+    {
+        let mut visit = collect_pieces(&mut entries, key, snap);
+        sv.mem.get(seek, &mut visit);
+        for imm in &sv.imms {
+            imm.get(seek, &mut visit);
+        }
+    }
+    if !ambiguous {
+        offer_all(r, schema, &mut entries)?;
+        if r.settled() {
+            return Ok(cost);
+        }
+    }
+    // Level 0, newest file first.
+    for f in &sv.version.levels[0] {
+        if key < f.smallest_user_key() || key > f.largest_user_key() {
+            continue;
+        }
+        cost.files += 1;
+        let mut visit = collect_pieces(&mut entries, key, snap);
+        if f.table.get(key, seek, &mut visit)? {
+            cost.blocks += 1;
+        }
+    }
+    if !ambiguous {
+        offer_all(r, schema, &mut entries)?;
+        if r.settled() {
+            return Ok(cost);
+        }
+    }
+    for l in 1..sv.version.num_levels() {
+        let groups = &plan.levels[l];
+        if groups.is_empty() {
+            continue;
+        }
+        let level = Level::from_index(l);
+        let mut probe: Vec<GroupId> = groups
+            .iter()
+            .filter(|(_, cols)| {
+                cols.iter().any(|&v| {
+                    if ambiguous {
+                        probe_cols.contains(&v)
+                    } else {
+                        r.needs(v)
+                    }
+                })
+            })
+            .map(|(g, _)| *g)
+            .collect();
+        if probe.is_empty() && r.event.is_none() {
+            // Every column is known; the row's insert or delete is deeper.
+            if let Some((g, _)) = groups
+                .iter()
+                .find(|(_, cols)| cols.iter().any(|v| probe_cols.contains(v)))
+            {
+                probe.push(*g);
+            }
+        }
+        for g in probe {
+            let Some(f) = sv.version.find_file(level, g, key) else {
+                continue;
+            };
+            cost.files += 1;
+            cost.deepest = l;
+            match f
+                .table
+                .source_any()
+                .and_then(|a| a.downcast_ref::<CgReader>())
+            {
+                Some(reader) => {
+                    if !reader.may_contain(key) {
+                        continue;
+                    }
+                    cost.blocks += 1;
+                    if let Some((block, rows)) = reader.find(key, snap_trailer(snap))? {
+                        for row in rows {
+                            entries.push(Entry {
+                                seq: block.seqno(row),
+                                kind: block.kind(row),
+                                src: Src::Row(Arc::clone(&block), row),
+                            });
+                        }
+                    }
+                }
+                None => {
+                    let mut visit = collect_pieces(&mut entries, key, snap);
+                    if f.table.get(key, seek, &mut visit)? {
+                        cost.blocks += 1;
+                    }
+                }
+            }
+        }
+        if !ambiguous {
+            offer_all(r, schema, &mut entries)?;
+            if r.settled() {
+                return Ok(cost);
+            }
+        }
+    }
+    if ambiguous {
+        offer_all(r, schema, &mut entries)?;
+    }
+    Ok(cost)
+}

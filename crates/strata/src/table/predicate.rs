@@ -1,0 +1,466 @@
+//! Scan predicates: comparisons of a column with a constant, `IS NULL`,
+//! and `AND`/`OR`/`NOT` of those.
+//!
+//! Scans use a predicate twice: to skip whole blocks whose per-column
+//! minimum, maximum and null counts show no row can match
+//! ([`Bound::may_match`]), and to test each row on its decoded column
+//! values before the row is assembled ([`Bound::eval`]). Comparisons follow
+//! SQL: a comparison with a null is unknown, and a row matches only when
+//! the predicate is true.
+
+use std::cmp::Ordering;
+use std::fmt;
+
+use super::cgfile::ColumnStats;
+use super::cgfile::block::compare_stat;
+use super::piece::Cell;
+use super::schema::{ColumnType, Schema};
+use super::value::Value;
+use crate::error::{Error, Result};
+
+/// A comparison operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CmpOp {
+    /// `=`
+    Eq,
+    /// `<>`
+    Ne,
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+}
+
+impl CmpOp {
+    fn holds(self, o: Ordering) -> bool {
+        match self {
+            CmpOp::Eq => o == Ordering::Equal,
+            CmpOp::Ne => o != Ordering::Equal,
+            CmpOp::Lt => o == Ordering::Less,
+            CmpOp::Le => o != Ordering::Greater,
+            CmpOp::Gt => o == Ordering::Greater,
+            CmpOp::Ge => o != Ordering::Less,
+        }
+    }
+
+    /// Parses `=`, `==`, `!=`, `<>`, `<`, `<=`, `>`, `>=`.
+    pub fn parse(s: &str) -> Option<CmpOp> {
+        Some(match s {
+            "=" | "==" => CmpOp::Eq,
+            "!=" | "<>" => CmpOp::Ne,
+            "<" => CmpOp::Lt,
+            "<=" => CmpOp::Le,
+            ">" => CmpOp::Gt,
+            ">=" => CmpOp::Ge,
+            _ => return None,
+        })
+    }
+
+    fn symbol(self) -> &'static str {
+        match self {
+            CmpOp::Eq => "=",
+            CmpOp::Ne => "<>",
+            CmpOp::Lt => "<",
+            CmpOp::Le => "<=",
+            CmpOp::Gt => ">",
+            CmpOp::Ge => ">=",
+        }
+    }
+}
+
+/// A predicate over a table's columns, by name.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Predicate {
+    /// `column op value`.
+    Cmp {
+        /// The column.
+        column: String,
+        /// The operator.
+        op: CmpOp,
+        /// The constant (converted to the column's type).
+        value: Value,
+    },
+    /// `column IS NULL`.
+    IsNull(String),
+    /// `column IS NOT NULL`.
+    IsNotNull(String),
+    /// Every one holds.
+    And(Vec<Predicate>),
+    /// Some one holds.
+    Or(Vec<Predicate>),
+    /// It does not hold.
+    Not(Box<Predicate>),
+}
+
+impl Predicate {
+    /// `column op value`.
+    pub fn cmp(column: impl Into<String>, op: CmpOp, value: impl Into<Value>) -> Predicate {
+        Predicate::Cmp {
+            column: column.into(),
+            op,
+            value: value.into(),
+        }
+    }
+
+    /// Both hold.
+    pub fn and(self, other: Predicate) -> Predicate {
+        match self {
+            Predicate::And(mut v) => {
+                v.push(other);
+                Predicate::And(v)
+            }
+            p => Predicate::And(vec![p, other]),
+        }
+    }
+
+    /// Either holds.
+    pub fn or(self, other: Predicate) -> Predicate {
+        Predicate::Or(vec![self, other])
+    }
+
+    /// Parses one comparison of the CLI's form `column<op>value` (for
+    /// example `score>=10`), or `column IS NULL` / `column IS NOT NULL`.
+    pub fn parse_simple(text: &str) -> Result<Predicate> {
+        let t = text.trim();
+        let upper = t.to_ascii_uppercase();
+        if let Some(c) = upper.strip_suffix(" IS NOT NULL") {
+            return Ok(Predicate::IsNotNull(t[..c.len()].trim().to_string()));
+        }
+        if let Some(c) = upper.strip_suffix(" IS NULL") {
+            return Ok(Predicate::IsNull(t[..c.len()].trim().to_string()));
+        }
+        for op in ["<=", ">=", "!=", "<>", "==", "=", "<", ">"] {
+            if let Some(i) = t.find(op) {
+                let column = t[..i].trim();
+                let value = t[i + op.len()..].trim();
+                if column.is_empty() {
+                    break;
+                }
+                let op = CmpOp::parse(op).ok_or_else(|| Error::InvalidArgument(op.into()))?;
+                return Ok(Predicate::Cmp {
+                    column: column.to_string(),
+                    op,
+                    // Typed when bound to the schema.
+                    value: Value::Utf8(value.trim_matches('\'').to_string()),
+                });
+            }
+        }
+        Err(Error::InvalidArgument(format!(
+            "cannot read the predicate {text:?}; write column<op>value with op one of \
+             = != < <= > >=, or column IS [NOT] NULL"
+        )))
+    }
+
+    /// Resolves column names and converts constants to the columns' types.
+    pub fn bind(&self, schema: &Schema) -> Result<Bound> {
+        Ok(match self {
+            Predicate::Cmp { column, op, value } => {
+                let i = schema.index_of(column)?;
+                let c = &schema.columns()[i];
+                let value = match value {
+                    // Text from the CLI parses as the column's type.
+                    Value::Utf8(s) if c.ty != ColumnType::Utf8 && c.ty != ColumnType::Binary => {
+                        Value::parse(s, c.ty)?
+                    }
+                    v => v.clone().coerce(c.ty, &c.name)?,
+                };
+                if value.is_null() {
+                    return Err(Error::InvalidArgument(format!(
+                        "comparing {column:?} with NULL is never true; use IS NULL"
+                    )));
+                }
+                Bound::Cmp {
+                    column: i,
+                    ty: c.ty,
+                    op: *op,
+                    value: stat_value(&value),
+                }
+            }
+            Predicate::IsNull(c) => Bound::IsNull(schema.index_of(c)?, true),
+            Predicate::IsNotNull(c) => Bound::IsNull(schema.index_of(c)?, false),
+            Predicate::And(ps) => {
+                Bound::And(ps.iter().map(|p| p.bind(schema)).collect::<Result<_>>()?)
+            }
+            Predicate::Or(ps) => {
+                Bound::Or(ps.iter().map(|p| p.bind(schema)).collect::<Result<_>>()?)
+            }
+            Predicate::Not(p) => Bound::Not(Box::new(p.bind(schema)?)),
+        })
+    }
+}
+
+impl fmt::Display for Predicate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let join = |f: &mut fmt::Formatter<'_>, ps: &[Predicate], sep: &str| {
+            f.write_str("(")?;
+            for (i, p) in ps.iter().enumerate() {
+                if i > 0 {
+                    write!(f, " {sep} ")?;
+                }
+                write!(f, "{p}")?;
+            }
+            f.write_str(")")
+        };
+        match self {
+            Predicate::Cmp { column, op, value } => write!(f, "{column} {} {value}", op.symbol()),
+            Predicate::IsNull(c) => write!(f, "{c} IS NULL"),
+            Predicate::IsNotNull(c) => write!(f, "{c} IS NOT NULL"),
+            Predicate::And(ps) => join(f, ps, "AND"),
+            Predicate::Or(ps) => join(f, ps, "OR"),
+            Predicate::Not(p) => write!(f, "NOT {p}"),
+        }
+    }
+}
+
+/// A constant in the byte form block statistics use.
+fn stat_value(v: &Value) -> Vec<u8> {
+    match v {
+        Value::Null => Vec::new(),
+        Value::Int32(x) => x.to_le_bytes().to_vec(),
+        Value::Int64(x) | Value::Timestamp(x) => x.to_le_bytes().to_vec(),
+        Value::Float64(x) => x.to_le_bytes().to_vec(),
+        Value::Bool(b) => vec![u8::from(*b)],
+        Value::Utf8(s) => s.as_bytes().to_vec(),
+        Value::Binary(b) => b.clone(),
+    }
+}
+
+fn cell_cmp(ty: ColumnType, cell: &Cell<'_>, value: &[u8]) -> Option<Ordering> {
+    let fixed8 = || {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&value[..8]);
+        b
+    };
+    Some(match (ty, cell) {
+        (_, Cell::Null) => return None,
+        (ColumnType::Int32, Cell::Int32(x)) => x.cmp(&i32::from_le_bytes([
+            value[0], value[1], value[2], value[3],
+        ])),
+        (ColumnType::Int64 | ColumnType::Timestamp, Cell::Int64(x)) => {
+            x.cmp(&i64::from_le_bytes(fixed8()))
+        }
+        (ColumnType::Float64, Cell::Float64(x)) => x.total_cmp(&f64::from_le_bytes(fixed8())),
+        (ColumnType::Bool, Cell::Bool(b)) => u8::from(*b).cmp(&value[0]),
+        (_, Cell::Bytes(b)) => (*b).cmp(value),
+        _ => return None,
+    })
+}
+
+/// A predicate bound to a schema: columns by index into the schema's
+/// columns (key or value), constants in statistic byte form.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Bound {
+    /// `column op value`.
+    Cmp {
+        /// Schema index.
+        column: usize,
+        /// Its type.
+        ty: ColumnType,
+        /// The operator.
+        op: CmpOp,
+        /// The constant.
+        value: Vec<u8>,
+    },
+    /// `column IS NULL` (true) or `IS NOT NULL` (false).
+    IsNull(usize, bool),
+    /// All.
+    And(Vec<Bound>),
+    /// Any.
+    Or(Vec<Bound>),
+    /// Not.
+    Not(Box<Bound>),
+}
+
+impl Bound {
+    /// Evaluates on a row whose columns `cell(schema index)` gives; `None`
+    /// is SQL's unknown.
+    pub fn eval<'a>(&self, cell: &dyn Fn(usize) -> Cell<'a>) -> Option<bool> {
+        match self {
+            Bound::Cmp {
+                column,
+                ty,
+                op,
+                value,
+            } => cell_cmp(*ty, &cell(*column), value).map(|o| op.holds(o)),
+            Bound::IsNull(c, want) => Some(matches!(cell(*c), Cell::Null) == *want),
+            Bound::And(ps) => {
+                let mut unknown = false;
+                for p in ps {
+                    match p.eval(cell) {
+                        Some(false) => return Some(false),
+                        None => unknown = true,
+                        Some(true) => {}
+                    }
+                }
+                (!unknown).then_some(true)
+            }
+            Bound::Or(ps) => {
+                let mut unknown = false;
+                for p in ps {
+                    match p.eval(cell) {
+                        Some(true) => return Some(true),
+                        None => unknown = true,
+                        Some(false) => {}
+                    }
+                }
+                (!unknown).then_some(false)
+            }
+            Bound::Not(p) => p.eval(cell).map(|b| !b),
+        }
+    }
+
+    /// Whether some row of a block could match, from its statistics:
+    /// `stats(schema index)` gives a column's statistics if the block holds
+    /// the column. False only when no row can match.
+    pub fn may_match(&self, stats: &dyn Fn(usize) -> Option<(ColumnType, ColumnStats)>) -> bool {
+        match self {
+            Bound::Cmp {
+                column, op, value, ..
+            } => {
+                let Some((ty, s)) = stats(*column) else {
+                    return true;
+                };
+                if s.present == s.nulls {
+                    // No row has a non-null value: no comparison holds. (A
+                    // row lacking the column here has its value nowhere the
+                    // scan would find it: scans skip a block only when no
+                    // other source overlaps its keys.)
+                    return false;
+                }
+                let below_min = s.min.as_ref().map(|m| compare_stat(ty, value, m));
+                let above_max = s.max.as_ref().map(|m| compare_stat(ty, value, m));
+                match op {
+                    CmpOp::Eq => {
+                        below_min != Some(Ordering::Less) && above_max != Some(Ordering::Greater)
+                    }
+                    CmpOp::Ne => {
+                        !(below_min == Some(Ordering::Equal) && above_max == Some(Ordering::Equal))
+                    }
+                    // Some value < c needs min < c.
+                    CmpOp::Lt => {
+                        below_min != Some(Ordering::Less) && below_min != Some(Ordering::Equal)
+                    }
+                    CmpOp::Le => below_min != Some(Ordering::Less),
+                    CmpOp::Gt => {
+                        above_max != Some(Ordering::Greater) && above_max != Some(Ordering::Equal)
+                    }
+                    CmpOp::Ge => above_max != Some(Ordering::Greater),
+                }
+            }
+            Bound::IsNull(c, want) => match stats(*c) {
+                None => true,
+                Some((_, s)) if *want => s.nulls > 0,
+                Some((_, s)) => s.present > s.nulls,
+            },
+            Bound::And(ps) => ps.iter().all(|p| p.may_match(stats)),
+            Bound::Or(ps) => ps.iter().any(|p| p.may_match(stats)),
+            Bound::Not(_) => true,
+        }
+    }
+
+    /// Every schema index the predicate reads, appended to `out`.
+    pub fn columns(&self, out: &mut Vec<usize>) {
+        match self {
+            Bound::Cmp { column, .. } | Bound::IsNull(column, _) => {
+                if !out.contains(column) {
+                    out.push(*column)
+                }
+            }
+            Bound::And(ps) | Bound::Or(ps) => ps.iter().for_each(|p| p.columns(out)),
+            Bound::Not(p) => p.columns(out),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::table::schema::Column;
+
+    fn schema() -> Schema {
+        Schema::new(
+            vec![
+                Column::new("id", ColumnType::Int64),
+                Column::nullable("n", ColumnType::Int32),
+                Column::nullable("s", ColumnType::Utf8),
+            ],
+            &["id"],
+        )
+        .expect("schema")
+    }
+
+    fn row<'a>(n: Option<i32>, s: Option<&'a str>) -> impl Fn(usize) -> Cell<'a> {
+        move |c| match c {
+            1 => n.map_or(Cell::Null, Cell::Int32),
+            2 => s.map_or(Cell::Null, |s| Cell::Bytes(s.as_bytes())),
+            _ => Cell::Int64(0),
+        }
+    }
+
+    #[test]
+    fn rows_follow_sql_three_valued_logic() {
+        let s = schema();
+        let p = Predicate::cmp("n", CmpOp::Gt, 5).bind(&s).expect("bind");
+        assert_eq!(p.eval(&row(Some(6), None)), Some(true));
+        assert_eq!(p.eval(&row(Some(5), None)), Some(false));
+        assert_eq!(p.eval(&row(None, None)), None);
+        let q = Predicate::Not(Box::new(Predicate::cmp("n", CmpOp::Gt, 5)))
+            .or(Predicate::IsNull("s".into()))
+            .bind(&s)
+            .expect("bind");
+        assert_eq!(q.eval(&row(None, None)), Some(true));
+        assert_eq!(q.eval(&row(None, Some("x"))), None);
+        let r = Predicate::parse_simple("s >= 'b'")
+            .expect("parse")
+            .bind(&s)
+            .expect("bind");
+        assert_eq!(r.eval(&row(None, Some("c"))), Some(true));
+        assert_eq!(r.eval(&row(None, Some("a"))), Some(false));
+        assert!(Predicate::cmp("nope", CmpOp::Eq, 1).bind(&s).is_err());
+        assert!(Predicate::cmp("n", CmpOp::Eq, "x").bind(&s).is_err());
+        assert!(Predicate::parse_simple("just words").is_err());
+    }
+
+    #[test]
+    fn block_statistics_rule_out_only_blocks_no_row_of_which_matches() {
+        let s = schema();
+        let stats = |min: i32, max: i32, nulls: u64| {
+            move |c: usize| {
+                (c == 1).then(|| {
+                    (
+                        ColumnType::Int32,
+                        ColumnStats {
+                            present: 10,
+                            nulls,
+                            min: Some(min.to_le_bytes().to_vec()),
+                            max: Some(max.to_le_bytes().to_vec()),
+                        },
+                    )
+                })
+            }
+        };
+        let p = |op, v: i32| Predicate::cmp("n", op, v).bind(&s).expect("bind");
+        assert!(!p(CmpOp::Gt, 20).may_match(&stats(1, 20, 0)));
+        assert!(p(CmpOp::Ge, 20).may_match(&stats(1, 20, 0)));
+        assert!(!p(CmpOp::Lt, 1).may_match(&stats(1, 20, 0)));
+        assert!(p(CmpOp::Le, 1).may_match(&stats(1, 20, 0)));
+        assert!(!p(CmpOp::Eq, 30).may_match(&stats(1, 20, 0)));
+        assert!(p(CmpOp::Eq, 7).may_match(&stats(1, 20, 0)));
+        assert!(!p(CmpOp::Ne, 4).may_match(&stats(4, 4, 0)));
+        let isnull = Predicate::IsNull("n".into()).bind(&s).expect("bind");
+        assert!(!isnull.may_match(&stats(1, 2, 0)));
+        assert!(isnull.may_match(&stats(1, 2, 3)));
+        // A column the block does not hold decides nothing.
+        let other = Predicate::cmp("s", CmpOp::Eq, "x").bind(&s).expect("bind");
+        assert!(other.may_match(&stats(1, 2, 0)));
+        let either = Predicate::cmp("n", CmpOp::Gt, 20)
+            .or(Predicate::cmp("s", CmpOp::Eq, "x"))
+            .bind(&s)
+            .expect("bind");
+        assert!(either.may_match(&stats(1, 20, 0)));
+    }
+}

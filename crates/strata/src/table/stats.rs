@@ -1,0 +1,243 @@
+//! A table's counters and its workload log: per level, how many point
+//! reads, scans and updates used which projections, in bounded memory. The
+//! layout advisor turns the log into the cost model's workload.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+
+use super::cost::{ColumnSet, OpKind, OpStat, Workload};
+
+/// Distinct (kind, projection) classes kept per level; further classes
+/// are folded into the most common one of their kind, so the log stays
+/// small whatever the workload.
+pub const MAX_CLASSES_PER_LEVEL: usize = 64;
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Tally {
+    count: f64,
+    entries: f64,
+}
+
+/// Operations by level and projection.
+#[derive(Debug, Default)]
+pub(crate) struct WorkloadLog {
+    inserts: f64,
+    /// Per level: (kind, projection) → tally. Updates are kept at level 0
+    /// and apply to every level (an update is rewritten on each).
+    levels: Vec<HashMap<(OpKind, ColumnSet), Tally>>,
+}
+
+impl WorkloadLog {
+    fn level(&mut self, l: usize) -> &mut HashMap<(OpKind, ColumnSet), Tally> {
+        if self.levels.len() <= l {
+            self.levels.resize_with(l + 1, HashMap::new);
+        }
+        &mut self.levels[l]
+    }
+
+    fn add(&mut self, l: usize, kind: OpKind, cols: ColumnSet, count: f64, entries: f64) {
+        let map = self.level(l);
+        let key = (kind, cols);
+        if !map.contains_key(&key) && map.len() >= MAX_CLASSES_PER_LEVEL {
+            // Fold into the most common class of this kind (or drop).
+            if let Some(t) = map
+                .iter_mut()
+                .filter(|((k, _), _)| *k == kind)
+                .max_by(|a, b| a.1.count.total_cmp(&b.1.count))
+                .map(|(_, t)| t)
+            {
+                t.count += count;
+                t.entries += entries;
+            }
+            return;
+        }
+        let t = map.entry(key).or_default();
+        t.count += count;
+        t.entries += entries;
+    }
+
+    /// Multiplies every tally by `factor` (in (0, 1]): older operations
+    /// count less, so the log follows a drifting workload.
+    pub(crate) fn decay(&mut self, factor: f64) {
+        self.inserts *= factor;
+        for map in &mut self.levels {
+            map.retain(|_, t| {
+                t.count *= factor;
+                t.entries *= factor;
+                t.count >= 0.01
+            });
+        }
+    }
+
+    /// The log as the cost model's workload over `num_levels` levels.
+    pub(crate) fn workload(&self, num_levels: usize) -> Workload {
+        let mut levels: Vec<Vec<OpStat>> = vec![Vec::new(); num_levels];
+        let updates: Vec<OpStat> = self
+            .levels
+            .first()
+            .map(|m| {
+                m.iter()
+                    .filter(|((k, _), _)| *k == OpKind::Update)
+                    .map(|((k, c), t)| OpStat {
+                        kind: *k,
+                        columns: c.clone(),
+                        count: t.count,
+                        entries: 1.0,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        for (l, ops) in levels.iter_mut().enumerate() {
+            if let Some(m) = self.levels.get(l) {
+                let mut classes: Vec<(&(OpKind, ColumnSet), &Tally)> = m
+                    .iter()
+                    .filter(|((k, _), _)| *k != OpKind::Update)
+                    .collect();
+                classes.sort_by(|a, b| a.0.1.cmp(&b.0.1));
+                for ((kind, cols), t) in classes {
+                    ops.push(OpStat {
+                        kind: *kind,
+                        columns: cols.clone(),
+                        count: t.count,
+                        entries: if *kind == OpKind::Scan && t.count > 0.0 {
+                            t.entries / t.count
+                        } else {
+                            1.0
+                        },
+                    });
+                }
+            }
+            ops.extend(updates.iter().cloned());
+        }
+        Workload {
+            inserts: self.inserts,
+            levels,
+        }
+    }
+
+    /// Total recorded operations (reads, scans, updates).
+    pub(crate) fn operations(&self) -> f64 {
+        self.levels
+            .iter()
+            .flat_map(|m| m.values())
+            .map(|t| t.count)
+            .sum()
+    }
+}
+
+/// A table's counters.
+#[derive(Debug, Default)]
+pub(crate) struct TableStats {
+    pub gets: AtomicU64,
+    pub get_files: AtomicU64,
+    pub get_blocks: AtomicU64,
+    pub scans: AtomicU64,
+    pub scan_rows_read: AtomicU64,
+    pub scan_rows_returned: AtomicU64,
+    pub scan_blocks_read: AtomicU64,
+    pub scan_blocks_skipped: AtomicU64,
+    pub rows_written: AtomicU64,
+    pub updates: AtomicU64,
+    pub deletes: AtomicU64,
+    pub layout_changes: AtomicU64,
+    pub auto_switches: AtomicU64,
+    pub workload: Mutex<WorkloadLog>,
+}
+
+fn cols_of(want: &[usize]) -> ColumnSet {
+    let mut c: ColumnSet = want.iter().map(|&v| v as u32).collect();
+    c.sort_unstable();
+    c.dedup();
+    c
+}
+
+impl TableStats {
+    pub(crate) fn bump(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::Relaxed)
+    }
+
+    /// A point read of value columns `want` that ended at `level`.
+    pub(crate) fn record_point(&self, level: usize, want: &[usize]) {
+        self.workload
+            .lock()
+            .add(level, OpKind::Point, cols_of(want), 1.0, 1.0);
+    }
+
+    /// A scan of value columns `want` that read `entries[l]` entries on
+    /// level `l`.
+    pub(crate) fn record_scan(&self, entries: &[u64], want: &[usize]) {
+        let cols = cols_of(want);
+        let mut log = self.workload.lock();
+        for (l, &e) in entries.iter().enumerate() {
+            if e > 0 {
+                log.add(l, OpKind::Scan, cols.clone(), 1.0, e as f64);
+            }
+        }
+    }
+
+    /// A partial update of value columns `cols`.
+    pub(crate) fn record_update(&self, cols: &[usize]) {
+        self.workload
+            .lock()
+            .add(0, OpKind::Update, cols_of(cols), 1.0, 1.0);
+    }
+
+    /// `n` rows inserted.
+    pub(crate) fn record_inserts(&self, n: u64) {
+        self.workload.lock().inserts += n as f64;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_log_is_bounded_and_becomes_a_per_level_workload() {
+        let s = TableStats::default();
+        for i in 0..200usize {
+            s.record_point(1, &[i % 100, 100]);
+        }
+        s.record_scan(&[10, 0, 300], &[3, 4]);
+        s.record_update(&[7]);
+        s.record_inserts(50);
+        let log = s.workload.lock();
+        assert!(log.levels[1].len() <= MAX_CLASSES_PER_LEVEL);
+        let w = log.workload(3);
+        assert_eq!(w.inserts, 50.0);
+        let points: f64 = w.levels[1]
+            .iter()
+            .filter(|o| o.kind == OpKind::Point)
+            .map(|o| o.count)
+            .sum();
+        assert_eq!(points, 200.0);
+        let scan = w.levels[2]
+            .iter()
+            .find(|o| o.kind == OpKind::Scan)
+            .expect("scan");
+        assert_eq!(scan.entries, 300.0);
+        // Updates apply on every level.
+        assert!(
+            w.levels
+                .iter()
+                .all(|ops| ops.iter().any(|o| o.kind == OpKind::Update))
+        );
+    }
+
+    #[test]
+    fn decay_forgets_old_operations() {
+        let s = TableStats::default();
+        s.record_point(0, &[1]);
+        let mut log = s.workload.lock();
+        for _ in 0..20 {
+            log.decay(0.5);
+        }
+        assert_eq!(log.operations(), 0.0);
+    }
+}

@@ -1,0 +1,220 @@
+//! One open table: its definition, its keyspace, its current layout.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use parking_lot::{Mutex, RwLock};
+
+use super::catalog::{TableRecord, write_record};
+use super::layout::TableLayout;
+use super::piece::PieceSchema;
+use super::schema::Schema;
+use super::seam::TableKvLayout;
+use super::shape::TableShape;
+use super::stats::TableStats;
+use super::view::ReadPlan;
+use crate::db::{DbCore, Keyspace};
+use crate::error::{Error, Result};
+use crate::options::KeyspaceOptions;
+
+/// The layout a table's reads and writes go by, with the registry that
+/// names its groups. Replaced whole when the layout changes.
+pub(crate) struct LayoutState {
+    pub layout: TableLayout,
+    pub shape: Arc<TableShape>,
+}
+
+/// A table's shared state; [`super::Table`] handles point at it.
+pub(crate) struct TableInner {
+    pub id: u64,
+    pub name: String,
+    pub schema: Arc<Schema>,
+    pub pieces: PieceSchema,
+    pub keyspace: Keyspace,
+    /// The catalog's keyspace, where layout changes are recorded.
+    catalog: Keyspace,
+    core: DbCore,
+    /// The durable definition; its lock also serialises layout changes.
+    record: Mutex<TableRecord>,
+    state: RwLock<Arc<LayoutState>>,
+    /// The read plan of the last version read (see [`ReadPlan`]).
+    read_plan: Mutex<Option<Arc<ReadPlan>>>,
+    pub stats: TableStats,
+    dropped: AtomicBool,
+    /// Serialises checked inserts (read, then write).
+    pub insert_lock: Mutex<()>,
+    /// When the automatic layout last asked the advisor.
+    auto_checked: Mutex<Option<std::time::Instant>>,
+}
+
+impl TableInner {
+    /// Fills `record`'s group registry from `layout`.
+    pub(crate) fn with_registry(
+        mut record: TableRecord,
+        schema: &Schema,
+        layout: &TableLayout,
+    ) -> Result<TableRecord> {
+        let mut shape = TableShape::new(PieceSchema::new(schema));
+        shape.register_layout(layout);
+        record.groups = shape.groups().to_vec();
+        Ok(record)
+    }
+
+    /// Opens the table `record` describes, registering (or creating) its
+    /// keyspace with the table's layout.
+    pub(crate) fn open(
+        core: &DbCore,
+        catalog: &Keyspace,
+        record: TableRecord,
+    ) -> Result<TableInner> {
+        let schema = Arc::new(record.schema()?);
+        let pieces = PieceSchema::new(&schema);
+        let shape = Arc::new(TableShape::with_groups(
+            pieces.clone(),
+            record.groups.clone(),
+        )?);
+        let layout = TableLayout::new(record.layout.clone(), pieces.len())?
+            .with_levels(record.options.num_levels);
+        if layout
+            .levels()
+            .iter()
+            .flatten()
+            .any(|g| shape.id_of(g).is_none())
+        {
+            return Err(Error::corruption(
+                super::catalog::CATALOG_KEYSPACE,
+                0,
+                format!(
+                    "table {:?}: its layout names a group its registry lacks",
+                    record.name
+                ),
+            ));
+        }
+        let keyspace = core.system_keyspace(
+            &record.keyspace_name(),
+            keyspace_options(&record, &shape, &layout),
+        )?;
+        Ok(TableInner {
+            id: record.id,
+            name: record.name.clone(),
+            pieces,
+            schema,
+            keyspace,
+            catalog: catalog.clone(),
+            core: core.clone(),
+            record: Mutex::new(record),
+            state: RwLock::new(Arc::new(LayoutState { layout, shape })),
+            read_plan: Mutex::new(None),
+            stats: TableStats::default(),
+            dropped: AtomicBool::new(false),
+            insert_lock: Mutex::new(()),
+            auto_checked: Mutex::new(None),
+        })
+    }
+
+    /// Whether `interval_ms` passed since the automatic layout last looked
+    /// at this table (and if so, starts a new interval).
+    pub(crate) fn auto_due(&self, interval_ms: u64) -> bool {
+        let now = std::time::Instant::now();
+        let mut last = self.auto_checked.lock();
+        match *last {
+            Some(t) if now.duration_since(t).as_millis() < u128::from(interval_ms) => false,
+            Some(_) => {
+                *last = Some(now);
+                true
+            }
+            None => {
+                // The first interval starts now.
+                *last = Some(now);
+                false
+            }
+        }
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub(crate) fn keyspace_name(&self) -> String {
+        format!("{}{}", super::catalog::TABLE_KEYSPACE_PREFIX, self.id)
+    }
+
+    pub(crate) fn mark_dropped(&self) {
+        // Taken so that a layout change in flight finishes first and none
+        // starts after.
+        let _record = self.record.lock();
+        self.dropped.store(true, Ordering::Release);
+    }
+
+    pub(crate) fn check_live(&self) -> Result<()> {
+        if self.dropped.load(Ordering::Acquire) {
+            return Err(Error::TableNotFound(self.name.clone()));
+        }
+        Ok(())
+    }
+
+    /// The current layout and registry.
+    pub(crate) fn layout_state(&self) -> Arc<LayoutState> {
+        Arc::clone(&self.state.read())
+    }
+
+    /// The durable definition.
+    pub(crate) fn record(&self) -> TableRecord {
+        self.record.lock().clone()
+    }
+
+    /// The cached read plan if it is for `version_no` and `state`.
+    pub(crate) fn cached_plan(
+        &self,
+        version_no: u64,
+        state: &Arc<LayoutState>,
+    ) -> Option<Arc<ReadPlan>> {
+        self.read_plan
+            .lock()
+            .as_ref()
+            .filter(|p| p.version_no == version_no && Arc::ptr_eq(&p.state, state))
+            .cloned()
+    }
+
+    pub(crate) fn cache_plan(&self, plan: Arc<ReadPlan>) {
+        *self.read_plan.lock() = Some(plan);
+    }
+
+    /// Changes the layout: recorded durably in the catalog, then handed to
+    /// the keyspace, whose compactions rewrite each level into it; reads
+    /// stay correct throughout (groups of the old layout are read until
+    /// compaction has moved their data).
+    pub(crate) fn set_layout(&self, layout: TableLayout) -> Result<()> {
+        self.core.check_writable("change a table's layout")?;
+        let mut record = self.record.lock();
+        self.check_live()?;
+        let layout = TableLayout::new(layout.levels().to_vec(), self.pieces.len())?
+            .with_levels(record.options.num_levels);
+        let old = self.layout_state();
+        let mut shape = (*old.shape).clone();
+        shape.register_layout(&layout);
+        let shape = Arc::new(shape);
+        let mut next = record.clone();
+        next.layout = layout.levels().to_vec();
+        next.groups = shape.groups().to_vec();
+        write_record(&self.core, &self.catalog, &next.name, Some(&next))?;
+        self.core.system_keyspace(
+            &next.keyspace_name(),
+            keyspace_options(&next, &shape, &layout),
+        )?;
+        *record = next;
+        *self.state.write() = Arc::new(LayoutState { layout, shape });
+        Ok(())
+    }
+}
+
+/// The keyspace options of a table: its stored options with its layout.
+fn keyspace_options(
+    record: &TableRecord,
+    shape: &Arc<TableShape>,
+    layout: &TableLayout,
+) -> KeyspaceOptions {
+    let mut opts = record.options.keyspace_options();
+    opts.layout = Arc::new(TableKvLayout::new(Arc::clone(shape), layout.clone()));
+    opts
+}

@@ -1,0 +1,290 @@
+//! What one read of a table sees, and how a row's columns are resolved
+//! from the entries that carry them.
+//!
+//! A row's columns may sit at different levels: a partial update leaves
+//! its columns high in the tree while the rest of the row has moved down,
+//! and each column group moves down on its own. A read therefore resolves
+//! each column separately ([`Resolver`]): its value is the one of the
+//! newest entry that carries it, and the row exists if the newest row event
+//! (insert or delete) is an insert.
+//!
+//! Within one lineage of groups (a column's group on each level) newer
+//! entries sit higher, so a point read walks down level by level and stops
+//! once every wanted column and the row event are found. While a layout
+//! change is in progress a column may be held by two groups of one level,
+//! or by a group the layout no longer has, and level order no longer says
+//! which copy is newer; the [`ReadPlan`] marks such columns *ambiguous*,
+//! and reads of them gather every level and order by sequence number.
+
+use std::sync::Arc;
+
+use super::piece::{Cell, PieceSchema};
+use super::table::LayoutState;
+use crate::db::SuperVersion;
+use crate::ids::Level;
+use crate::key::{SeqNo, ValueKind};
+use crate::table_format::GroupId;
+
+/// Per version of the table's keyspace: the groups present on each level
+/// and the columns whose lineage is ambiguous.
+pub(crate) struct ReadPlan {
+    pub version_no: u64,
+    pub state: Arc<LayoutState>,
+    /// `levels[l]`: the groups with files on level `l` (>= 1), with their
+    /// columns.
+    pub levels: Vec<Vec<(GroupId, Vec<usize>)>>,
+    /// Per value column: read by sequence number across all levels.
+    pub ambiguous: Vec<bool>,
+}
+
+impl ReadPlan {
+    /// Computes the plan of `sv` under `state`.
+    pub(crate) fn new(sv: &SuperVersion, state: Arc<LayoutState>) -> ReadPlan {
+        let n = state.shape.pieces.len();
+        let mut ambiguous = vec![false; n];
+        let mut levels = vec![Vec::new(); sv.version.num_levels()];
+        for (l, groups) in levels.iter_mut().enumerate().skip(1) {
+            let level = Level::from_index(l);
+            let current = state.layout.groups(l);
+            let mut holders = vec![0u32; n];
+            for (gid, _) in sv.version.runs(level) {
+                let cols = state
+                    .shape
+                    .group_columns(gid)
+                    .map(<[usize]>::to_vec)
+                    .unwrap_or_default();
+                let retired = !current.contains(&cols);
+                for &c in &cols {
+                    holders[c] += 1;
+                    if retired {
+                        ambiguous[c] = true;
+                    }
+                }
+                groups.push((gid, cols));
+            }
+            for (c, h) in holders.iter().enumerate() {
+                if *h > 1 {
+                    ambiguous[c] = true;
+                }
+            }
+        }
+        ReadPlan {
+            version_no: sv.version_no,
+            state,
+            levels,
+            ambiguous,
+        }
+    }
+}
+
+/// A borrowed or owned cell value kept across source moves.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum OwnedCell {
+    Null,
+    Int32(i32),
+    Int64(i64),
+    Float64(f64),
+    Bool(bool),
+    Bytes(Vec<u8>),
+}
+
+impl OwnedCell {
+    /// Overwrites `self` with `cell`, reusing a byte buffer.
+    pub(crate) fn set(&mut self, cell: Cell<'_>) {
+        *self = match cell {
+            Cell::Null => OwnedCell::Null,
+            Cell::Int32(x) => OwnedCell::Int32(x),
+            Cell::Int64(x) => OwnedCell::Int64(x),
+            Cell::Float64(x) => OwnedCell::Float64(x),
+            Cell::Bool(b) => OwnedCell::Bool(b),
+            Cell::Bytes(b) => {
+                if let OwnedCell::Bytes(buf) = self {
+                    buf.clear();
+                    buf.extend_from_slice(b);
+                    return;
+                }
+                OwnedCell::Bytes(b.to_vec())
+            }
+        };
+    }
+
+    /// The cell borrowed.
+    pub(crate) fn as_cell(&self) -> Cell<'_> {
+        match self {
+            OwnedCell::Null => Cell::Null,
+            OwnedCell::Int32(x) => Cell::Int32(*x),
+            OwnedCell::Int64(x) => Cell::Int64(*x),
+            OwnedCell::Float64(x) => Cell::Float64(*x),
+            OwnedCell::Bool(b) => Cell::Bool(*b),
+            OwnedCell::Bytes(b) => Cell::Bytes(b),
+        }
+    }
+}
+
+/// The row event that decides whether a row exists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Event {
+    Inserted(SeqNo),
+    Deleted(SeqNo),
+}
+
+/// Resolves one row from its entries, offered newest first.
+pub(crate) struct Resolver {
+    /// Per value column: wanted by the read.
+    wanted: Vec<bool>,
+    /// Per value column: resolved.
+    done: Vec<bool>,
+    pub values: Vec<OwnedCell>,
+    remaining: usize,
+    wanted_count: usize,
+    pub event: Option<Event>,
+}
+
+impl Resolver {
+    /// A resolver for the value columns `want` of a table with `n` value
+    /// columns.
+    pub(crate) fn new(n: usize, want: &[usize]) -> Resolver {
+        let mut wanted = vec![false; n];
+        for &v in want {
+            wanted[v] = true;
+        }
+        let wanted_count = wanted.iter().filter(|w| **w).count();
+        Resolver {
+            wanted,
+            done: vec![false; n],
+            values: vec![OwnedCell::Null; n],
+            remaining: wanted_count,
+            wanted_count,
+            event: None,
+        }
+    }
+
+    /// Starts a new row.
+    pub(crate) fn reset(&mut self) {
+        self.done.fill(false);
+        self.remaining = self.wanted_count;
+        self.event = None;
+    }
+
+    /// Whether nothing older can change the answer.
+    pub(crate) fn settled(&self) -> bool {
+        match self.event {
+            Some(Event::Deleted(_)) => true,
+            Some(Event::Inserted(_)) => self.remaining == 0,
+            None => false,
+        }
+    }
+
+    /// Whether value column `v` still needs a value.
+    pub(crate) fn needs(&self, v: usize) -> bool {
+        self.wanted[v] && !self.done[v]
+    }
+
+    /// Offers an entry (newest first): `cell(v)` gives its value of column
+    /// `v` if it carries it.
+    pub(crate) fn offer<'a>(
+        &mut self,
+        seq: SeqNo,
+        kind: ValueKind,
+        cell: &dyn Fn(usize) -> Option<Cell<'a>>,
+    ) {
+        match self.event {
+            Some(Event::Deleted(_)) => return,
+            // Older than the insert that decides the row: stale (the
+            // insert's own pieces carry every column).
+            Some(Event::Inserted(e)) if seq < e => return,
+            _ => {}
+        }
+        match kind {
+            ValueKind::Delete => {
+                if self.event.is_none() {
+                    self.event = Some(Event::Deleted(seq));
+                }
+                return;
+            }
+            ValueKind::Put if self.event.is_none() => self.event = Some(Event::Inserted(seq)),
+            _ => {}
+        }
+        if self.remaining == 0 {
+            return;
+        }
+        for v in 0..self.wanted.len() {
+            if self.wanted[v]
+                && !self.done[v]
+                && let Some(c) = cell(v)
+            {
+                self.values[v].set(c);
+                self.done[v] = true;
+                self.remaining -= 1;
+            }
+        }
+    }
+
+    /// Whether the row exists (after every entry was offered).
+    pub(crate) fn exists(&self) -> bool {
+        matches!(self.event, Some(Event::Inserted(_)))
+    }
+
+    /// Value column `v`'s value (null if never resolved).
+    pub(crate) fn value(&self, v: usize) -> Cell<'_> {
+        if self.done[v] {
+            self.values[v].as_cell()
+        } else {
+            Cell::Null
+        }
+    }
+}
+
+/// Offers a row piece to a resolver.
+pub(crate) fn offer_piece(
+    r: &mut Resolver,
+    schema: &PieceSchema,
+    seq: SeqNo,
+    kind: ValueKind,
+    piece: &[u8],
+) -> crate::error::Result<()> {
+    if kind == ValueKind::Delete {
+        r.offer(seq, kind, &|_| None);
+        return Ok(());
+    }
+    let view = super::piece::PieceView::parse(schema, piece)?;
+    r.offer(seq, kind, &|v| view.get(schema, v));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_resolve_from_their_newest_entry_and_the_row_from_its_newest_event() {
+        let mut r = Resolver::new(3, &[0, 2]);
+        // An update of column 0, then the insert below it.
+        r.offer(SeqNo(9), ValueKind::Merge, &|v| {
+            (v == 0).then_some(Cell::Int32(90))
+        });
+        assert!(!r.settled());
+        r.offer(SeqNo(5), ValueKind::Put, &|v| Some(Cell::Int32(v as i32)));
+        assert!(r.settled());
+        assert!(r.exists());
+        assert_eq!(r.value(0), Cell::Int32(90));
+        assert_eq!(r.value(2), Cell::Int32(2));
+        // Entries older than the insert are stale.
+        r.reset();
+        r.offer(SeqNo(5), ValueKind::Put, &|v| {
+            (v == 0).then_some(Cell::Int32(1))
+        });
+        r.offer(SeqNo(3), ValueKind::Merge, &|_| Some(Cell::Int32(7)));
+        assert!(r.exists());
+        assert_eq!(r.value(2), Cell::Null);
+        // A delete hides everything older; updates with no insert are no row.
+        r.reset();
+        r.offer(SeqNo(8), ValueKind::Merge, &|_| Some(Cell::Int32(1)));
+        r.offer(SeqNo(7), ValueKind::Delete, &|_| None);
+        r.offer(SeqNo(2), ValueKind::Put, &|_| Some(Cell::Int32(1)));
+        assert!(!r.exists());
+        r.reset();
+        r.offer(SeqNo(8), ValueKind::Merge, &|_| Some(Cell::Int32(1)));
+        assert!(!r.exists());
+    }
+}

@@ -1,0 +1,522 @@
+//! Tables (issue 20): schemas, writes, projected gets and scans, layouts
+//! changing as data moves down, partial updates, snapshots, restarts.
+//!
+//! The model test runs the same random operations on a table under each
+//! layout and on a `BTreeMap` of rows, with flushes, compactions and
+//! reopens between them, and compares every projected get and scan: a
+//! layout must change nothing a reader sees.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::{Array, Int32Array, Int64Array, RecordBatch, StringArray};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use strata::table::{
+    CmpOp, Column, ColumnType, Predicate, ScanOptions, Schema, TableLayout, TableOptions, Value,
+};
+use strata::{Db, Error, Options};
+
+const COLS: usize = 6;
+
+fn schema() -> Schema {
+    let mut cols = vec![Column::new("id", ColumnType::Int64)];
+    for c in 0..COLS - 1 {
+        cols.push(Column::nullable(format!("c{c}"), ColumnType::Int32));
+    }
+    cols.push(Column::nullable("s", ColumnType::Utf8));
+    Schema::new(cols, &["id"]).expect("schema")
+}
+
+/// A row of the model: the value columns (c0..c4 as i32, s as text).
+type Row = Vec<Value>;
+
+fn small(layout: &str) -> TableOptions {
+    TableOptions {
+        layout: layout.into(),
+        num_levels: 5,
+        size_ratio: 2,
+        level1_max_bytes: 16 << 10,
+        write_buffer_size: 16 << 10,
+        target_file_size: 8 << 10,
+        block_size: 1024,
+        level0_compaction_trigger: 2,
+        ..Default::default()
+    }
+}
+
+fn opts() -> Options {
+    Options::default()
+}
+
+fn random_row(rng: &mut StdRng) -> Row {
+    let mut r: Row = (0..COLS - 1)
+        .map(|_| {
+            if rng.random_bool(0.1) {
+                Value::Null
+            } else {
+                Value::Int32(rng.random_range(-1000..1000))
+            }
+        })
+        .collect();
+    let len = rng.random_range(0..24);
+    r.push(if rng.random_bool(0.1) {
+        Value::Null
+    } else {
+        Value::Utf8(
+            (0..len)
+                .map(|_| rng.random_range(b'a'..=b'z') as char)
+                .collect(),
+        )
+    });
+    r
+}
+
+fn full(key: i64, row: &Row) -> Vec<Value> {
+    let mut v = vec![Value::Int64(key)];
+    v.extend(row.iter().cloned());
+    v
+}
+
+struct Harness {
+    model: BTreeMap<i64, Row>,
+    rng: StdRng,
+}
+
+impl Harness {
+    fn step(&mut self, t: &strata::table::Table) {
+        let key = self.rng.random_range(0..400i64);
+        match self.rng.random_range(0..10) {
+            0..=4 => {
+                let row = random_row(&mut self.rng);
+                t.upsert_row(&full(key, &row)).expect("upsert");
+                self.model.insert(key, row);
+            }
+            5..=7 => {
+                // A partial update of one or two columns.
+                let c = self.rng.random_range(0..COLS - 1);
+                let v = Value::Int32(self.rng.random_range(-5..5));
+                t.update_row(&[Value::Int64(key)], &[(&format!("c{c}"), v.clone())])
+                    .expect("update");
+                if let Some(r) = self.model.get_mut(&key) {
+                    r[c] = v;
+                }
+                if self.rng.random_bool(0.3) {
+                    let s = Value::Utf8(format!("u{key}"));
+                    t.update_row(&[Value::Int64(key)], &[("s", s.clone())])
+                        .expect("update s");
+                    if let Some(r) = self.model.get_mut(&key) {
+                        r[COLS - 1] = s;
+                    }
+                }
+            }
+            _ => {
+                t.delete_row(&[Value::Int64(key)]).expect("delete");
+                self.model.remove(&key);
+            }
+        }
+    }
+}
+
+/// Every projected get and a few scans agree with the model.
+fn check(t: &strata::table::Table, model: &BTreeMap<i64, Row>, rng: &mut StdRng) {
+    let names = ["c0", "c1", "c2", "c3", "c4", "s"];
+    for key in 0..400i64 {
+        let mut pick: Vec<usize> = (0..COLS).filter(|_| rng.random_bool(0.4)).collect();
+        if pick.is_empty() {
+            pick.push(rng.random_range(0..COLS));
+        }
+        let cols: Vec<&str> = pick.iter().map(|&i| names[i]).collect();
+        let got = t.get(&[Value::Int64(key)], Some(&cols)).expect("get");
+        let want = model
+            .get(&key)
+            .map(|r| pick.iter().map(|&i| r[i].clone()).collect::<Vec<_>>());
+        assert_eq!(got, want, "key {key}, columns {cols:?}");
+    }
+    // A whole scan, projected.
+    let batches: Vec<RecordBatch> = t
+        .scan(ScanOptions::default().columns(&["id", "c2", "s"]))
+        .expect("scan")
+        .collect::<Result<_, _>>()
+        .expect("batches");
+    let mut got = Vec::new();
+    for b in &batches {
+        let ids = b
+            .column(0)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .expect("ids");
+        let c2 = b
+            .column(1)
+            .as_any()
+            .downcast_ref::<Int32Array>()
+            .expect("c2");
+        let s = b
+            .column(2)
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .expect("s");
+        for i in 0..b.num_rows() {
+            got.push((
+                ids.value(i),
+                (!c2.is_null(i)).then(|| c2.value(i)),
+                (!s.is_null(i)).then(|| s.value(i).to_string()),
+            ));
+        }
+    }
+    let want: Vec<(i64, Option<i32>, Option<String>)> = model
+        .iter()
+        .map(|(k, r)| {
+            let c2 = match r[2] {
+                Value::Int32(x) => Some(x),
+                _ => None,
+            };
+            let s = match &r[COLS - 1] {
+                Value::Utf8(x) => Some(x.clone()),
+                _ => None,
+            };
+            (*k, c2, s)
+        })
+        .collect();
+    assert_eq!(got, want, "whole scan");
+    // A range scan with a predicate.
+    let pred = Predicate::cmp("c1", CmpOp::Gt, 100).and(Predicate::IsNotNull("s".into()));
+    let count: usize = t
+        .scan(
+            ScanOptions::default()
+                .range(vec![Value::Int64(50)], vec![Value::Int64(300)])
+                .filter(pred),
+        )
+        .expect("scan")
+        .map(|b| b.expect("batch").num_rows())
+        .sum();
+    let want = model
+        .range(50..300)
+        .filter(|(_, r)| matches!(r[1], Value::Int32(x) if x > 100) && !r[COLS - 1].is_null())
+        .count();
+    assert_eq!(count, want, "filtered range scan");
+}
+
+fn run_layout(dir: &Path, layout: &str, seed: u64) {
+    let mut h = Harness {
+        model: BTreeMap::new(),
+        rng: StdRng::seed_from_u64(seed),
+    };
+    let mut check_rng = StdRng::seed_from_u64(seed ^ 0xabc);
+    let mut db = Db::open(dir, opts()).expect("open");
+    db.create_table("t", schema(), small(layout))
+        .expect("create");
+    for round in 0..6 {
+        let t = db.table("t").expect("table");
+        for _ in 0..700 {
+            h.step(&t);
+        }
+        match round % 3 {
+            0 => t.flush().expect("flush"),
+            1 => t.compact().expect("compact"),
+            _ => {}
+        }
+        db.wait_for_background_work().expect("background");
+        check(&t, &h.model, &mut check_rng);
+        if round % 2 == 1 {
+            drop(t);
+            db.close().expect("close");
+            db = Db::open(dir, opts()).expect("reopen");
+            check(&db.table("t").expect("table"), &h.model, &mut check_rng);
+        }
+    }
+    // Data reached column groups below level 0.
+    let d = db.table("t").expect("table").describe().expect("describe");
+    assert!(d.levels.iter().any(|l| l.level > 0), "{d}");
+}
+
+#[test]
+fn every_layout_reads_like_the_model_through_flushes_compactions_and_reopens() {
+    for (i, layout) in [
+        "row",
+        "column",
+        "groups:2",
+        "row-then-column:2",
+        "c0,c1,c2,c3,c4,s ; c0,c1 | c2,c3,c4,s ; c0 | c1 | c2,c3 | c4,s",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let dir = tempfile::tempdir().expect("dir");
+        run_layout(dir.path(), layout, 7 + i as u64);
+    }
+}
+
+#[test]
+fn a_layout_change_takes_effect_through_compaction_and_reads_stay_right() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = Db::open(dir.path(), opts()).expect("open");
+    let t = db
+        .create_table("t", schema(), small("column"))
+        .expect("create");
+    let mut h = Harness {
+        model: BTreeMap::new(),
+        rng: StdRng::seed_from_u64(3),
+    };
+    let mut rng = StdRng::seed_from_u64(4);
+    for _ in 0..2000 {
+        h.step(&t);
+    }
+    t.compact().expect("compact");
+    check(&t, &h.model, &mut rng);
+    for layout in ["groups:3", "row", "row-then-column:3", "column"] {
+        let l = TableLayout::parse(layout, t.schema(), 5).expect("layout");
+        t.set_layout(l.clone()).expect("set layout");
+        // Reads are right before compaction moves anything.
+        check(&t, &h.model, &mut rng);
+        for _ in 0..500 {
+            h.step(&t);
+        }
+        check(&t, &h.model, &mut rng);
+        t.compact().expect("compact");
+        db.wait_for_background_work().expect("background");
+        check(&t, &h.model, &mut rng);
+        // After a full compaction every level is in the new layout.
+        let d = t.describe().expect("describe");
+        for level in &d.levels {
+            for (cols, _, _) in &level.groups {
+                let want: Vec<Vec<String>> = l
+                    .groups(level.level)
+                    .iter()
+                    .map(|g| {
+                        g.iter()
+                            .map(|&v| t.schema().value_column(v).name.clone())
+                            .collect()
+                    })
+                    .collect();
+                assert!(
+                    want.contains(cols),
+                    "layout {layout}: level {} holds {cols:?}\n{d}",
+                    level.level
+                );
+            }
+        }
+    }
+    drop(t);
+    db.close().expect("close");
+    let db = Db::open(dir.path(), opts()).expect("reopen");
+    let t = db.table("t").expect("table");
+    assert_eq!(
+        t.layout(),
+        TableLayout::parse("column", t.schema(), 5).expect("layout")
+    );
+    check(&t, &h.model, &mut rng);
+}
+
+#[test]
+fn arrow_batches_go_in_and_come_out_with_the_projection() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = Db::open(dir.path(), opts()).expect("open");
+    let t = db
+        .create_table("t", schema(), small("row-then-column:1"))
+        .expect("create");
+    let arrow = t.schema().arrow_schema();
+    let n = 1000;
+    let mut cols: Vec<Arc<dyn Array>> = vec![Arc::new(Int64Array::from_iter_values(0..n))];
+    for c in 0..COLS - 1 {
+        cols.push(Arc::new(Int32Array::from_iter(
+            (0..n).map(|i| (i % 7 != 0).then_some(i as i32 * 10 + c as i32)),
+        )));
+    }
+    cols.push(Arc::new(StringArray::from_iter_values(
+        (0..n).map(|i| format!("row{i}")),
+    )));
+    let batch = RecordBatch::try_new(arrow, cols).expect("batch");
+    t.insert(&batch).expect("insert");
+    // Inserting the same keys again fails and writes nothing.
+    let err = t.insert(&batch).expect_err("duplicate keys");
+    assert!(err.to_string().contains("already"), "{err}");
+    t.compact().expect("compact");
+    let got: Vec<RecordBatch> = t
+        .scan(ScanOptions {
+            columns: Some(vec!["s".into(), "c3".into()]),
+            batch_rows: 128,
+            ..Default::default()
+        })
+        .expect("scan")
+        .collect::<Result<_, _>>()
+        .expect("batches");
+    assert!(got.iter().all(|b| b.num_rows() <= 128));
+    assert_eq!(
+        got.iter().map(RecordBatch::num_rows).sum::<usize>(),
+        n as usize
+    );
+    assert_eq!(got[0].schema().field(0).name(), "s");
+    let c3 = got[0]
+        .column(1)
+        .as_any()
+        .downcast_ref::<Int32Array>()
+        .expect("c3");
+    assert!(c3.is_null(0));
+    assert_eq!(c3.value(1), 13);
+    // A batch missing a column, or with a wrong type, is refused.
+    let bad = RecordBatch::try_new(
+        Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new(
+            "id",
+            arrow_schema::DataType::Int32,
+            false,
+        )])),
+        vec![Arc::new(Int32Array::from(vec![1]))],
+    )
+    .expect("batch");
+    assert!(t.upsert(&bad).is_err());
+    // Predicates skip blocks by their statistics.
+    let before = t.statistics();
+    let rows: usize = t
+        .scan(
+            ScanOptions::default()
+                .columns(&["id"])
+                .filter(Predicate::cmp("c0", CmpOp::Ge, 9_000)),
+        )
+        .expect("scan")
+        .map(|b| b.expect("batch").num_rows())
+        .sum();
+    assert_eq!(rows, (900..1000).filter(|i| i % 7 != 0).count());
+    let after = t.statistics();
+    assert!(
+        after.scan_blocks_skipped > before.scan_blocks_skipped,
+        "{after:?}"
+    );
+}
+
+#[test]
+fn snapshots_see_tables_as_they_were() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = Db::open(dir.path(), opts()).expect("open");
+    let t = db
+        .create_table("t", schema(), small("column"))
+        .expect("create");
+    let row = |x: i32| -> Vec<Value> {
+        let mut r = vec![Value::Int64(1)];
+        r.extend((0..COLS - 1).map(|_| Value::Int32(x)));
+        r.push(Value::Utf8(format!("v{x}")));
+        r
+    };
+    t.upsert_row(&row(1)).expect("insert");
+    t.compact().expect("compact");
+    let snap = db.snapshot();
+    t.update_row(&[Value::Int64(1)], &[("c2", Value::Int32(99))])
+        .expect("update");
+    t.compact().expect("compact");
+    let at = t
+        .get_at(&[Value::Int64(1)], Some(&["c2"]), &snap)
+        .expect("get");
+    assert_eq!(at, Some(vec![Value::Int32(1)]));
+    assert_eq!(
+        t.get(&[Value::Int64(1)], Some(&["c2"])).expect("get"),
+        Some(vec![Value::Int32(99)])
+    );
+    t.delete_row(&[Value::Int64(1)]).expect("delete");
+    t.compact().expect("compact");
+    assert_eq!(t.get(&[Value::Int64(1)], None).expect("get"), None);
+    assert_eq!(
+        t.get_at(&[Value::Int64(1)], Some(&["s"]), &snap)
+            .expect("get"),
+        Some(vec!["v1".into()])
+    );
+    let rows: usize = t
+        .scan(ScanOptions::default().at(&snap))
+        .expect("scan")
+        .map(|b| b.expect("batch").num_rows())
+        .sum();
+    assert_eq!(rows, 1);
+}
+
+#[test]
+fn bad_schemas_rows_and_names_are_clear_errors_that_write_nothing() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = Db::open(dir.path(), opts()).expect("open");
+    let t = db
+        .create_table("t", schema(), TableOptions::default())
+        .expect("create");
+    assert!(matches!(
+        db.create_table("t", schema(), TableOptions::default()),
+        Err(Error::TableExists(_))
+    ));
+    assert!(matches!(db.table("nope"), Err(Error::TableNotFound(_))));
+    assert!(
+        db.create_table("", schema(), TableOptions::default())
+            .is_err()
+    );
+    assert!(
+        db.create_table("x", schema(), TableOptions::with_layout("diagonal"))
+            .is_err()
+    );
+    assert!(db.keyspace("__table/1", Default::default()).is_err());
+    // Wrong arity, wrong type, null in a non-null column.
+    assert!(t.insert_row(&[Value::Int64(1)]).is_err());
+    let mut row = vec![Value::Int64(1), Value::Utf8("x".into())];
+    row.extend((0..COLS - 2).map(|_| Value::Null));
+    assert!(t.insert_row(&row).is_err());
+    assert!(
+        t.update_row(&[Value::Int64(1)], &[("id", Value::Int64(2))])
+            .is_err()
+    );
+    assert!(
+        t.update_row(&[Value::Int64(1)], &[("nope", Value::Int32(2))])
+            .is_err()
+    );
+    assert!(t.get(&[Value::Utf8("x".into())], None).is_err());
+    assert_eq!(t.scan(ScanOptions::default()).expect("scan").count(), 0);
+    assert_eq!(t.statistics().rows_written, 0);
+}
+
+#[test]
+fn tables_survive_restarts_and_drops_free_their_name() {
+    let dir = tempfile::tempdir().expect("dir");
+    {
+        let db = Db::open(dir.path(), opts()).expect("open");
+        let t = db
+            .create_table("a", schema(), small("groups:3"))
+            .expect("create");
+        db.create_table("b", schema(), TableOptions::default())
+            .expect("create");
+        let mut r = vec![Value::Int64(5)];
+        r.extend((0..COLS - 1).map(|c| Value::Int32(c as i32)));
+        r.push(Value::Utf8("five".into()));
+        t.insert_row(&r).expect("insert");
+        db.put(b"kv", b"still here").expect("put");
+        db.close().expect("close");
+    }
+    let db = Db::open(dir.path(), opts()).expect("reopen");
+    assert_eq!(db.table_names(), vec!["a".to_string(), "b".to_string()]);
+    let t = db.table("a").expect("a");
+    assert_eq!(t.schema(), &schema());
+    assert_eq!(
+        t.get(&[Value::Int64(5)], Some(&["s"])).expect("get"),
+        Some(vec!["five".into()])
+    );
+    assert_eq!(db.get(b"kv").expect("get"), Some(b"still here".to_vec()));
+    db.drop_table("a").expect("drop");
+    assert!(matches!(
+        t.get(&[Value::Int64(5)], None),
+        Err(Error::TableNotFound(_))
+    ));
+    let t = db
+        .create_table("a", schema(), TableOptions::default())
+        .expect("recreate");
+    assert_eq!(t.get(&[Value::Int64(5)], None).expect("get"), None);
+    db.close().expect("close");
+    let db = Db::open(dir.path(), opts()).expect("reopen");
+    assert_eq!(db.table_names().len(), 2);
+    assert_eq!(
+        db.table("a")
+            .expect("a")
+            .get(&[Value::Int64(5)], None)
+            .expect("get"),
+        None
+    );
+    // Only the live tables' keyspaces remain.
+    let table_keyspaces = db
+        .keyspace_names()
+        .iter()
+        .filter(|n| n.starts_with("__table/"))
+        .count();
+    assert_eq!(table_keyspaces, 2);
+}
