@@ -13,7 +13,7 @@ use crate::record::{latest_medians, read_all};
 use crate::runner::{RunPlan, run};
 use crate::settings::{BenchSettings, CompressionKind, Distribution, parse_count, parse_size};
 use crate::workload::{Workload, parse_workloads};
-use crate::{Error, Result, memsuite, plot, report, shortsuite, sysinfo};
+use crate::{Error, Result, htap, memsuite, plot, report, shortsuite, sysinfo};
 
 /// db_bench- and YCSB-style benchmarks of Strata, optionally against
 /// RocksDB (feature `rocksdb`) and fjall (feature `fjall`).
@@ -105,6 +105,33 @@ pub struct SuiteArgs {
     /// shortrange suite: the scan lengths (entries per scan).
     #[arg(long, default_value = "1,10,50,100")]
     pub scan_lengths: String,
+    /// htap suite: Strata's designs, comma-separated: layout presets
+    /// (row, column, groups:N, row-then-column:L), `advisor` (the advice
+    /// from the row design's run; needs row first) and `auto`.
+    #[arg(
+        long,
+        default_value = "row,column,groups:6,row-then-column:6,advisor,auto"
+    )]
+    pub designs: String,
+    /// htap suite: the peers, comma-separated: sqlite (needs --features
+    /// sqlite or peers), duckdb (the duckdb Python package).
+    #[arg(long, default_value = "")]
+    pub htap_peers: String,
+    /// htap suite: the 100-column table instead of 30 columns.
+    #[arg(long)]
+    pub wide: bool,
+    /// htap suite: inserts of the mix (default: --num / 20).
+    #[arg(long, value_parser = count_arg)]
+    pub mix_inserts: Option<u64>,
+    /// htap suite: inserts per second of the mix.
+    #[arg(long, default_value_t = 10_000.0)]
+    pub insert_rate: f64,
+    /// htap suite: Q4 queries (sums over 5 % of the keys).
+    #[arg(long, default_value_t = 12)]
+    pub q4: usize,
+    /// htap suite: Q5 queries (maxima over 50 % of the keys).
+    #[arg(long, default_value_t = 12)]
+    pub q5: usize,
     /// Writes a markdown section (machine, command, tables, ratios, charts)
     /// for docs/BENCHMARKS.md to this file.
     #[arg(long)]
@@ -287,6 +314,10 @@ pub const SUITES: &[Suite] = &[
         apply: shortsuite::apply_defaults,
     },
     Suite {
+        name: "htap",
+        apply: htap::apply_defaults,
+    },
+    Suite {
         name: "kv",
         apply: |a, given| {
             if !given("num") {
@@ -463,6 +494,8 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
                     (suite.apply)(&mut s.args, &given);
                     if suite.name == "memtable" {
                         run_memtable_suite(&s)
+                    } else if suite.name == "htap" {
+                        htap::run(&s)
                     } else if suite.name == "shortrange" {
                         let phase_given = sub.is_some_and(|m| given_in(m)("max_phase_secs"));
                         if !phase_given {

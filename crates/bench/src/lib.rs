@@ -25,6 +25,7 @@ pub mod cli;
 pub mod engine;
 pub mod engines;
 pub mod generators;
+pub mod htap;
 pub mod keys;
 pub mod memsuite;
 pub mod plot;

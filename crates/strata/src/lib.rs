@@ -83,6 +83,8 @@ internal_modules!(
     vfs_mem,
 );
 
+pub use arrow_array;
+pub use arrow_schema;
 pub use batch::WriteBatch;
 pub use cache::BlockCache;
 pub use database::Db;
