@@ -7,14 +7,14 @@ use std::sync::Arc;
 
 use crate::error::Result;
 use crate::ids::Level;
-use crate::iter::InternalIterator;
+use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{
     SeqNo, TRAILER_LEN, ValueKind, append_internal_key, parse_internal_key, trailer, user_key,
 };
-use crate::layout::{GroupPlan, KeyVersion, Layout, ReduceContext, VersionReducer};
+use crate::layout::{GroupPlan, GroupSpec, KeyVersion, Layout, ReduceContext, VersionReducer};
 use crate::merge::MergeOperator;
 use crate::options::KeyspaceOptions;
-use crate::table_format::GroupId;
+use crate::table_format::{GroupId, TableFormat};
 use crate::version::{FileMeta, Version};
 
 /// Why a compaction was chosen.
@@ -33,7 +33,23 @@ pub enum CompactionReason {
 #[derive(Clone, Debug)]
 pub struct OutputRun {
     pub group: GroupId,
+    /// The format the group's files are written in.
+    pub format: Arc<dyn TableFormat>,
     pub overlapping: Vec<Arc<FileMeta>>,
+}
+
+/// A key range a running compaction is writing into one run: no other
+/// compaction may write that run's files over it, or the run would hold
+/// overlapping files. (With one source run per destination run this cannot
+/// happen: files taken from one sorted run have disjoint ranges. A layout
+/// change gives a run a second source, the group the layout retired.)
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutputClaim {
+    pub level: Level,
+    pub group: GroupId,
+    /// Smallest and largest user key, inclusive.
+    pub lo: Vec<u8>,
+    pub hi: Vec<u8>,
 }
 
 /// A chosen compaction: merge `inputs` (column group `group` at `level`)
@@ -56,6 +72,8 @@ pub struct CompactionTask {
     pub bottommost: bool,
     /// The score that made this run the most urgent (>= 1 unless manual).
     pub score: f64,
+    /// The user-key range the outputs cover (inputs and overlapping files).
+    pub range: (Vec<u8>, Vec<u8>),
 }
 
 impl CompactionTask {
@@ -64,16 +82,28 @@ impl CompactionTask {
         self.outputs.iter().flat_map(|o| o.overlapping.iter())
     }
 
+    /// What the task claims while it runs.
+    pub fn claims(&self) -> Vec<OutputClaim> {
+        self.outputs
+            .iter()
+            .map(|o| OutputClaim {
+                level: self.output_level,
+                group: o.group,
+                lo: self.range.0.clone(),
+                hi: self.range.1.clone(),
+            })
+            .collect()
+    }
+
     /// Every input file.
     pub fn all_inputs(&self) -> impl Iterator<Item = &Arc<FileMeta>> {
         self.inputs.iter().chain(self.overlapping())
     }
 
-    /// Bytes read: each output run reads the inputs again.
+    /// Bytes read: the inputs and the overlapping files, once each (one
+    /// pass feeds every output run).
     pub fn input_bytes(&self) -> u64 {
-        let inputs: u64 = self.inputs.iter().map(|f| f.size).sum();
-        let overlapping: u64 = self.overlapping().map(|f| f.size).sum();
-        inputs * self.outputs.len().max(1) as u64 + overlapping
+        self.all_inputs().map(|f| f.size).sum()
     }
 }
 
@@ -136,18 +166,14 @@ pub fn destinations(
     num_levels: usize,
     level: Level,
     group: GroupId,
-) -> Option<(Level, Vec<GroupId>)> {
+) -> Option<(Level, Vec<GroupSpec>)> {
     let below = level.next().index() < num_levels;
     if plan.group(level, group).is_some() {
-        let kids: Vec<GroupId> = plan.children(level, group).iter().map(|c| c.id).collect();
+        let kids: Vec<GroupSpec> = plan.children(level, group).into_iter().cloned().collect();
         return (below && !kids.is_empty()).then_some((level.next(), kids));
     }
     let out = if below { level.next() } else { level };
-    let kids: Vec<GroupId> = layout
-        .retired_children(level, group, num_levels)
-        .into_iter()
-        .filter(|&k| plan.group(out, k).is_some())
-        .collect();
+    let kids = layout.retired_children(level, group, num_levels);
     (!kids.is_empty()).then_some((out, kids))
 }
 
@@ -172,22 +198,45 @@ fn key_range<'a>(files: impl Iterator<Item = &'a Arc<FileMeta>>) -> Option<(Vec<
     range.map(|(a, b)| (a.to_vec(), b.to_vec()))
 }
 
-/// True if no level deeper than `output_level` holds keys in `[lo, hi]`
-/// in any group (conservative: another lineage's files count too).
-fn is_bottommost(version: &Version, output_level: Level, lo: &[u8], hi: &[u8]) -> bool {
-    (output_level.next().index()..version.num_levels())
+/// True if nothing outside the task can hold an older version of a key in
+/// `[lo, hi]`: no level deeper than `output_level` has a file there (in any
+/// group: conservative, another lineage's files count too), and no group
+/// the layout no longer has (on any level) has a file there other than the
+/// task's `inputs`. The second rule matters while a layout change is in
+/// progress: a retired group may hold older versions of the output's
+/// columns on the output level or above it, which a tombstone dropped here
+/// would no longer hide.
+fn is_bottommost(
+    version: &Version,
+    plan: &GroupPlan,
+    inputs: &[Arc<FileMeta>],
+    output_level: Level,
+    lo: &[u8],
+    hi: &[u8],
+) -> bool {
+    let deeper_empty = (output_level.next().index()..version.num_levels())
         .map(Level::from_index)
-        .all(|l| version.overlapping(l, Some(lo), Some(hi)).is_empty())
+        .all(|l| version.overlapping(l, Some(lo), Some(hi)).is_empty());
+    deeper_empty
+        && (1..version.num_levels()).map(Level::from_index).all(|l| {
+            version
+                .runs(l)
+                .filter(|(g, _)| plan.group(l, *g).is_none())
+                .flat_map(|(_, files)| files)
+                .all(|f| !f.overlaps(Some(lo), Some(hi)) || inputs.iter().any(|i| Arc::ptr_eq(i, f)))
+        })
 }
 
 /// Builds the task that merges `inputs` (of `group` at `level`) into the
 /// groups that take their data ([`destinations`]), or `None` if any file
-/// it would touch is already being compacted or the data has nowhere to go.
+/// it would touch is already being compacted, a running compaction claims
+/// part of its output range (`claims`), or the data has nowhere to go.
 #[allow(clippy::too_many_arguments)]
 pub fn task_for_inputs(
     version: &Version,
     plan: &GroupPlan,
     layout: &dyn Layout,
+    claims: &[OutputClaim],
     level: Level,
     group: GroupId,
     inputs: Vec<Arc<FileMeta>>,
@@ -207,13 +256,14 @@ pub fn task_for_inputs(
         destinations(plan, layout, version.num_levels(), level, group)?;
     let (lo, hi) = key_range(inputs.iter())?;
     let mut outputs = Vec::with_capacity(children.len());
-    for &child in &children {
-        let overlapping = version.overlapping_in(output_level, child, Some(&lo), Some(&hi));
+    for child in &children {
+        let overlapping = version.overlapping_in(output_level, child.id, Some(&lo), Some(&hi));
         if overlapping.iter().any(|f| f.is_being_compacted()) {
             return None;
         }
         outputs.push(OutputRun {
-            group: child,
+            group: child.id,
+            format: Arc::clone(&child.format),
             overlapping,
         });
     }
@@ -222,20 +272,33 @@ pub fn task_for_inputs(
             .iter()
             .chain(outputs.iter().flat_map(|o| &o.overlapping)),
     )?;
+    let claimed = claims.iter().any(|c| {
+        c.level == output_level
+            && outputs.iter().any(|o| o.group == c.group)
+            && c.lo.as_slice() <= hi.as_slice()
+            && lo.as_slice() <= c.hi.as_slice()
+    });
+    if claimed {
+        return None;
+    }
     let same_format = |f: &FileMeta| {
         children.len() == 1
-            && children[0] == group
-            && plan.group(output_level, group).is_some_and(|spec| {
-                plan.format(&f.format)
-                    .is_some_and(|fmt| fmt.name() == spec.format.name())
-            })
+            && children[0].id == group
+            && plan
+                .format(&f.format)
+                .is_some_and(|fmt| fmt.name() == children[0].format.name())
     };
     let trivial_move = level > Level::ZERO
         && output_level != level
         && inputs.len() == 1
         && outputs.iter().all(|o| o.overlapping.is_empty())
         && same_format(&inputs[0]);
-    let bottommost = is_bottommost(version, output_level, &lo, &hi);
+    // Data moving down a retired lineage may have its base (or older
+    // versions a tombstone hides) in a current run beside it: never the
+    // bottom (see `is_bottommost` for the rest).
+    let outputs_current = children.iter().all(|c| plan.group(output_level, c.id).is_some());
+    let bottommost =
+        outputs_current && is_bottommost(version, plan, &inputs, output_level, &lo, &hi);
     Some(CompactionTask {
         level,
         group,
@@ -246,6 +309,7 @@ pub fn task_for_inputs(
         trivial_move,
         bottommost,
         score,
+        range: (lo, hi),
     })
 }
 
@@ -334,6 +398,7 @@ pub fn pick_compaction(
     opts: &KeyspaceOptions,
     plan: &GroupPlan,
     cursor: &[Vec<u8>],
+    claims: &[OutputClaim],
 ) -> Option<CompactionTask> {
     let order = compaction_order(&run_scores(version, opts, plan), plan);
     for RunScore {
@@ -348,6 +413,7 @@ pub fn pick_compaction(
                 version,
                 plan,
                 &*opts.layout,
+                claims,
                 Level::ZERO,
                 group,
                 inputs,
@@ -367,7 +433,7 @@ pub fn pick_compaction(
             match destinations(plan, &*opts.layout, version.num_levels(), level, group) {
                 Some((out, kids)) => kids
                     .iter()
-                    .map(|&c| version.run(out, c).iter().map(span).collect())
+                    .map(|c| version.run(out, c.id).iter().map(span).collect())
                     .collect(),
                 None => Vec::new(),
             };
@@ -378,6 +444,7 @@ pub fn pick_compaction(
                 version,
                 plan,
                 &*opts.layout,
+                claims,
                 level,
                 group,
                 vec![Arc::clone(&files[i])],
@@ -550,11 +617,52 @@ pub fn compact_entries(
     emit: &mut EmitFn<'_>,
     should_stop: &dyn Fn() -> bool,
 ) -> Result<DropStats> {
+    compact_core(input, |_| None, 1, policy, &mut |_, k, v| emit(k, v), should_stop)
+}
+
+/// Receives each surviving entry of one output: its index, the internal key
+/// and the value.
+pub type FanoutEmitFn<'a> = dyn FnMut(usize, &[u8], &[u8]) -> Result<()> + 'a;
+
+/// Like [`compact_entries`], for a compaction with `outputs` outputs (the
+/// child groups a group's data moves into) read in one pass: `owner_of[c]`
+/// says whom the entries of `input`'s child `c` belong to — `None` for the
+/// inputs being pushed down, which every output takes; `Some(k)` for a file
+/// of output `k`'s own run, which only output `k` merges with. Each
+/// output's versions of a key are reduced on their own and reach `emit`
+/// with its index, keys in order per output.
+pub fn compact_entries_fanout(
+    input: &mut MergingIterator,
+    owner_of: &[Option<usize>],
+    outputs: usize,
+    policy: &DropPolicy<'_>,
+    emit: &mut FanoutEmitFn<'_>,
+    should_stop: &dyn Fn() -> bool,
+) -> Result<DropStats> {
+    compact_core(
+        input,
+        |m: &MergingIterator| m.current_child().and_then(|c| owner_of.get(c).copied().flatten()),
+        outputs,
+        policy,
+        emit,
+        should_stop,
+    )
+}
+
+fn compact_core<I: InternalIterator + ?Sized>(
+    input: &mut I,
+    owner: impl Fn(&I) -> Option<usize>,
+    outputs: usize,
+    policy: &DropPolicy<'_>,
+    emit: &mut FanoutEmitFn<'_>,
+    should_stop: &dyn Fn() -> bool,
+) -> Result<DropStats> {
     let mut stats = DropStats::default();
-    // Versions of the current user key: their bytes in `buf`, their spans in
-    // `spans`. Reused across keys so the loop does not allocate per entry.
+    // Versions of the current user key: their bytes in `buf`, their spans
+    // and owners in `spans`. Reused across keys so the loop does not
+    // allocate per entry.
     let mut buf: Vec<u8> = Vec::new();
-    let mut spans: Vec<(u64, usize, usize)> = Vec::new(); // (trailer, value start, value end)
+    let mut spans: Vec<(u64, usize, usize, Option<usize>)> = Vec::new();
     let mut cur_key: Vec<u8> = Vec::new();
     let mut key_buf = Vec::new();
     let mut have_key = false;
@@ -564,18 +672,27 @@ pub fn compact_entries(
         let valid = input.valid();
         let same_key = valid && have_key && user_key(input.key()) == cur_key.as_slice();
         if !same_key && have_key {
-            let versions: Vec<Version1<'_>> = spans
-                .iter()
-                .map(|&(t, s, e)| Version1 {
-                    seqno: SeqNo(t >> 8),
-                    kind: ValueKind::from_u8((t & 0xff) as u8).unwrap_or(ValueKind::Put),
-                    value: &buf[s..e],
-                })
-                .collect();
-            match policy.reducer {
-                None => reduce_key(&cur_key, &versions, policy, &mut stats, &mut key_buf, emit)?,
-                Some(r) => {
-                    reduce_with(r, &cur_key, &versions, policy, &mut stats, &mut key_buf, emit)?
+            for out in 0..outputs {
+                let mut vs: Vec<Version1<'_>> = Vec::with_capacity(spans.len());
+                vs.extend(
+                    spans
+                        .iter()
+                        .filter(|s| outputs == 1 || s.3.is_none_or(|o| o == out))
+                        .map(|&(t, s, e, _)| Version1 {
+                            seqno: SeqNo(t >> 8),
+                            kind: ValueKind::from_u8((t & 0xff) as u8).unwrap_or(ValueKind::Put),
+                            value: &buf[s..e],
+                        }),
+                );
+                if vs.is_empty() {
+                    continue;
+                }
+                let mut to_out = |k: &[u8], v: &[u8]| emit(out, k, v);
+                match policy.reducer {
+                    None => reduce_key(&cur_key, &vs, policy, &mut stats, &mut key_buf, &mut to_out)?,
+                    Some(r) => {
+                        reduce_with(r, &cur_key, &vs, policy, &mut stats, &mut key_buf, &mut to_out)?
+                    }
                 }
             }
             buf.clear();
@@ -604,7 +721,8 @@ pub fn compact_entries(
         }
         let start = buf.len();
         buf.extend_from_slice(input.value());
-        spans.push((trailer(ikey), start, buf.len()));
+        let who = owner(input);
+        spans.push((trailer(input.key()), start, buf.len(), who));
         stats.entries_in += 1;
         input.next();
     }
@@ -653,6 +771,75 @@ mod tests {
     }
 
     use ValueKind::{Delete, Merge, Put};
+
+    /// Groups 1 (weight 3) and 2 (weight 1) below level 0; group 9 was
+    /// retired and moves into group 1 (or, on the last level, stays there).
+    struct TwoGroups;
+
+    impl Layout for TwoGroups {
+        fn name(&self) -> &str {
+            "two"
+        }
+        fn table_options(
+            &self,
+            _level: Level,
+            base: &crate::sst::TableBuilderOptions,
+        ) -> crate::sst::TableBuilderOptions {
+            base.clone()
+        }
+        fn groups(&self, level: Level) -> Vec<GroupSpec> {
+            if level == Level::ZERO {
+                return vec![GroupSpec::whole()];
+            }
+            let g = |id, weight| GroupSpec {
+                id: GroupId(id),
+                parent: if level == Level(1) { GroupId::WHOLE } else { GroupId(id) },
+                weight,
+                format: Arc::new(crate::table_format::SstFormat),
+            };
+            vec![g(1, 3), g(2, 1)]
+        }
+        fn retired_children(&self, _level: Level, group: GroupId, _n: usize) -> Vec<GroupSpec> {
+            if group != GroupId(9) {
+                return Vec::new();
+            }
+            self.groups(Level(1)).into_iter().take(1).collect()
+        }
+    }
+
+    #[test]
+    fn the_most_overflowing_level_goes_first_then_its_most_overflowing_group() {
+        let plan = GroupPlan::new(&TwoGroups, 4).expect("plan");
+        let run = |level: u8, group: u32, score: f64| RunScore {
+            level: Level(level),
+            group: GroupId(group),
+            score,
+        };
+        // Level 1: 2.0·3/4 + 1.0·1/4 = 1.75. Level 2: 1.1·3/4 + 3.0·1/4 = 1.575.
+        let scores = [run(2, 1, 1.1), run(2, 2, 3.0), run(1, 1, 2.0), run(1, 2, 1.0), run(3, 1, 0.5)];
+        let order: Vec<(u8, u32)> = compaction_order(&scores, &plan)
+            .iter()
+            .map(|s| (s.level.get(), s.group.0))
+            .collect();
+        assert_eq!(order, vec![(1, 1), (1, 2), (2, 2), (2, 1)]);
+        // Level 0 goes by its own (file count) score.
+        let with_l0 = [run(0, 0, 1.8), run(1, 1, 2.0), run(1, 2, 1.0)];
+        assert_eq!(compaction_order(&with_l0, &plan)[0].level, Level::ZERO);
+    }
+
+    #[test]
+    fn a_retired_group_moves_where_its_layout_says_and_stays_on_the_last_level() {
+        let plan = GroupPlan::new(&TwoGroups, 4).expect("plan");
+        let (out, kids) = destinations(&plan, &TwoGroups, 4, Level(1), GroupId(9)).expect("moves");
+        assert_eq!((out, kids[0].id), (Level(2), GroupId(1)));
+        let (out, _) = destinations(&plan, &TwoGroups, 4, Level(3), GroupId(9)).expect("moves");
+        assert_eq!(out, Level(3));
+        // A current group moves to its children; nothing below the last level.
+        let (out, kids) = destinations(&plan, &TwoGroups, 4, Level(1), GroupId(2)).expect("moves");
+        assert_eq!((out, kids.len()), (Level(2), 1));
+        assert!(destinations(&plan, &TwoGroups, 4, Level(3), GroupId(2)).is_none());
+        assert!(destinations(&plan, &TwoGroups, 4, Level(2), GroupId(5)).is_none());
+    }
 
     #[test]
     fn files_with_the_least_overlap_below_go_first() {

@@ -182,6 +182,11 @@ impl MergingIterator {
         self.reducer = Some(reducer);
     }
 
+    /// The child the current entry comes from.
+    pub fn current_child(&self) -> Option<usize> {
+        self.current
+    }
+
     /// Number of children.
     pub fn num_children(&self) -> usize {
         self.children.len()

@@ -8,19 +8,39 @@ pub(super) const COMPACTION_RETRY_MIN: Duration = Duration::from_millis(200);
 
 pub(super) const COMPACTION_RETRY_MAX: Duration = Duration::from_secs(10);
 
-/// Finds a compaction in any keyspace and marks its inputs.
+/// Finds a compaction in any keyspace, marks its inputs and claims its
+/// output range.
 pub(super) fn pick_any(st: &mut State) -> Option<(KeyspaceId, CompactionTask)> {
-    for (id, k) in st.keyspaces.iter().filter(|(_, k)| k.registered) {
+    for (id, k) in st.keyspaces.iter_mut().filter(|(_, k)| k.registered) {
         if let Some(t) =
-            compaction::pick_compaction(&k.version, &k.opts, &k.plan, &k.compact_cursor)
+            compaction::pick_compaction(&k.version, &k.opts, &k.plan, &k.compact_cursor, &k.claims)
         {
-            for f in t.all_inputs() {
-                f.being_compacted.store(true, Ordering::Release);
-            }
+            start_task(k, &t);
             return Some((*id, t));
         }
     }
     None
+}
+
+/// Marks a task's inputs as being compacted and claims its output range.
+/// REQUIRES: the state lock is held.
+fn start_task(k: &mut KeyspaceState, t: &CompactionTask) {
+    for f in t.all_inputs() {
+        f.being_compacted.store(true, Ordering::Release);
+    }
+    k.claims.extend(t.claims());
+}
+
+/// Undoes [`start_task`] once the task ran (whatever its outcome).
+fn end_task(st: &mut State, id: KeyspaceId, t: &CompactionTask) {
+    for f in t.all_inputs() {
+        f.being_compacted.store(false, Ordering::Release);
+    }
+    if let Some(k) = st.keyspaces.get_mut(&id) {
+        let done = t.claims();
+        k.claims.retain(|c| !done.contains(c));
+    }
+    st.running_compactions -= 1;
 }
 
 impl DbInner {
@@ -44,10 +64,7 @@ impl DbInner {
             };
             let (id, t) = task;
             let r = self.run_compaction(id, &t);
-            for f in t.all_inputs() {
-                f.being_compacted.store(false, Ordering::Release);
-            }
-            self.state.lock().running_compactions -= 1;
+            end_task(&mut self.state.lock(), id, &t);
             self.bg_cv.notify_all();
             match r {
                 Ok(()) => {
@@ -118,31 +135,26 @@ impl DbInner {
         if t.trivial_move {
             added.push((t.output_level, Arc::clone(&t.inputs[0])));
         } else {
-            // Each child group's output is the inputs merged with that
-            // child's own overlapping files: a child holds only its
-            // columns, so another child's entries must not reach it.
+            // One pass over the inputs and every child's overlapping files:
+            // each child group's output is the inputs merged with that
+            // child's own files (a child holds only its columns, so another
+            // child's entries must not reach it), reduced on its own.
             let stop = || self.shutting_down.load(Ordering::Acquire);
-            let mut written_files: Vec<TableFile> = Vec::new();
-            for out in &t.outputs {
-                let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
-                for f in &t.inputs {
-                    children.push(Box::new(f.table.iter()));
-                }
+            let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+            let mut owner_of: Vec<Option<usize>> = Vec::new();
+            for f in &t.inputs {
+                children.push(Box::new(f.table.iter()));
+                owner_of.push(None);
+            }
+            for (k, out) in t.outputs.iter().enumerate() {
                 if !out.overlapping.is_empty() {
                     children.push(Box::new(LevelIter::new(out.overlapping.clone())));
-                }
-                let mut input = MergingIterator::new(children);
-                let r = self.write_compaction_outputs(
-                    &mut input, &opts, &plan, t, out.group, &snapshots, &stop,
-                );
-                match r {
-                    Ok(files) => written_files.extend(files),
-                    Err(e) => {
-                        self.remove_tables(written_files.iter().map(|f| f.number));
-                        return Err(e);
-                    }
+                    owner_of.push(Some(k));
                 }
             }
+            let mut input = MergingIterator::new(children);
+            let written_files =
+                self.write_compaction_outputs(&mut input, &owner_of, &opts, t, &snapshots, &stop)?;
             for file in written_files {
                 written += file.size;
                 added.push((t.output_level, self.open_new_table(&file, &plan)?));
@@ -226,22 +238,40 @@ impl DbInner {
         }
     }
 
-    /// Writes the survivors of `input` as the files of `group` on the
-    /// task's output level, split at the target file size.
+    /// Writes the survivors of `input` as the files of each output group
+    /// of `t` on its output level, each split at the target file size.
+    /// `owner_of` says which output each child of `input` belongs to (see
+    /// `compaction::compact_entries_fanout`). On failure every file written
+    /// is removed.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn write_compaction_outputs(
         &self,
-        input: &mut dyn InternalIterator,
+        input: &mut MergingIterator,
+        owner_of: &[Option<usize>],
         opts: &KeyspaceOptions,
-        plan: &GroupPlan,
         t: &CompactionTask,
-        group: GroupId,
         snapshots: &[SeqNo],
         stop: &dyn Fn() -> bool,
     ) -> Result<Vec<TableFile>> {
-        let mut outputs: Vec<TableFile> = Vec::new();
-        let mut builder: Option<TableOutput> = None;
-        let mut last_ukey: Vec<u8> = Vec::new();
+        /// One output group's files: finished ones and the one being written.
+        struct Out {
+            group: GroupId,
+            format: Arc<dyn TableFormat>,
+            done: Vec<TableFile>,
+            builder: Option<TableOutput>,
+            last_ukey: Vec<u8>,
+        }
+        let mut outs: Vec<Out> = t
+            .outputs
+            .iter()
+            .map(|o| Out {
+                group: o.group,
+                format: Arc::clone(&o.format),
+                done: Vec::new(),
+                builder: None,
+                last_ukey: Vec::new(),
+            })
+            .collect();
         let target = opts.target_file_size;
         let reducer = opts.layout.reducer();
         let policy = DropPolicy {
@@ -257,47 +287,62 @@ impl DbInner {
             b.finish()
                 .inspect_err(|_| self.remove_tables(std::iter::once(number)))
         };
-        let mut emit = |k: &[u8], v: &[u8]| -> Result<()> {
+        let mut emit = |i: usize, k: &[u8], v: &[u8]| -> Result<()> {
+            let o = &mut outs[i];
             let uk = user_key(k);
-            let split = builder
+            let split = o
+                .builder
                 .as_ref()
-                .is_some_and(|b| b.estimated_file_size() >= target && uk != last_ukey.as_slice());
-            if split && let Some(b) = builder.take() {
-                outputs.push(finish(b)?);
+                .is_some_and(|b| b.estimated_file_size() >= target && uk != o.last_ukey.as_slice());
+            if split && let Some(b) = o.builder.take() {
+                o.done.push(finish(b)?);
             }
-            if builder.is_none() {
+            if o.builder.is_none() {
                 let number = self.allocate_file_number()?;
-                builder = Some(TableOutput::create(
+                o.builder = Some(TableOutput::create(
                     &self.vfs,
                     &self.path,
                     &self.db_id,
                     number,
                     opts,
-                    plan,
+                    &o.format,
                     t.output_level,
-                    group,
+                    o.group,
                 )?);
             }
-            if let Some(b) = builder.as_mut() {
+            if let Some(b) = o.builder.as_mut() {
                 b.add(k, v)?;
             }
-            last_ukey.clear();
-            last_ukey.extend_from_slice(uk);
+            o.last_ukey.clear();
+            o.last_ukey.extend_from_slice(uk);
             Ok(())
         };
-        let r: Result<DropStats> = compaction::compact_entries(input, &policy, &mut emit, stop);
-        let r = r.and_then(|_| match builder.take() {
-            Some(b) => finish(b).map(|rec| outputs.push(rec)),
-            None => Ok(()),
-        });
+        let r: Result<DropStats> = compaction::compact_entries_fanout(
+            input,
+            owner_of,
+            t.outputs.len(),
+            &policy,
+            &mut emit,
+            stop,
+        );
+        let mut r = r.map(|_| ());
+        for o in &mut outs {
+            if r.is_ok()
+                && let Some(b) = o.builder.take()
+            {
+                r = finish(b).map(|rec| o.done.push(rec));
+            }
+        }
         if let Err(e) = r {
-            self.remove_tables(outputs.iter().map(|o| o.number));
-            if let Some(b) = builder {
-                self.remove_tables(std::iter::once(b.number()));
+            for o in outs {
+                self.remove_tables(o.done.iter().map(|f| f.number));
+                if let Some(b) = o.builder {
+                    self.remove_tables(std::iter::once(b.number()));
+                }
             }
             return Err(e);
         }
-        Ok(outputs)
+        Ok(outs.into_iter().flat_map(|o| o.done).collect())
     }
 
     pub(super) fn compact_range(
@@ -369,7 +414,7 @@ impl DbInner {
                 if st.closed {
                     return Err(Error::Closed);
                 }
-                let k = st.keyspaces.get(&id).ok_or(Error::Closed)?;
+                let k = st.keyspaces.get_mut(&id).ok_or(Error::Closed)?;
                 let inputs = if level == Level::ZERO {
                     k.version.overlapping(level, lo, hi)
                 } else {
@@ -389,6 +434,7 @@ impl DbInner {
                     &k.version,
                     &plan,
                     &*k.opts.layout,
+                    &k.claims,
                     level,
                     group,
                     inputs,
@@ -399,9 +445,7 @@ impl DbInner {
                         // A manual compaction rewrites even a lone file,
                         // so that its tombstones and old versions go.
                         t.trivial_move = false;
-                        for f in t.all_inputs() {
-                            f.being_compacted.store(true, Ordering::Release);
-                        }
+                        start_task(k, &t);
                         st.running_compactions += 1;
                         Some(t)
                     }
@@ -414,10 +458,7 @@ impl DbInner {
             };
             let Some(t) = task else { continue };
             let r = self.run_compaction(id, &t);
-            for f in t.all_inputs() {
-                f.being_compacted.store(false, Ordering::Release);
-            }
-            self.state.lock().running_compactions -= 1;
+            end_task(&mut self.state.lock(), id, &t);
             self.bg_cv.notify_all();
             if let Err(e) = r {
                 self.note_compaction_failure(&e);

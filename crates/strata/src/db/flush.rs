@@ -35,8 +35,7 @@ pub(super) struct TableOutput {
 }
 
 impl TableOutput {
-    /// Creates table `number` for `group` of `level`, in the format the
-    /// keyspace's layout gives that group.
+    /// Creates table `number` for `group` of `level`, in `format`.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn create(
         vfs: &Arc<dyn Vfs>,
@@ -44,16 +43,10 @@ impl TableOutput {
         db_id: &DbId,
         number: FileNumber,
         opts: &KeyspaceOptions,
-        plan: &GroupPlan,
+        format: &Arc<dyn TableFormat>,
         level: Level,
         group: GroupId,
     ) -> Result<TableOutput> {
-        let spec = plan.group(level, group).ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "layout {} has no group {group} on level {level}",
-                opts.layout.name()
-            ))
-        })?;
         let path = filename::table_path(dir, number);
         let file = vfs.create(&path)?;
         let table_opts = opts.table_options(level);
@@ -64,17 +57,14 @@ impl TableOutput {
             owner_db_id: db_id.as_slice(),
             file_number: number,
         };
-        let writer = spec
-            .format
-            .writer(file, path.clone(), &ctx)
-            .inspect_err(|_| {
-                let _ = vfs.remove(&path);
-            })?;
+        let writer = format.writer(file, path.clone(), &ctx).inspect_err(|_| {
+            let _ = vfs.remove(&path);
+        })?;
         Ok(TableOutput {
             writer,
             number,
             group,
-            format: spec.format.name().to_string(),
+            format: format.name().to_string(),
         })
     }
 
@@ -122,13 +112,17 @@ pub(super) fn build_table(
     mut copy: Option<&mut RetainedTableBuilder>,
 ) -> Result<Option<TableFile>> {
     let p = filename::table_path(dir, number);
+    let format = plan
+        .group(Level::ZERO, GroupId::WHOLE)
+        .map(|g| Arc::clone(&g.format))
+        .ok_or_else(|| Error::InvalidArgument("a layout without level 0".into()))?;
     let mut b = TableOutput::create(
         vfs,
         dir,
         db_id,
         number,
         opts,
-        plan,
+        &format,
         Level::ZERO,
         GroupId::WHOLE,
     )?;

@@ -228,6 +228,7 @@ impl DbCore {
                             &k.opts,
                             &k.plan,
                             &k.compact_cursor,
+                            &k.claims,
                         )
                         .is_some()
                 });

@@ -66,7 +66,9 @@ use crate::recovery::{
 use crate::retained::{RetainedTableBuilder, RetainedTableIter};
 use crate::sst::TableReader;
 use crate::stats::Statistics;
-use crate::table_format::{GroupId, OpenContext, TableHandle, TableWriter, WriterContext};
+use crate::table_format::{
+    GroupId, OpenContext, TableFormat, TableHandle, TableWriter, WriterContext,
+};
 use crate::version::{FileMeta, LevelIter, Version};
 use crate::vfs::{FileLock, Vfs};
 
@@ -123,6 +125,8 @@ struct KeyspaceState {
     log_number: FileNumber,
     flushing: bool,
     compact_cursor: Vec<Vec<u8>>,
+    /// Output ranges of the compactions running on this keyspace.
+    claims: Vec<compaction::OutputClaim>,
     shared: Arc<KeyspaceShared>,
     level_stats: Vec<LevelStats>,
     version_no: u64,

@@ -223,13 +223,21 @@ impl DbInner {
                     Err(e) => return Err(e),
                 }
             }
-            let levels = o.num_levels.max(
-                rk.files
-                    .values()
-                    .map(|f| f.level.index() + 1)
-                    .max()
-                    .unwrap_or_default(),
-            );
+            // A keyspace waiting for its options gets the levels its files
+            // use, no more: registration adds the ones its options ask for,
+            // and a layout (the table layer's) may count on the tree having
+            // exactly the levels it was given.
+            let deepest = rk
+                .files
+                .values()
+                .map(|f| f.level.index() + 1)
+                .max()
+                .unwrap_or_default();
+            let levels = if pending.contains(&id) {
+                deepest.max(2)
+            } else {
+                o.num_levels.max(deepest)
+            };
             let v = Version::empty(levels).apply(id, &[], added);
             v.check_invariants()
                 .map_err(|e| Error::corruption(old_manifest.clone().unwrap_or_default(), 0, e))?;
@@ -631,6 +639,7 @@ impl DbInner {
                     log_number: rk.log_number,
                     flushing: false,
                     compact_cursor: vec![Vec::new(); levels],
+                    claims: Vec::new(),
                     shared,
                     level_stats: vec![LevelStats::default(); levels],
                     version_no: 0,

@@ -206,6 +206,7 @@ impl DbInner {
                 log_number,
                 flushing: false,
                 compact_cursor: vec![Vec::new(); opts.num_levels],
+                claims: Vec::new(),
                 shared: Arc::clone(&shared),
                 level_stats: vec![LevelStats::default(); opts.num_levels],
                 version_no: 0,

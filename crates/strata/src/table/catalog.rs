@@ -23,6 +23,7 @@ use super::Table;
 use super::layout::{Group, TableLayout};
 use super::options::TableOptions;
 use super::schema::{Column, ColumnType, Schema};
+use super::shape::GroupEntry;
 use super::table::TableInner;
 use crate::batch::WriteBatch;
 use crate::db::{DbCore, Keyspace};
@@ -50,8 +51,10 @@ pub(crate) struct TableRecord {
     pub primary_key: Vec<String>,
     /// Per level, groups of value-column numbers (level 0 first).
     pub layout: Vec<Vec<Group>>,
-    /// Group id → value-column numbers.
-    pub groups: Vec<Group>,
+    /// The group registry: group id → its columns and lineage.
+    pub groups: Vec<GroupEntry>,
+    /// The id of each group of each level of `layout`.
+    pub ids: Vec<Vec<u32>>,
     pub options: TableOptions,
 }
 
@@ -85,7 +88,7 @@ impl TableRecord {
         name: &str,
         schema: &Schema,
         layout: &TableLayout,
-        groups: Vec<Group>,
+        groups: Vec<GroupEntry>,
         options: TableOptions,
     ) -> TableRecord {
         TableRecord {
@@ -108,6 +111,7 @@ impl TableRecord {
                 .collect(),
             layout: layout.levels().to_vec(),
             groups,
+            ids: Vec::new(),
             options,
         }
     }
@@ -346,7 +350,12 @@ mod tests {
             "t",
             &schema,
             &layout,
-            vec![vec![0]],
+            vec![GroupEntry {
+                columns: vec![0],
+                parent: 0,
+                level: 0,
+                generation: 0,
+            }],
             TableOptions::default(),
         );
         let back = TableRecord::decode(&r.encode()).expect("decode");

@@ -210,3 +210,115 @@ pub(crate) fn get(
     }
     Ok(cost)
 }
+
+/// Every version of `key` in every source, for debugging: memtables, level
+/// 0, and each run of each level, newest first.
+#[cfg(feature = "testing")]
+pub(crate) fn debug_versions(sv: &SuperVersion, plan: &ReadPlan, key: &[u8]) -> String {
+    use std::fmt::Write;
+    let schema = &plan.state.shape.pieces;
+    let mut out = String::new();
+    let describe = |e: &Entry| -> String {
+        match &e.src {
+            Src::Piece(p) if e.kind != ValueKind::Delete => {
+                let v = super::piece::PieceView::parse(schema, p);
+                match v {
+                    Ok(v) => format!(
+                        "cols {:?}",
+                        (0..schema.len()).filter(|&c| v.has(c)).collect::<Vec<_>>()
+                    ),
+                    Err(e) => format!("bad piece {e}"),
+                }
+            }
+            Src::Row(b, r) => format!(
+                "cols {:?}",
+                (0..schema.len())
+                    .filter(|&c| b.column_index(c).and_then(|i| b.cell(i, *r)).is_some())
+                    .collect::<Vec<_>>()
+            ),
+            _ => String::new(),
+        }
+    };
+    let snap = SeqNo(crate::key::MAX_SEQNO.get());
+    let seek = SeekKey::new(key, snap);
+    let mut entries = Vec::new();
+    {
+        let mut visit = collect_pieces(&mut entries, key, snap);
+        sv.mem.get(seek.as_slice(), &mut visit);
+        for imm in &sv.imms {
+            imm.get(seek.as_slice(), &mut visit);
+        }
+    }
+    for e in &entries {
+        let _ = writeln!(out, "mem: {} {:?} {}", e.seq.get(), e.kind, describe(e));
+    }
+    entries.clear();
+    for f in &sv.version.levels[0] {
+        {
+            let mut visit = collect_pieces(&mut entries, key, snap);
+            let _ = f.table.get(key, seek.as_slice(), &mut visit);
+        }
+        for e in entries.drain(..) {
+            let _ = writeln!(
+                out,
+                "L0 #{}: {} {:?} {}",
+                f.number,
+                e.seq.get(),
+                e.kind,
+                describe(&e)
+            );
+        }
+    }
+    if let Err(e) = sv.version.check_invariants() {
+        let _ = writeln!(out, "VERSION INVARIANT BROKEN: {e}");
+    }
+    for l in 1..sv.version.num_levels() {
+        for (g, cols) in &plan.levels[l] {
+            let n = sv
+                .version
+                .run(Level::from_index(l), *g)
+                .iter()
+                .filter(|f| f.overlaps(Some(key), Some(key)))
+                .count();
+            if n > 1 {
+                let _ = writeln!(out, "L{l} g{}: {n} files overlap the key", g.0);
+            }
+            let Some(f) = sv.version.find_file(Level::from_index(l), *g, key) else {
+                continue;
+            };
+            match f
+                .table
+                .source_any()
+                .and_then(|a| a.downcast_ref::<CgReader>())
+            {
+                Some(reader) => {
+                    if let Ok(Some((block, rows))) = reader.find(key, snap_trailer(snap)) {
+                        for row in rows {
+                            entries.push(Entry {
+                                seq: block.seqno(row),
+                                kind: block.kind(row),
+                                src: Src::Row(Arc::clone(&block), row),
+                            });
+                        }
+                    }
+                }
+                None => {
+                    let mut visit = collect_pieces(&mut entries, key, snap);
+                    let _ = f.table.get(key, seek.as_slice(), &mut visit);
+                }
+            }
+            for e in entries.drain(..) {
+                let _ = writeln!(
+                    out,
+                    "L{l} g{} {cols:?} #{}: {} {:?} {}",
+                    g.0,
+                    f.number,
+                    e.seq.get(),
+                    e.kind,
+                    describe(&e)
+                );
+            }
+        }
+    }
+    out
+}

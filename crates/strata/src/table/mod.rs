@@ -819,6 +819,15 @@ impl Table {
         })
     }
 
+    /// Every stored version of the row with key `key`, for debugging.
+    #[cfg(feature = "testing")]
+    #[doc(hidden)]
+    pub fn debug_versions(&self, key: &[Value]) -> Result<String> {
+        let k = keycodec::encode_key(&self.inner.schema, key)?;
+        let (sv, plan) = self.read_plan()?;
+        Ok(get::debug_versions(&sv, &plan, &k))
+    }
+
     /// Flushes the table's memtable to level 0.
     pub fn flush(&self) -> Result<()> {
         self.inner.keyspace.flush()

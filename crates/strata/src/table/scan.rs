@@ -335,6 +335,8 @@ pub(crate) struct Scanner {
     cur_key: Vec<u8>,
     pub counters: ScanCounters,
     done: bool,
+    /// Every cursor has been positioned (block skipping may begin).
+    positioned: bool,
     // Keeps the files of the scan alive.
     _sv: Arc<SuperVersion>,
 }
@@ -439,6 +441,7 @@ impl Scanner {
             spec,
             cur_key: Vec::new(),
             done: false,
+            positioned: false,
             _sv: sv,
         };
         s.position()?;
@@ -467,13 +470,25 @@ impl Scanner {
             }
             self.cursors[i].status()?;
         }
+        self.positioned = true;
         Ok(())
     }
 
     /// Brings cursor `i` onto a row: reads its next block, or skips blocks
     /// the predicate rules out while no other cursor holds keys within them.
+    /// (Only once every cursor is positioned: before that the heap does not
+    /// yet show where the others are.)
     fn settle(&mut self, i: usize) -> Result<()> {
         loop {
+            if !self.positioned {
+                if let Source::Cg(c) = &mut self.cursors[i].source
+                    && c.pending().is_some()
+                {
+                    self.counters.blocks_read += 1;
+                    c.load()?;
+                }
+                return Ok(());
+            }
             let other_min: Option<Vec<u8>> =
                 self.heap.peek().map(|t| self.cursors[t].key().0.to_vec());
             let Source::Cg(c) = &mut self.cursors[i].source else {

@@ -11,6 +11,7 @@ use super::cgfile::CgFormat;
 use super::layout::TableLayout;
 use super::reduce::TableReducer;
 use super::shape::TableShape;
+use crate::error::Result;
 use crate::ids::Level;
 use crate::layout::{GroupSpec, Layout, VersionReducer};
 use crate::sst::TableBuilderOptions;
@@ -24,37 +25,38 @@ const KEY_WEIGHT_BYTES: usize = 8;
 pub(crate) struct TableKvLayout {
     shape: Arc<TableShape>,
     layout: TableLayout,
+    /// The id of each group of each level of `layout`.
+    ids: Vec<Vec<GroupId>>,
     cg: Arc<dyn TableFormat>,
     reducer: Arc<TableReducer>,
     descriptor: String,
 }
 
 impl TableKvLayout {
-    /// The core layout for `layout` over `shape` (whose registry holds
-    /// every group of `layout`).
-    pub(crate) fn new(shape: Arc<TableShape>, layout: TableLayout) -> TableKvLayout {
+    /// The core layout for `layout` over `shape`, its groups named `ids`
+    /// (checked against the registry).
+    pub(crate) fn new(
+        shape: Arc<TableShape>,
+        layout: TableLayout,
+        ids: Vec<Vec<GroupId>>,
+    ) -> Result<TableKvLayout> {
+        shape.check_ids(&layout, &ids)?;
         let mut descriptor = String::from("strata.table/1:");
-        for (l, groups) in layout.levels().iter().enumerate() {
+        for (l, level) in ids.iter().enumerate() {
             if l > 0 {
                 descriptor.push(';');
             }
-            let ids: Vec<String> = groups
-                .iter()
-                .map(|g| {
-                    shape
-                        .id_of(g)
-                        .map_or_else(|| "?".into(), |id| id.0.to_string())
-                })
-                .collect();
-            descriptor.push_str(&ids.join(","));
+            let names: Vec<String> = level.iter().map(|g| g.0.to_string()).collect();
+            descriptor.push_str(&names.join(","));
         }
-        TableKvLayout {
+        Ok(TableKvLayout {
             cg: Arc::new(CgFormat::new(Arc::clone(&shape))),
             reducer: Arc::new(TableReducer::new(shape.pieces.clone())),
             shape,
             layout,
+            ids,
             descriptor,
-        }
+        })
     }
 
     fn weight(&self, group: &[usize]) -> u32 {
@@ -66,29 +68,16 @@ impl TableKvLayout {
         bytes.clamp(1, u32::MAX as usize) as u32
     }
 
-    fn spec(&self, level: usize, group: &[usize]) -> GroupSpec {
-        let id = self.shape.id_of(group).unwrap_or(GroupId::WHOLE);
-        let parent = if level == 0 {
-            GroupId::WHOLE
+    fn format_of(&self, columns: &[usize]) -> Arc<dyn TableFormat> {
+        if columns.len() == self.shape.pieces.len() {
+            Arc::new(SstFormat)
         } else {
-            self.layout
-                .groups(level - 1)
-                .iter()
-                .find(|p| group.iter().all(|c| p.binary_search(c).is_ok()))
-                .and_then(|p| self.shape.id_of(p))
-                .unwrap_or(GroupId::WHOLE)
-        };
-        let whole = group.len() == self.shape.pieces.len();
-        GroupSpec {
-            id,
-            parent,
-            weight: self.weight(group),
-            format: if whole || level == 0 {
-                Arc::new(SstFormat)
-            } else {
-                Arc::clone(&self.cg)
-            },
+            Arc::clone(&self.cg)
         }
+    }
+
+    fn ids(&self, level: usize) -> &[GroupId] {
+        &self.ids[level.min(self.ids.len() - 1)]
     }
 }
 
@@ -106,14 +95,27 @@ impl Layout for TableKvLayout {
     }
 
     fn groups(&self, level: Level) -> Vec<GroupSpec> {
-        let level = level.index();
-        if level == 0 || self.shape.pieces.is_empty() {
+        let l = level.index();
+        if l == 0 || self.shape.pieces.is_empty() {
             return vec![GroupSpec::whole()];
         }
+        let above = self.layout.groups(l - 1);
         self.layout
-            .groups(level)
+            .groups(l)
             .iter()
-            .map(|g| self.spec(level, g))
+            .zip(self.ids(l))
+            .map(|(g, &id)| {
+                let parent = above
+                    .iter()
+                    .position(|p| g.iter().all(|c| p.binary_search(c).is_ok()))
+                    .map_or(GroupId::WHOLE, |i| self.ids(l - 1)[i]);
+                GroupSpec {
+                    id,
+                    parent,
+                    weight: self.weight(g),
+                    format: self.format_of(g),
+                }
+            })
             .collect()
     }
 
@@ -133,23 +135,35 @@ impl Layout for TableKvLayout {
         Some(Arc::clone(&self.reducer) as Arc<dyn VersionReducer>)
     }
 
-    fn retired_children(&self, level: Level, group: GroupId, num_levels: usize) -> Vec<GroupId> {
-        let level = level.index();
+    fn retired_children(&self, level: Level, group: GroupId, num_levels: usize) -> Vec<GroupSpec> {
+        let l = level.index();
         let Ok(columns) = self.shape.group_columns(group) else {
             return Vec::new();
         };
-        // The last level has nowhere further down: its retired groups are
-        // rewritten into the level's current groups.
-        let target = if level + 1 >= num_levels {
-            level
-        } else {
-            level + 1
+        let spec = |id: GroupId, cols: &[usize]| GroupSpec {
+            id,
+            parent: group,
+            weight: self.weight(cols),
+            format: self.format_of(cols),
         };
+        if l + 1 < num_levels {
+            // Down its own lineage (see shape.rs: never into a run the
+            // current layout feeds from elsewhere).
+            return self
+                .shape
+                .children_of(group, l)
+                .into_iter()
+                .filter_map(|id| self.shape.group_columns(id).ok().map(|c| spec(id, c)))
+                .collect();
+        }
+        // The last level: rewritten into the current groups holding its
+        // columns, merged with them by sequence number.
         self.layout
-            .groups(target)
+            .groups(l)
             .iter()
-            .filter(|g| g.iter().any(|c| columns.binary_search(c).is_ok()))
-            .filter_map(|g| self.shape.id_of(g))
+            .zip(self.ids(l))
+            .filter(|(g, _)| g.iter().any(|c| columns.binary_search(c).is_ok()))
+            .map(|(g, &id)| spec(id, g))
             .collect()
     }
 }

@@ -16,12 +16,33 @@ use super::view::ReadPlan;
 use crate::db::{DbCore, Keyspace};
 use crate::error::{Error, Result};
 use crate::options::KeyspaceOptions;
+use crate::table_format::GroupId;
 
 /// The layout a table's reads and writes go by, with the registry that
 /// names its groups. Replaced whole when the layout changes.
 pub(crate) struct LayoutState {
     pub layout: TableLayout,
     pub shape: Arc<TableShape>,
+    /// The id of each group of each level of `layout`.
+    pub ids: Vec<Vec<GroupId>>,
+}
+
+impl LayoutState {
+    fn new(
+        layout: TableLayout,
+        shape: Arc<TableShape>,
+        ids: Vec<Vec<GroupId>>,
+    ) -> Result<LayoutState> {
+        shape
+            .check_ids(&layout, &ids)
+            .map_err(|e| Error::corruption(super::catalog::CATALOG_KEYSPACE, 0, e.to_string()))?;
+        Ok(LayoutState { layout, shape, ids })
+    }
+
+    /// Whether `id` is one of the layout's groups on `level`.
+    pub(crate) fn has(&self, level: usize, id: GroupId) -> bool {
+        self.ids[level.min(self.ids.len() - 1)].contains(&id)
+    }
 }
 
 /// A table's shared state; [`super::Table`] handles point at it.
@@ -55,8 +76,12 @@ impl TableInner {
         layout: &TableLayout,
     ) -> Result<TableRecord> {
         let mut shape = TableShape::new(PieceSchema::new(schema));
-        shape.register_layout(layout);
+        let ids = shape.register_layout(layout, 1, None);
         record.groups = shape.groups().to_vec();
+        record.ids = ids
+            .iter()
+            .map(|l| l.iter().map(|g| g.0).collect())
+            .collect();
         Ok(record)
     }
 
@@ -75,25 +100,14 @@ impl TableInner {
         )?);
         let layout = TableLayout::new(record.layout.clone(), pieces.len())?
             .with_levels(record.options.num_levels);
-        if layout
-            .levels()
+        let ids: Vec<Vec<GroupId>> = record
+            .ids
             .iter()
-            .flatten()
-            .any(|g| shape.id_of(g).is_none())
-        {
-            return Err(Error::corruption(
-                super::catalog::CATALOG_KEYSPACE,
-                0,
-                format!(
-                    "table {:?}: its layout names a group its registry lacks",
-                    record.name
-                ),
-            ));
-        }
-        let keyspace = core.system_keyspace(
-            &record.keyspace_name(),
-            keyspace_options(&record, &shape, &layout),
-        )?;
+            .map(|l| l.iter().map(|&g| GroupId(g)).collect())
+            .collect();
+        let state = LayoutState::new(layout, Arc::clone(&shape), ids)?;
+        let keyspace =
+            core.system_keyspace(&record.keyspace_name(), keyspace_options(&record, &state)?)?;
         Ok(TableInner {
             id: record.id,
             name: record.name.clone(),
@@ -103,7 +117,7 @@ impl TableInner {
             catalog: catalog.clone(),
             core: core.clone(),
             record: Mutex::new(record),
-            state: RwLock::new(Arc::new(LayoutState { layout, shape })),
+            state: RwLock::new(Arc::new(state)),
             read_plan: Mutex::new(None),
             stats: TableStats::default(),
             dropped: AtomicBool::new(false),
@@ -192,29 +206,34 @@ impl TableInner {
             .with_levels(record.options.num_levels);
         let old = self.layout_state();
         let mut shape = (*old.shape).clone();
-        shape.register_layout(&layout);
+        let generation = shape.generation() + 1;
+        let ids = shape.register_layout(&layout, generation, Some(&old.ids));
         let shape = Arc::new(shape);
+        let state = LayoutState::new(layout, Arc::clone(&shape), ids)?;
         let mut next = record.clone();
-        next.layout = layout.levels().to_vec();
+        next.layout = state.layout.levels().to_vec();
         next.groups = shape.groups().to_vec();
+        next.ids = state
+            .ids
+            .iter()
+            .map(|l| l.iter().map(|g| g.0).collect())
+            .collect();
+        let opts = keyspace_options(&next, &state)?;
         write_record(&self.core, &self.catalog, &next.name, Some(&next))?;
-        self.core.system_keyspace(
-            &next.keyspace_name(),
-            keyspace_options(&next, &shape, &layout),
-        )?;
+        self.core.system_keyspace(&next.keyspace_name(), opts)?;
         *record = next;
-        *self.state.write() = Arc::new(LayoutState { layout, shape });
+        *self.state.write() = Arc::new(state);
         Ok(())
     }
 }
 
 /// The keyspace options of a table: its stored options with its layout.
-fn keyspace_options(
-    record: &TableRecord,
-    shape: &Arc<TableShape>,
-    layout: &TableLayout,
-) -> KeyspaceOptions {
+fn keyspace_options(record: &TableRecord, state: &LayoutState) -> Result<KeyspaceOptions> {
     let mut opts = record.options.keyspace_options();
-    opts.layout = Arc::new(TableKvLayout::new(Arc::clone(shape), layout.clone()));
-    opts
+    opts.layout = Arc::new(TableKvLayout::new(
+        Arc::clone(&state.shape),
+        state.layout.clone(),
+        state.ids.clone(),
+    )?);
+    Ok(opts)
 }

@@ -45,7 +45,6 @@ impl ReadPlan {
         let mut levels = vec![Vec::new(); sv.version.num_levels()];
         for (l, groups) in levels.iter_mut().enumerate().skip(1) {
             let level = Level::from_index(l);
-            let current = state.layout.groups(l);
             let mut holders = vec![0u32; n];
             for (gid, _) in sv.version.runs(level) {
                 let cols = state
@@ -53,7 +52,7 @@ impl ReadPlan {
                     .group_columns(gid)
                     .map(<[usize]>::to_vec)
                     .unwrap_or_default();
-                let retired = !current.contains(&cols);
+                let retired = !state.has(l, gid);
                 for &c in &cols {
                     holders[c] += 1;
                     if retired {
@@ -129,14 +128,22 @@ pub(crate) enum Event {
 }
 
 /// Resolves one row from its entries, offered newest first.
+///
+/// A delete is always a row event. An insert is one only if its entry
+/// carries a column the read resolves (a wanted column, or for a read of
+/// no value column the first one, whose lineage it probes): during a layout
+/// change a group may receive an insert's piece without any of its own
+/// columns, and such a piece must not speak for columns whose lineage
+/// already dropped that insert under a later delete.
 pub(crate) struct Resolver {
-    /// Per value column: wanted by the read.
-    wanted: Vec<bool>,
+    /// The wanted value columns.
+    want: Vec<usize>,
+    /// The columns whose carriers decide the row's existence.
+    event_cols: Vec<usize>,
     /// Per value column: resolved.
     done: Vec<bool>,
     pub values: Vec<OwnedCell>,
     remaining: usize,
-    wanted_count: usize,
     pub event: Option<Event>,
 }
 
@@ -144,25 +151,30 @@ impl Resolver {
     /// A resolver for the value columns `want` of a table with `n` value
     /// columns.
     pub(crate) fn new(n: usize, want: &[usize]) -> Resolver {
-        let mut wanted = vec![false; n];
-        for &v in want {
-            wanted[v] = true;
-        }
-        let wanted_count = wanted.iter().filter(|w| **w).count();
+        let mut want = want.to_vec();
+        want.sort_unstable();
+        want.dedup();
+        let event_cols = if want.is_empty() {
+            (0..n.min(1)).collect()
+        } else {
+            want.clone()
+        };
         Resolver {
-            wanted,
+            remaining: want.len(),
+            want,
+            event_cols,
             done: vec![false; n],
             values: vec![OwnedCell::Null; n],
-            remaining: wanted_count,
-            wanted_count,
             event: None,
         }
     }
 
     /// Starts a new row.
     pub(crate) fn reset(&mut self) {
-        self.done.fill(false);
-        self.remaining = self.wanted_count;
+        for &v in &self.want {
+            self.done[v] = false;
+        }
+        self.remaining = self.want.len();
         self.event = None;
     }
 
@@ -177,7 +189,7 @@ impl Resolver {
 
     /// Whether value column `v` still needs a value.
     pub(crate) fn needs(&self, v: usize) -> bool {
-        self.wanted[v] && !self.done[v]
+        !self.done[v] && self.want.binary_search(&v).is_ok()
     }
 
     /// Offers an entry (newest first): `cell(v)` gives its value of column
@@ -202,15 +214,19 @@ impl Resolver {
                 }
                 return;
             }
-            ValueKind::Put if self.event.is_none() => self.event = Some(Event::Inserted(seq)),
+            ValueKind::Put if self.event.is_none() => {
+                if !self.event_cols.iter().any(|&v| cell(v).is_some()) {
+                    return;
+                }
+                self.event = Some(Event::Inserted(seq));
+            }
             _ => {}
         }
         if self.remaining == 0 {
             return;
         }
-        for v in 0..self.wanted.len() {
-            if self.wanted[v]
-                && !self.done[v]
+        for &v in &self.want {
+            if !self.done[v]
                 && let Some(c) = cell(v)
             {
                 self.values[v].set(c);

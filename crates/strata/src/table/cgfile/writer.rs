@@ -159,6 +159,19 @@ impl TableWriter for CgWriter {
             Error::corruption(&self.path, 0, "malformed internal key handed to the writer")
         })?;
         let ukey = parsed.user_key;
+        if self.props.num_entries > 0
+            && crate::key::compare_internal(&self.props.largest, internal_key)
+                != std::cmp::Ordering::Less
+        {
+            // The caller broke the writer's contract; writing on would make
+            // a file whose index lies.
+            return Err(Error::InvalidArgument(format!(
+                "column-group writer for {}: entries out of order ({:?} after {:?})",
+                self.path.display(),
+                internal_key,
+                self.props.largest
+            )));
+        }
         let new_key = self.props.num_entries == 0 || ukey != self.last_user_key.as_slice();
         // Blocks end between user keys, so one key's versions share a block.
         if new_key && self.block.size_estimate() >= self.options.block_size {
