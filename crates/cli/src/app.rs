@@ -1,7 +1,10 @@
 //! The `strata` command line: argument parsing (clap) and the commands.
 //!
-//! Exit codes: 0 success; 1 a database error, a key not found (`get`), or
-//! corruption found (`check`); 2 a usage error (bad flag or argument value).
+//! Exit codes: 0 success; 1 a database error (an unknown table among them),
+//! a key or row not found (`get`, `table get`, `table update`), a bad input
+//! line (`load`, `table import`) or corruption found (`check`); 2 a usage
+//! error (bad flag or argument value: also an unknown column, a value not
+//! of its column's type, a bad predicate or layout).
 
 use std::io::{self, BufRead, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -16,6 +19,7 @@ use strata::{
 
 use crate::encoding::{decode_token, decode_token_bytes, encode_bytes};
 use crate::shell::{self, Command};
+use crate::table::{self, TableCommand};
 
 /// Exit code of a database error, a failed check or a missing key.
 pub const EXIT_FAILURE: i32 = 1;
@@ -89,8 +93,9 @@ pub struct GlobalArgs {
     pub salvage: bool,
     /// Open without changing anything on disk (no lock, no log replay into
     /// files, no cleanup): works on read-only storage and while another
-    /// process has the database open. `get`, `scan`, `stats` and `check`
-    /// always open this way (unless --salvage).
+    /// process has the database open. `get`, `scan`, `stats`, `check` and
+    /// `table get|scan|describe|list|advise` always open this way (unless
+    /// --salvage).
     #[arg(long, global = true)]
     pub read_only: bool,
     /// What recovery does with damage in a write-ahead log: torn-tail (the
@@ -159,6 +164,12 @@ pub enum CliCommand {
     Check,
     /// Read commands from standard input, one per line (try `help`).
     Shell,
+    /// Tables: create, import CSV, get, scan, update, delete, describe,
+    /// list, advise, set-layout, drop (try `strata table --help`).
+    Table {
+        #[command(subcommand)]
+        command: TableCommand,
+    },
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {
@@ -286,7 +297,7 @@ impl GlobalArgs {
 
 /// Why a command failed.
 #[derive(Debug)]
-enum Failure {
+pub(crate) enum Failure {
     /// A usage problem: exit 2.
     Usage(String),
     /// A database error: exit 1.
@@ -383,10 +394,14 @@ pub fn run(cli: Cli) -> i32 {
 
 /// Commands that never change the database.
 fn is_read_command(c: &CliCommand) -> bool {
-    matches!(
-        c,
-        CliCommand::Get { .. } | CliCommand::Scan { .. } | CliCommand::Stats | CliCommand::Check
-    )
+    match c {
+        CliCommand::Get { .. }
+        | CliCommand::Scan { .. }
+        | CliCommand::Stats
+        | CliCommand::Check => true,
+        CliCommand::Table { command } => command.is_read(),
+        _ => false,
+    }
 }
 
 fn run_command(cli: &Cli, out: &mut impl Write) -> Result<i32, Failure> {
@@ -514,6 +529,7 @@ fn run_command(cli: &Cli, out: &mut impl Write) -> Result<i32, Failure> {
                 code
             }
         }
+        CliCommand::Table { command } => table::run(&db, command, g.sync, out)?,
         // Handled above, before the database was opened a second way.
         CliCommand::Shell => return Err(Failure::Other("internal: shell".into())),
     };

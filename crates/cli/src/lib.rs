@@ -1,14 +1,20 @@
 //! The `strata` command-line tool, as a library so its parts can be tested:
 //! [`encoding`] (how keys and values are typed and printed), [`shell`] (the
-//! line language of `strata shell`) and [`app`] (the commands).
+//! line language of `strata shell`), [`app`] (the commands), [`table`] (the
+//! `strata table` commands) with [`cells`] (typed cells), [`import`] (CSV
+//! import) and [`tabular`] (aligned text output).
 
 // The commands' doc comments are also their `--help` text, written for a
 // terminal: `KEY<TAB>VALUE` there is not an HTML tag.
 #![allow(rustdoc::invalid_html_tags)]
 
 pub mod app;
+pub mod cells;
 pub mod encoding;
+pub mod import;
 pub mod shell;
+pub mod table;
+pub mod tabular;
 
 pub use encoding::{decode_token, encode_bytes};
 pub use shell::{Command, parse_line};

@@ -1,0 +1,524 @@
+//! End-to-end tests of `strata table ...`.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+mod common;
+use common::{BIN, Run, strata, strata_in};
+
+fn assert_ok(r: &Run, what: &str) {
+    assert_eq!(
+        r.code, 0,
+        "{what}: exit {}\nstdout:\n{}\nstderr:\n{}",
+        r.code, r.stdout, r.stderr
+    );
+}
+
+/// Asserts exit code `code` and an `error:` on standard error holding every
+/// one of `needles`.
+fn assert_fails(r: &Run, code: i32, needles: &[&str], what: &str) {
+    assert_eq!(
+        r.code, code,
+        "{what}: exit {}\nstdout:\n{}\nstderr:\n{}",
+        r.code, r.stdout, r.stderr
+    );
+    assert!(r.stderr.starts_with("error: "), "{what}: {}", r.stderr);
+    for n in needles {
+        assert!(r.stderr.contains(n), "{what}: {:?} lacks {n:?}", r.stderr);
+    }
+    assert!(!r.stderr.contains("panicked"), "{what}: {}", r.stderr);
+}
+
+fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("tempdir")
+}
+
+fn db_dir(t: &tempfile::TempDir) -> PathBuf {
+    t.path().join("db")
+}
+
+fn write_file(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write file");
+    p.to_string_lossy().into_owned()
+}
+
+fn create_users(db: &Path) {
+    let r = strata(
+        db,
+        &[
+            "table",
+            "create",
+            "users",
+            "--columns",
+            "id:i64, name:utf8?, score:f64",
+            "--key",
+            "id",
+        ],
+    );
+    assert_ok(&r, "create");
+    assert_eq!(r.stdout, "OK\n");
+}
+
+/// The ids a CSV scan of `users` prints.
+fn ids(db: &Path) -> Vec<String> {
+    let r = strata(
+        db,
+        &[
+            "table",
+            "scan",
+            "users",
+            "--columns",
+            "id",
+            "--format",
+            "csv",
+        ],
+    );
+    assert_ok(&r, "scan ids");
+    r.lines().iter().skip(1).map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn create_import_scan_get_update_describe_advise_set_layout_drop() {
+    let t = tempdir();
+    let db = db_dir(&t);
+    create_users(&db);
+    // Header columns in another order; a quoted comma; an empty field is
+    // null.
+    let csv = write_file(
+        t.path(),
+        "users.csv",
+        "score,id,name\n36.5,1,ada\n7,2,\n12,3,\"bob, jr\"\n100,4,eve\n55,5,\n",
+    );
+    let r = strata(&db, &["table", "import", "users", &csv]);
+    assert_ok(&r, "import");
+    assert_eq!(r.stdout, "imported 5 rows\n");
+
+    let r = strata(&db, &["table", "scan", "users"]);
+    assert_ok(&r, "scan");
+    assert_eq!(
+        r.lines(),
+        [
+            "id | name    | score",
+            "---+---------+------",
+            " 1 | ada     |  36.5",
+            " 2 | NULL    |     7",
+            " 3 | bob, jr |    12",
+            " 4 | eve     |   100",
+            " 5 | NULL    |    55",
+        ]
+    );
+
+    // Repeated --where conditions are ANDed.
+    let r = strata(
+        &db,
+        &[
+            "table",
+            "scan",
+            "users",
+            "--where",
+            "score>=10",
+            "--where",
+            "name IS NOT NULL",
+            "--columns",
+            "name,score",
+            "--format",
+            "csv",
+        ],
+    );
+    assert_ok(&r, "scan with a predicate");
+    assert_eq!(
+        r.lines(),
+        ["name,score", "ada,36.5", "\"bob, jr\",12", "eve,100"]
+    );
+    let r = strata(&db, &["table", "scan", "users", "--where", "name is null"]);
+    assert_ok(&r, "IS NULL");
+    assert_eq!(r.lines()[2..], [" 2 | NULL |     7", " 5 | NULL |    55"]);
+    // [FROM, TO) on the key, and a limit.
+    let r = strata(
+        &db,
+        &[
+            "table", "scan", "users", "--from", "2", "--to", "4", "--format", "csv",
+        ],
+    );
+    assert_eq!(r.lines(), ["id,name,score", "2,,7", "3,\"bob, jr\",12"]);
+    let r = strata(&db, &["table", "scan", "users", "--limit", "1"]);
+    assert_eq!(r.lines().len(), 3, "{}", r.stdout);
+
+    let r = strata(&db, &["table", "get", "users", "3"]);
+    assert_ok(&r, "get");
+    assert_eq!(r.lines(), ["id    | 3", "name  | bob, jr", "score | 12"]);
+    let r = strata(&db, &["table", "get", "users", "9"]);
+    assert_eq!(r.code, 1, "a missing row exits 1");
+    assert_eq!(r.stdout, "(not found)\n");
+
+    let r = strata(
+        &db,
+        &[
+            "table",
+            "update",
+            "users",
+            "2",
+            "--set",
+            "name=zed",
+            "--set",
+            "score=-1.5",
+        ],
+    );
+    assert_ok(&r, "update");
+    assert_eq!(r.stdout, "OK\n");
+    let r = strata(
+        &db,
+        &["table", "get", "users", "2", "--columns", "score,name"],
+    );
+    assert_ok(&r, "get after update");
+    assert_eq!(r.lines(), ["score | -1.5", "name  | zed"]);
+    let r = strata(&db, &["table", "update", "users", "9", "--set", "name=x"]);
+    assert_eq!(r.code, 1, "update of a missing row: {}", r.stderr);
+    assert_eq!(r.stdout, "(not found)\n");
+    assert_eq!(strata(&db, &["table", "get", "users", "9"]).code, 1);
+
+    let r = strata(&db, &["table", "describe", "users"]);
+    assert_ok(&r, "describe");
+    assert!(
+        r.stdout.starts_with("table users\n")
+            && r.stdout
+                .contains("schema: id i64, name utf8 null, score f64; key (id)")
+            && r.stdout.contains("  L1: <name,score>"),
+        "{}",
+        r.stdout
+    );
+
+    let r = strata(&db, &["table", "advise", "users"]);
+    assert_ok(&r, "advise");
+    for needle in [
+        "current layout, predicted cost",
+        "proposed layout, predicted cost",
+        "  L0: <name,score>",
+        "predicted gain: ",
+    ] {
+        assert!(r.stdout.contains(needle), "lacks {needle:?}: {}", r.stdout);
+    }
+    // Advice changes nothing.
+    let d = strata(&db, &["table", "describe", "users"]);
+    assert!(d.stdout.contains("  L1: <name,score>"), "{}", d.stdout);
+
+    let r = strata(&db, &["table", "set-layout", "users", "name | score"]);
+    assert_ok(&r, "set-layout");
+    let d = strata(&db, &["table", "describe", "users"]);
+    assert!(
+        d.stdout.contains("  L0: <name,score>") && d.stdout.contains("  L1: <name> <score>"),
+        "{}",
+        d.stdout
+    );
+    let r = strata(&db, &["table", "set-layout", "users", "column"]);
+    assert_ok(&r, "set-layout preset");
+    // Compaction rewrites the rows into column groups; they read the same.
+    assert_ok(&strata(&db, &["compact"]), "compact");
+    let d = strata(&db, &["table", "describe", "users"]);
+    assert!(
+        d.stdout.contains(": <name> 1 files") && d.stdout.contains(": <score> 1 files"),
+        "{}",
+        d.stdout
+    );
+    assert_eq!(ids(&db), ["1", "2", "3", "4", "5"]);
+    let r = strata(&db, &["table", "get", "users", "2"]);
+    assert_eq!(r.lines(), ["id    | 2", "name  | zed", "score | -1.5"]);
+
+    let r = strata(&db, &["table", "delete", "users", "1"]);
+    assert_ok(&r, "delete");
+    assert_eq!(ids(&db), ["2", "3", "4", "5"]);
+
+    assert_eq!(strata(&db, &["table", "list"]).stdout, "users\n");
+    let r = strata(&db, &["table", "drop", "users"]);
+    assert_ok(&r, "drop");
+    assert_eq!(strata(&db, &["table", "list"]).stdout, "");
+    let r = strata(&db, &["table", "scan", "users"]);
+    assert_fails(&r, 1, &["no table named \"users\""], "scan after drop");
+}
+
+#[test]
+fn a_bad_csv_line_names_line_and_column_and_nothing_after_it_is_written() {
+    let t = tempdir();
+    let db = db_dir(&t);
+    create_users(&db);
+    // Batches of 2: rows 1-2 go in the first batch; row 3 is pending when
+    // line 5 (row 4) turns out bad.
+    let csv = write_file(
+        t.path(),
+        "bad.csv",
+        "id,name,score\n1,a,1\n2,b,2\n3,c,3\n4,d,four\n5,e,5\n",
+    );
+    let r = strata(
+        &db,
+        &["table", "import", "users", &csv, "--batch-rows", "2"],
+    );
+    assert_fails(
+        &r,
+        1,
+        &[
+            "line 5",
+            "column \"score\"",
+            "\"four\" is not a valid f64 value",
+            "3 rows imported before it",
+        ],
+        "bad value",
+    );
+    assert_eq!(ids(&db), ["1", "2", "3"]);
+
+    // Without a header every line gives every column.
+    let csv = write_file(t.path(), "short.csv", "6,f,6\n7,g\n8,h,8\n");
+    let r = strata(&db, &["table", "import", "users", &csv, "--no-header"]);
+    assert_fails(
+        &r,
+        1,
+        &["line 2", "2 fields, expected 3", "1 row imported before it"],
+        "short line",
+    );
+    assert_eq!(ids(&db), ["1", "2", "3", "6"]);
+
+    // A key column cannot be null; a header must name the table's columns.
+    let csv = write_file(t.path(), "nullkey.csv", "id,score\n9,9\n,10\n");
+    let r = strata(&db, &["table", "import", "users", &csv]);
+    assert_fails(
+        &r,
+        1,
+        &["line 3", "column \"id\"", "not nullable"],
+        "null key",
+    );
+    let csv = write_file(t.path(), "header.csv", "id,points\n1,1\n");
+    let r = strata(&db, &["table", "import", "users", &csv]);
+    assert_fails(&r, 1, &["line 1", "\"points\""], "unknown header column");
+    assert_eq!(ids(&db), ["1", "2", "3", "6", "9"]);
+
+    // Standard input works too, and blank lines are skipped.
+    let r = strata_in(
+        &db,
+        &["table", "import", "users", "-"],
+        "id,score\n\n10,1\n",
+    );
+    assert_ok(&r, "import from stdin");
+    assert_eq!(r.stdout, "imported 1 row\n");
+}
+
+#[test]
+fn unknown_tables_are_database_errors_and_bad_arguments_usage_errors() {
+    let t = tempdir();
+    let db = db_dir(&t);
+    create_users(&db);
+    let cases: &[(&[&str], i32, &[&str])] = &[
+        (
+            &["table", "scan", "nope"],
+            1,
+            &["no table named \"nope\"", "users"],
+        ),
+        (&["table", "get", "nope", "1"], 1, &["no table named"]),
+        (&["table", "drop", "nope"], 1, &["no table named"]),
+        (
+            &[
+                "table",
+                "create",
+                "users",
+                "--columns",
+                "id:i64",
+                "--key",
+                "id",
+            ],
+            1,
+            &["exists already"],
+        ),
+        (
+            &[
+                "table",
+                "create",
+                "t",
+                "--columns",
+                "id:i64, x:decimal",
+                "--key",
+                "id",
+            ],
+            2,
+            &["unknown column type \"decimal\""],
+        ),
+        (
+            &[
+                "table",
+                "create",
+                "t",
+                "--columns",
+                "id:i64, x",
+                "--key",
+                "id",
+            ],
+            2,
+            &["NAME:TYPE"],
+        ),
+        (
+            &[
+                "table",
+                "create",
+                "t",
+                "--columns",
+                "id:i64?",
+                "--key",
+                "id",
+            ],
+            2,
+            &["nullable"],
+        ),
+        (
+            &[
+                "table",
+                "create",
+                "t",
+                "--columns",
+                "id:i64, x:i32",
+                "--key",
+                "id",
+                "--layout",
+                "diagonal",
+            ],
+            2,
+            &["unknown preset"],
+        ),
+        (
+            &[
+                "table",
+                "create",
+                "t",
+                "--columns",
+                "id:i64, x:i32",
+                "--key",
+                "id",
+                "--auto",
+                "3",
+            ],
+            2,
+            &["--auto"],
+        ),
+        (
+            &["table", "get", "users", "one"],
+            2,
+            &["\"one\" is not a valid i64 value"],
+        ),
+        (
+            &["table", "get", "users", "1", "--columns", "nmae"],
+            2,
+            &["no column named \"nmae\"", "id, name, score"],
+        ),
+        (
+            &["table", "scan", "users", "--where", "scroe>1"],
+            2,
+            &["no column named \"scroe\""],
+        ),
+        (
+            &["table", "scan", "users", "--where", "score>high"],
+            2,
+            &["\"high\" is not a valid f64 value"],
+        ),
+        (
+            &["table", "scan", "users", "--where", "score"],
+            2,
+            &["cannot read the predicate"],
+        ),
+        (
+            &["table", "scan", "users", "--format", "json"],
+            2,
+            &["json"],
+        ),
+        (
+            &["table", "update", "users", "1", "--set", "score=lots"],
+            2,
+            &["\"lots\" is not a valid f64 value"],
+        ),
+        (
+            &["table", "update", "users", "1", "--set", "id=2"],
+            2,
+            &["key column"],
+        ),
+        (
+            &["table", "set-layout", "users", "name | nope"],
+            2,
+            &["no column named \"nope\""],
+        ),
+        (
+            &[
+                "table",
+                "import",
+                "users",
+                "missing.csv",
+                "--batch-rows",
+                "0",
+            ],
+            2,
+            &["--batch-rows"],
+        ),
+    ];
+    for (args, code, needles) in cases {
+        let r = strata(&db, args);
+        assert_fails(&r, *code, needles, &format!("{args:?}"));
+    }
+    // None of the refused creates made a table.
+    assert_eq!(strata(&db, &["table", "list"]).stdout, "users\n");
+}
+
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn read_commands_open_read_only_beside_a_writer() {
+    let t = tempdir();
+    let db = db_dir(&t);
+    // A read command never creates a database.
+    let r = strata(&db, &["table", "list"]);
+    assert_fails(&r, 1, &["no database at"], "list without a database");
+    assert!(!db.exists());
+
+    create_users(&db);
+    let r = strata_in(&db, &["table", "import", "users", "-"], "id,score\n1,2\n");
+    assert_ok(&r, "import");
+    let mut shell = KillOnDrop(
+        Command::new(BIN)
+            .arg("--db")
+            .arg(&db)
+            .arg("shell")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn"),
+    );
+    let mut stdin = shell.0.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(shell.0.stdout.take().expect("stdout"));
+    writeln!(stdin, "put a 1").expect("write");
+    stdin.flush().expect("flush");
+    let mut line = String::new();
+    stdout.read_line(&mut line).expect("read");
+    assert_eq!(line, "OK\n", "the shell holds the database");
+
+    for args in [
+        &["table", "get", "users", "1"][..],
+        &["table", "scan", "users"],
+        &["table", "describe", "users"],
+        &["table", "list"],
+        &["table", "advise", "users"],
+    ] {
+        assert_ok(&strata(&db, args), &format!("{args:?} beside a writer"));
+    }
+    for args in [
+        &["table", "update", "users", "1", "--set", "score=3"][..],
+        &["table", "drop", "users"],
+    ] {
+        let r = strata(&db, args);
+        assert_fails(&r, 1, &["locked"], &format!("{args:?} beside a writer"));
+    }
+    drop(stdin);
+    assert!(shell.0.wait().expect("wait").success());
+}
