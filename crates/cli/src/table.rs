@@ -635,8 +635,8 @@ fn advise(t: &Table, out: &mut impl Write) -> Result<(), Failure> {
     if a.current_cost.total <= 0.0 {
         writeln!(
             out,
-            "note: no workload recorded: the advisor sees only the reads and writes of the \
-             process that has the database open, so every cost is zero"
+            "note: no workload recorded yet: the advisor costs the reads, scans and updates \
+             the table has served (saved when the database closes), and there were none"
         )?;
     } else if a.proposed != a.current {
         writeln!(

@@ -39,6 +39,10 @@ impl Clone for Db {
 
 impl Drop for Db {
     fn drop(&mut self) {
+        if self.core.is_last_handle() {
+            // Best effort: the workload log is advice.
+            let _ = self.catalog.save_workloads();
+        }
         self.core.release_handle();
     }
 }
@@ -183,6 +187,7 @@ impl Db {
     /// Stops background work (waiting for running jobs) and releases the
     /// database. Other clones become unusable (`Error::Closed`).
     pub fn close(self) -> Result<()> {
+        self.catalog.save_workloads()?;
         self.core.close()
     }
 

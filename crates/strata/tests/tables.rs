@@ -482,11 +482,29 @@ fn tables_survive_restarts_and_drops_free_their_name() {
         r.push(Value::Utf8("five".into()));
         t.insert_row(&r).expect("insert");
         db.put(b"kv", b"still here").expect("put");
+        for _ in 0..50 {
+            let scan = ScanOptions {
+                columns: Some(vec!["s".into()]),
+                ..ScanOptions::default()
+            };
+            assert_eq!(t.scan(scan).expect("scan").count(), 1);
+        }
         db.close().expect("close");
     }
     let db = Db::open(dir.path(), opts()).expect("reopen");
     assert_eq!(db.table_names(), vec!["a".to_string(), "b".to_string()]);
     let t = db.table("a").expect("a");
+    // The workload recorded before the restart still informs the advisor.
+    assert!(t.advise().expect("advise").current_cost.total > 0.0);
+    assert_eq!(
+        db.table("b")
+            .expect("b")
+            .advise()
+            .expect("advise")
+            .current_cost
+            .total,
+        0.0
+    );
     assert_eq!(t.schema(), &schema());
     assert_eq!(
         t.get(&[Value::Int64(5)], Some(&["s"])).expect("get"),
@@ -501,6 +519,8 @@ fn tables_survive_restarts_and_drops_free_their_name() {
     let t = db
         .create_table("a", schema(), TableOptions::default())
         .expect("recreate");
+    // A new table of an old name starts with no workload.
+    assert_eq!(t.advise().expect("advise").current_cost.total, 0.0);
     assert_eq!(t.get(&[Value::Int64(5)], None).expect("get"), None);
     db.close().expect("close");
     let db = Db::open(dir.path(), opts()).expect("reopen");

@@ -65,6 +65,11 @@ impl DbCore {
         self.inner.db_handles.fetch_add(1, Ordering::AcqRel);
     }
 
+    /// Whether exactly one public handle is left.
+    pub fn is_last_handle(&self) -> bool {
+        self.inner.db_handles.load(Ordering::Acquire) == 1
+    }
+
     /// Forgets a public handle; the last one closes the database.
     pub fn release_handle(&self) {
         if self.inner.db_handles.fetch_sub(1, Ordering::AcqRel) == 1 {

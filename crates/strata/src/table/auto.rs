@@ -17,6 +17,9 @@ use parking_lot::{Condvar, Mutex};
 use super::catalog::Catalog;
 use super::stats::TableStats;
 
+/// How often (in ticks of the thread) the workload logs are saved.
+const SAVE_EVERY_TICKS: u64 = 300;
+
 /// Operations a table must have recorded since the last check before the
 /// advisor is asked (fewer say too little about the workload).
 pub const MIN_OPERATIONS: f64 = 100.0;
@@ -50,9 +53,15 @@ pub(crate) fn start(catalog: &Arc<Catalog>, stop: Arc<Stop>, tick: Duration) {
     let _ = std::thread::Builder::new()
         .name("strata-auto-layout".into())
         .spawn(move || {
+            let mut ticks: u64 = 0;
             while !stop.wait(tick) {
                 let Some(c) = weak.upgrade() else { return };
                 c.auto_layout_round();
+                ticks += 1;
+                if ticks.is_multiple_of(SAVE_EVERY_TICKS) {
+                    // Best effort: the log is advice.
+                    let _ = c.save_workloads();
+                }
             }
         });
 }

@@ -24,6 +24,7 @@ use super::layout::{Group, TableLayout};
 use super::options::TableOptions;
 use super::schema::{Column, ColumnType, Schema};
 use super::shape::GroupEntry;
+use super::stats::StoredLog;
 use super::table::TableInner;
 use crate::batch::WriteBatch;
 use crate::db::{DbCore, Keyspace};
@@ -40,6 +41,7 @@ pub const TABLE_KEYSPACE_PREFIX: &str = "__table/";
 pub const CATALOG_FORMAT: u32 = 1;
 
 const RECORD_PREFIX: &str = "table/";
+const STATS_PREFIX: &str = "stats/";
 
 /// One table's durable definition.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -143,6 +145,10 @@ fn record_key(name: &str) -> Vec<u8> {
     format!("{RECORD_PREFIX}{name}").into_bytes()
 }
 
+fn stats_key(name: &str) -> Vec<u8> {
+    format!("{STATS_PREFIX}{name}").into_bytes()
+}
+
 /// Checks a table name: 1 to 200 bytes, no control characters.
 pub fn check_table_name(name: &str) -> Result<()> {
     if name.is_empty() || name.len() > 200 || name.chars().any(char::is_control) {
@@ -204,6 +210,13 @@ impl Catalog {
             next_id = next_id.max(r.id + 1);
             let t = TableInner::open(&catalog.core, &keyspace, r)?;
             tables.insert(t.name().to_string(), Arc::new(t));
+        }
+        for t in tables.values() {
+            if let Some(v) = keyspace.get(&stats_key(t.name()))?
+                && let Ok(log) = serde_json::from_slice::<StoredLog>(&v)
+            {
+                t.stats.workload.lock().absorb(&log);
+            }
         }
         catalog.tables = RwLock::new(tables);
         catalog.ddl = Mutex::new(next_id);
@@ -289,6 +302,27 @@ impl Catalog {
             .collect()
     }
 
+    /// Saves every table's workload log (not synced: it is advice, and a
+    /// lost update only makes the advisor see less).
+    pub(crate) fn save_workloads(&self) -> Result<()> {
+        let Some(ks) = self.keyspace.lock().clone() else {
+            return Ok(());
+        };
+        if self.core.is_read_only() {
+            return Ok(());
+        }
+        let mut b = WriteBatch::new();
+        for t in self.tables.read().values() {
+            let log = t.stats.workload.lock().to_stored();
+            b.put_in(
+                ks.id(),
+                &stats_key(t.name()),
+                &serde_json::to_vec(&log).unwrap_or_default(),
+            );
+        }
+        self.core.write(WriteOptions::default(), b)
+    }
+
     pub(crate) fn names(&self) -> Vec<String> {
         self.tables.read().keys().cloned().collect()
     }
@@ -301,7 +335,9 @@ impl Catalog {
             .get(name)
             .cloned()
             .ok_or_else(|| Error::TableNotFound(name.to_string()))?;
-        write_record(&self.core, &self.catalog_keyspace()?, name, None)?;
+        let ks = self.catalog_keyspace()?;
+        write_record(&self.core, &ks, name, None)?;
+        ks.delete(&stats_key(name))?;
         self.tables.write().remove(name);
         t.mark_dropped();
         self.core.drop_keyspace(&t.keyspace_name())

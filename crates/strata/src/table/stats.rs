@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
 
 use super::cost::{ColumnSet, OpKind, OpStat, Workload};
 
@@ -29,7 +30,60 @@ pub(crate) struct WorkloadLog {
     levels: Vec<HashMap<(OpKind, ColumnSet), Tally>>,
 }
 
+/// The log as stored in the catalog (JSON), so that the advisor of a
+/// later process sees the workload of earlier ones.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct StoredLog {
+    pub inserts: f64,
+    /// (level, kind, columns, count, entries); kind is point, scan or update.
+    pub classes: Vec<(usize, String, ColumnSet, f64, f64)>,
+}
+
+fn kind_name(k: OpKind) -> &'static str {
+    match k {
+        OpKind::Point => "point",
+        OpKind::Scan => "scan",
+        OpKind::Update => "update",
+    }
+}
+
 impl WorkloadLog {
+    /// The log in its stored form.
+    pub(crate) fn to_stored(&self) -> StoredLog {
+        let mut classes: Vec<(usize, String, ColumnSet, f64, f64)> = self
+            .levels
+            .iter()
+            .enumerate()
+            .flat_map(|(l, m)| {
+                m.iter().map(move |((k, c), t)| {
+                    (l, kind_name(*k).to_string(), c.clone(), t.count, t.entries)
+                })
+            })
+            .collect();
+        classes.sort_by(|a, b| (a.0, &a.1, &a.2).cmp(&(b.0, &b.1, &b.2)));
+        StoredLog {
+            inserts: self.inserts,
+            classes,
+        }
+    }
+
+    /// Adds a stored log's operations to this one (unknown kinds and
+    /// impossible levels are skipped: the log is advice, not data).
+    pub(crate) fn absorb(&mut self, s: &StoredLog) {
+        self.inserts += s.inserts.max(0.0);
+        for (l, kind, cols, count, entries) in &s.classes {
+            let kind = match kind.as_str() {
+                "point" => OpKind::Point,
+                "scan" => OpKind::Scan,
+                "update" => OpKind::Update,
+                _ => continue,
+            };
+            if *l < 64 && count.is_finite() && entries.is_finite() {
+                self.add(*l, kind, cols.clone(), count.max(0.0), entries.max(0.0));
+            }
+        }
+    }
+
     fn level(&mut self, l: usize) -> &mut HashMap<(OpKind, ColumnSet), Tally> {
         if self.levels.len() <= l {
             self.levels.resize_with(l + 1, HashMap::new);
@@ -197,6 +251,32 @@ impl TableStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stored_log_comes_back_as_the_same_workload() {
+        let s = TableStats::default();
+        s.record_point(1, &[3, 4]);
+        s.record_scan(&[10, 0, 300], &[0, 2]);
+        s.record_update(&[5]);
+        s.record_inserts(7);
+        let stored = s.workload.lock().to_stored();
+        let json = serde_json::to_vec(&stored).expect("json");
+        let back: StoredLog = serde_json::from_slice(&json).expect("parse");
+        assert_eq!(back, stored);
+        let mut fresh = WorkloadLog::default();
+        fresh.absorb(&back);
+        assert_eq!(fresh.to_stored(), stored);
+        assert_eq!(fresh.workload(3).inserts, 7.0);
+        // Nonsense in a stored log is skipped, not trusted.
+        let mut bad = stored.clone();
+        bad.classes.push((1, "merge".into(), vec![1], 5.0, 5.0));
+        bad.classes.push((1_000, "point".into(), vec![1], 5.0, 5.0));
+        bad.classes
+            .push((1, "point".into(), vec![1], f64::NAN, 5.0));
+        let mut f2 = WorkloadLog::default();
+        f2.absorb(&bad);
+        assert_eq!(f2.to_stored(), stored);
+    }
 
     #[test]
     fn the_log_is_bounded_and_becomes_a_per_level_workload() {
