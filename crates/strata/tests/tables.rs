@@ -540,3 +540,83 @@ fn tables_survive_restarts_and_drops_free_their_name() {
         .count();
     assert_eq!(table_keyspaces, 2);
 }
+
+/// Scans merge their sources in windows that end where a block ends; a
+/// key whose versions (kept for snapshots) span blocks, files and levels
+/// must still be read as one row at every snapshot.
+#[test]
+fn scans_at_snapshots_see_keys_whose_versions_span_blocks() {
+    for layout in ["row", "column", "groups:2"] {
+        let dir = tempfile::tempdir().expect("dir");
+        let db = Db::open(dir.path(), opts()).expect("open");
+        let mut o = small(layout);
+        o.block_size = 128;
+        let t = db.create_table("t", schema(), o).expect("create");
+        let row = |k: i64, x: i32| -> Vec<Value> {
+            let mut r = vec![Value::Int64(k)];
+            r.extend((0..COLS - 1).map(|c| Value::Int32(x + c as i32)));
+            r.push(Value::Utf8(format!("v{x}")));
+            r
+        };
+        // Per snapshot, the expected (key, c0, c3) of every live row.
+        let mut model: BTreeMap<i64, (i32, i32)> = BTreeMap::new();
+        let mut snaps = Vec::new();
+        for round in 0..12i32 {
+            for k in 0..40i64 {
+                let x = round * 100 + k as i32;
+                match (k + i64::from(round)) % 5 {
+                    0 => {
+                        t.delete_row(&[Value::Int64(k)]).expect("delete");
+                        model.remove(&k);
+                    }
+                    1 if model.contains_key(&k) => {
+                        t.update_row(&[Value::Int64(k)], &[("c3", Value::Int32(-x))])
+                            .expect("update");
+                        model.get_mut(&k).expect("row").1 = -x;
+                    }
+                    _ => {
+                        t.upsert_row(&row(k, x)).expect("upsert");
+                        model.insert(k, (x, x + 3));
+                    }
+                }
+            }
+            snaps.push((db.snapshot(), model.clone()));
+            match round % 3 {
+                0 => t.flush().expect("flush"),
+                1 => t.compact().expect("compact"),
+                _ => {}
+            }
+        }
+        db.wait_for_background_work().expect("background");
+        for (snap, want) in &snaps {
+            let opts = ScanOptions {
+                columns: Some(vec!["id".into(), "c0".into(), "c3".into()]),
+                ..ScanOptions::default()
+            }
+            .at(snap);
+            let mut got = BTreeMap::new();
+            for b in t.scan(opts).expect("scan") {
+                let b = b.expect("batch");
+                let id = b
+                    .column(0)
+                    .as_any()
+                    .downcast_ref::<Int64Array>()
+                    .expect("id");
+                let c0 = b
+                    .column(1)
+                    .as_any()
+                    .downcast_ref::<Int32Array>()
+                    .expect("c0");
+                let c3 = b
+                    .column(2)
+                    .as_any()
+                    .downcast_ref::<Int32Array>()
+                    .expect("c3");
+                for i in 0..b.num_rows() {
+                    got.insert(id.value(i), (c0.value(i), c3.value(i)));
+                }
+            }
+            assert_eq!(&got, want, "layout {layout}");
+        }
+    }
+}

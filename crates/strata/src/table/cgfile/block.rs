@@ -44,6 +44,49 @@ fn get_bit(bitmap: &[u8], r: usize) -> bool {
     bitmap[r / 8] & (1 << (r % 8)) != 0
 }
 
+/// The first eight bytes of `key` as a big-endian integer, zero-padded.
+#[inline]
+pub fn prefix_of(key: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = key.len().min(8);
+    b[..n].copy_from_slice(&key[..n]);
+    u64::from_be_bytes(b)
+}
+
+/// One column of a block as slices (see [`CgBlock::column_view`]). Row
+/// indices must be below the block's row count.
+#[derive(Clone, Copy, Debug)]
+pub struct ColumnView<'a> {
+    presence: Option<&'a [u8]>,
+    nulls: Option<&'a [u8]>,
+    values: &'a [u8],
+    bytes: &'a [u8],
+}
+
+impl<'a> ColumnView<'a> {
+    /// Whether row `r` has a non-null value.
+    #[inline]
+    pub fn valid(&self, r: usize) -> bool {
+        self.presence.is_none_or(|p| get_bit(p, r)) && self.nulls.is_none_or(|n| !get_bit(n, r))
+    }
+
+    /// Row `r`'s value read as `N` little-endian bytes (fixed-width types).
+    #[inline]
+    pub fn fixed<const N: usize>(&self, r: usize) -> [u8; N] {
+        let mut b = [0u8; N];
+        b.copy_from_slice(&self.values[r * N..r * N + N]);
+        b
+    }
+
+    /// Row `r`'s bytes (utf8 and binary).
+    #[inline]
+    pub fn var(&self, r: usize) -> &'a [u8] {
+        let a = u32_at(self.values, r * 4) as usize;
+        let b = u32_at(self.values, r * 4 + 4) as usize;
+        &self.bytes[a..b]
+    }
+}
+
 /// Minimum, maximum and counts of one column over one block.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ColumnStats {
@@ -80,18 +123,6 @@ pub fn compare_stat(ty: ColumnType, a: &[u8], b: &[u8]) -> std::cmp::Ordering {
             f64::from_le_bytes(fixed(a)).total_cmp(&f64::from_le_bytes(fixed(b)))
         }
         ColumnType::Bool | ColumnType::Utf8 | ColumnType::Binary => a.cmp(b),
-    }
-}
-
-/// The stored form of a non-null cell, for statistics.
-pub fn stat_bytes(cell: &Cell<'_>) -> Vec<u8> {
-    match *cell {
-        Cell::Null => Vec::new(),
-        Cell::Int32(x) => x.to_le_bytes().to_vec(),
-        Cell::Int64(x) => x.to_le_bytes().to_vec(),
-        Cell::Float64(x) => x.to_le_bytes().to_vec(),
-        Cell::Bool(b) => vec![u8::from(b)],
-        Cell::Bytes(b) => b.to_vec(),
     }
 }
 
@@ -169,33 +200,54 @@ impl ColumnBuf {
         }
     }
 
+    /// Folds a non-null value into the block's minimum and maximum. (Per
+    /// value of every block written: no allocation unless a bound moves.)
     fn note_stat(&mut self, c: &Cell<'_>) {
         let ty = self.ty;
-        let value = stat_bytes(c);
-        let (lo, hi) = match &value {
-            v if v.len() > MAX_STAT_BYTES => (v[..MAX_STAT_BYTES].to_vec(), None),
-            v => (v.clone(), Some(v.clone())),
+        let mut buf = [0u8; 8];
+        let value: &[u8] = match *c {
+            Cell::Null => return,
+            Cell::Int32(x) => {
+                buf[..4].copy_from_slice(&x.to_le_bytes());
+                &buf[..4]
+            }
+            Cell::Int64(x) => {
+                buf = x.to_le_bytes();
+                &buf
+            }
+            Cell::Float64(x) => {
+                buf = x.to_le_bytes();
+                &buf
+            }
+            Cell::Bool(b) => {
+                buf[0] = u8::from(b);
+                &buf[..1]
+            }
+            Cell::Bytes(b) => b,
         };
+        let lo = &value[..value.len().min(MAX_STAT_BYTES)];
+        fn set(slot: &mut Option<Vec<u8>>, v: &[u8]) {
+            let m = slot.get_or_insert_with(Vec::new);
+            m.clear();
+            m.extend_from_slice(v);
+        }
         if self
             .stats
             .min
-            .as_ref()
-            .is_none_or(|m| compare_stat(ty, &lo, m).is_lt())
+            .as_deref()
+            .is_none_or(|m| compare_stat(ty, lo, m).is_lt())
         {
-            self.stats.min = Some(lo);
+            set(&mut self.stats.min, lo);
         }
-        match hi {
-            None => self.max_unknown = true,
-            Some(hi) => {
-                if self
-                    .stats
-                    .max
-                    .as_ref()
-                    .is_none_or(|m| compare_stat(ty, &hi, m).is_gt())
-                {
-                    self.stats.max = Some(hi);
-                }
-            }
+        if value.len() > MAX_STAT_BYTES {
+            self.max_unknown = true;
+        } else if self
+            .stats
+            .max
+            .as_deref()
+            .is_none_or(|m| compare_stat(ty, value, m).is_gt())
+        {
+            set(&mut self.stats.max, value);
         }
     }
 
@@ -622,6 +674,67 @@ impl CgBlock {
             }
         }
         lo
+    }
+
+    /// The first row whose user key is after `user_key` (`rows()` if none).
+    pub fn upper_bound_key(&self, user_key: &[u8]) -> usize {
+        let (mut lo, mut hi) = (0, self.rows);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.user_key(mid) <= user_key {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// Whether some row lacks some column (a tombstone or an update).
+    pub fn partial(&self) -> bool {
+        self.columns.iter().any(|c| c.presence.is_some())
+    }
+
+    /// The length of every user key, when all have the same.
+    pub fn fixed_key_len(&self) -> Option<usize> {
+        self.key_len
+    }
+
+    /// The first eight bytes of row `r`'s user key as a big-endian integer
+    /// (zero-padded): keys with smaller prefixes sort first, so a merge
+    /// compares whole keys only when prefixes tie.
+    #[inline]
+    pub fn key_prefix(&self, r: usize) -> u64 {
+        if let Some(l) = self.key_len
+            && l >= 8
+        {
+            let at = self.keys.0 + r * l;
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&self.data[at..at + 8]);
+            return u64::from_be_bytes(b);
+        }
+        prefix_of(self.user_key(r))
+    }
+
+    /// Whether row `r` carries the block's `i`-th column (null or not).
+    #[inline]
+    pub fn has(&self, i: usize, r: usize) -> bool {
+        match self.columns[i].presence {
+            Some((a, _)) => get_bit(&self.data[a..], r),
+            None => true,
+        }
+    }
+
+    /// The block's `i`-th column as slices, for loops over many rows.
+    pub fn column_view(&self, i: usize) -> ColumnView<'_> {
+        let c = &self.columns[i];
+        let d = &self.data;
+        ColumnView {
+            presence: c.presence.map(|(a, b)| &d[a..b]),
+            nulls: c.nulls.map(|(a, b)| &d[a..b]),
+            values: &d[c.values.0..c.values.1],
+            bytes: &d[c.bytes.0..c.bytes.1],
+        }
     }
 
     /// The position among the block's columns of value column `v`.

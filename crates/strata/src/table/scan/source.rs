@@ -1,0 +1,267 @@
+//! The sources of a scan, each read as a sequence of columnar chunks.
+//!
+//! A column-group run yields its blocks as they are stored. A whole-row
+//! source (a memtable, a level-0 file, a whole-row run) is staged: up to
+//! [`STAGE_ROWS`] of its entries are decoded into a block of the same PAX
+//! form, holding only the columns the scan reads. Every source then looks
+//! alike to the merge ([`super::window`]): sorted rows with keys, trailers
+//! and column vectors.
+
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+use crate::key::{KIND_SEEK, ValueKind, trailer, user_key};
+use crate::table::cgfile::block::{BlockBuilder, CgBlock};
+use crate::table::cgfile::{BlockMeta, CgReader};
+use crate::table::piece::{PieceSchema, PieceView};
+use crate::table::schema::ColumnType;
+use crate::version::FileMeta;
+
+/// Entries of a whole-row source staged per chunk (more when the last
+/// key's versions continue, so that no key spans two chunks).
+pub(super) const STAGE_ROWS: usize = 1024;
+
+/// A block and where its columns are: `map[v]` is value column `v`'s
+/// position among the block's columns.
+#[derive(Clone)]
+pub(super) struct Chunk {
+    pub block: Arc<CgBlock>,
+    pub map: Arc<[Option<usize>]>,
+}
+
+impl Chunk {
+    /// Row `r`'s value of value column `v`, if the row carries it.
+    #[inline]
+    pub fn cell(&self, v: usize, r: usize) -> Option<crate::table::piece::Cell<'_>> {
+        self.map[v].and_then(|i| self.block.cell(i, r))
+    }
+
+    /// Whether row `r` carries value column `v`.
+    #[inline]
+    pub fn carries(&self, v: usize, r: usize) -> bool {
+        self.map[v].is_some_and(|i| self.block.has(i, r))
+    }
+}
+
+fn reader(f: &FileMeta) -> Result<&CgReader> {
+    f.table
+        .source_any()
+        .and_then(|a| a.downcast_ref::<CgReader>())
+        .ok_or_else(|| {
+            Error::corruption(
+                &f.path,
+                0,
+                "a column-group run holds a file that is not a column-group file",
+            )
+        })
+}
+
+/// Whether `f` is a column-group file.
+pub(super) fn is_cg(f: &FileMeta) -> bool {
+    f.table.source_any().is_some_and(|a| a.is::<CgReader>())
+}
+
+/// A run of column-group files, read block by block.
+pub(super) struct CgRun {
+    files: Vec<Arc<FileMeta>>,
+    /// The next block to read: `files[file]`'s block `block`.
+    file: usize,
+    block: usize,
+    /// The scan's lower bound, applied to the first block read.
+    lower: Option<Vec<u8>>,
+    map: Arc<[Option<usize>]>,
+    /// The group's columns in group order, with their types.
+    pub cols: Vec<(usize, ColumnType)>,
+}
+
+impl CgRun {
+    pub fn new(files: Vec<Arc<FileMeta>>, pieces: &PieceSchema) -> Result<CgRun> {
+        let mut map = vec![None; pieces.len()];
+        let mut cols = Vec::new();
+        if let Some(f) = files.first() {
+            for (i, &v) in reader(f)?.columns().iter().enumerate() {
+                if v >= map.len() {
+                    return Err(Error::corruption(
+                        &f.path,
+                        0,
+                        format!("the file's group names column {v} of {}", map.len()),
+                    ));
+                }
+                map[v] = Some(i);
+                cols.push((v, pieces.ty(v)));
+            }
+        }
+        Ok(CgRun {
+            files,
+            file: 0,
+            block: 0,
+            lower: None,
+            map: map.into(),
+            cols,
+        })
+    }
+
+    /// Positions before the first row at or after `lower`.
+    pub fn seek(&mut self, lower: Option<&[u8]>) -> Result<()> {
+        self.lower = lower.map(<[u8]>::to_vec);
+        match lower {
+            None => {
+                self.file = 0;
+                self.block = 0;
+            }
+            Some(l) => {
+                self.file = self.files.partition_point(|f| f.largest_user_key() < l);
+                self.block = match self.files.get(self.file) {
+                    Some(f) => reader(f)?.block_for(l),
+                    None => 0,
+                };
+            }
+        }
+        self.normalize()
+    }
+
+    /// Moves past files whose blocks are all read.
+    fn normalize(&mut self) -> Result<()> {
+        while let Some(f) = self.files.get(self.file) {
+            if self.block < reader(f)?.blocks().len() {
+                break;
+            }
+            self.file += 1;
+            self.block = 0;
+        }
+        Ok(())
+    }
+
+    pub fn exhausted(&self) -> bool {
+        self.file >= self.files.len()
+    }
+
+    /// The index entry of the next block.
+    pub fn pending(&self) -> Option<&BlockMeta> {
+        let f = self.files.get(self.file)?;
+        reader(f).ok()?.blocks().get(self.block)
+    }
+
+    /// Passes over the next block without reading it.
+    pub fn skip(&mut self) -> Result<()> {
+        self.lower = None;
+        self.block += 1;
+        self.normalize()
+    }
+
+    /// Reads the next block: the chunk and the row to start at.
+    pub fn load(&mut self) -> Result<Option<(Chunk, usize)>> {
+        let Some(f) = self.files.get(self.file) else {
+            return Ok(None);
+        };
+        let block = reader(f)?.block(self.block)?;
+        self.block += 1;
+        self.normalize()?;
+        let start = match self.lower.take() {
+            Some(l) => block.lower_bound(&l, u64::MAX),
+            None => 0,
+        };
+        Ok(Some((
+            Chunk {
+                block,
+                map: Arc::clone(&self.map),
+            },
+            start,
+        )))
+    }
+}
+
+/// A whole-row source staged into blocks of the columns a scan reads.
+pub(super) struct PieceRun {
+    it: Box<dyn InternalIterator>,
+    pieces: PieceSchema,
+    builder: BlockBuilder,
+    group: Vec<usize>,
+    map: Arc<[Option<usize>]>,
+    /// The scan's exclusive upper bound: staging stops there.
+    upper: Option<Vec<u8>>,
+    buf: Vec<u8>,
+}
+
+impl PieceRun {
+    /// Stages the value columns `group` (ascending) of `it`'s entries.
+    pub fn new(
+        it: Box<dyn InternalIterator>,
+        pieces: &PieceSchema,
+        group: &[usize],
+        upper: Option<&[u8]>,
+    ) -> PieceRun {
+        let mut map = vec![None; pieces.len()];
+        for (i, &v) in group.iter().enumerate() {
+            map[v] = Some(i);
+        }
+        PieceRun {
+            it,
+            builder: BlockBuilder::new(pieces, group),
+            pieces: pieces.clone(),
+            group: group.to_vec(),
+            map: map.into(),
+            upper: upper.map(<[u8]>::to_vec),
+            buf: Vec::new(),
+        }
+    }
+
+    pub fn seek(&mut self, seek_key: Option<&[u8]>) -> Result<()> {
+        match seek_key {
+            Some(k) => self.it.seek(k),
+            None => self.it.seek_to_first(),
+        }
+        self.it.status()
+    }
+
+    /// Whether entries remain (before the upper bound).
+    pub fn exhausted(&self) -> bool {
+        !self.it.valid()
+            || self
+                .upper
+                .as_deref()
+                .is_some_and(|u| user_key(self.it.key()) >= u)
+    }
+
+    /// Stages the next chunk.
+    pub fn load(&mut self) -> Result<Option<Chunk>> {
+        if self.exhausted() {
+            return Ok(None);
+        }
+        let mut last: Vec<u8> = Vec::new();
+        let mut rows = 0usize;
+        while !self.exhausted() {
+            self.it.settle();
+            let k = self.it.key();
+            let uk = user_key(k);
+            if rows >= STAGE_ROWS && uk != last.as_slice() {
+                break;
+            }
+            let t = trailer(k);
+            if (t & 0xff) as u8 != KIND_SEEK {
+                if t & 0xff == ValueKind::Delete as u64 {
+                    self.builder.add(uk, t, None);
+                } else {
+                    let view = PieceView::parse(&self.pieces, self.it.value())?;
+                    self.builder.add(uk, t, Some((&self.pieces, &view)));
+                }
+                rows += 1;
+                last.clear();
+                last.extend_from_slice(uk);
+            }
+            self.it.next();
+        }
+        self.it.status()?;
+        if rows == 0 {
+            return Ok(None);
+        }
+        self.builder.finish(&mut self.buf);
+        let block = CgBlock::parse(std::mem::take(&mut self.buf), &self.pieces, &self.group)
+            .map_err(|r| Error::corruption("a scan's staged rows", 0, r))?;
+        Ok(Some(Chunk {
+            block: Arc::new(block),
+            map: Arc::clone(&self.map),
+        }))
+    }
+}

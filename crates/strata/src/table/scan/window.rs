@@ -1,0 +1,435 @@
+//! One window of a scan: the rows of every source up to a common key,
+//! merged and resolved into references to the values to output.
+//!
+//! The sources' rows in the window (segments of their chunks) are merged
+//! by (user key ascending, trailer descending) on the first eight bytes of
+//! the key, comparing whole keys only when those tie. Each key's entries
+//! then become one output row, described per wanted column by a [`Ref`] to
+//! the block row that holds its value. Rows whose entries are all inserts
+//! (the common case: a key held by one source, or by the groups of one
+//! level that its insert was split into) are resolved here without copying
+//! a value; keys with partial updates or deletes go through the general
+//! [`Resolver`] and their values are kept in the window.
+
+use std::cmp::Ordering;
+
+use super::source::Chunk;
+use crate::key::{SeqNo, ValueKind};
+use crate::table::piece::Cell;
+use crate::table::view::{OwnedCell, Resolver};
+
+/// Where one output value is: a segment's row, a resolved row, or nowhere
+/// (null).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Ref(u64);
+
+const NULL_SEG: u32 = u32::MAX;
+const RESOLVED_SEG: u32 = u32::MAX - 1;
+
+impl Ref {
+    pub const NULL: Ref = Ref((NULL_SEG as u64) << 32);
+
+    #[inline]
+    fn at(seg: u32, row: u32) -> Ref {
+        Ref((u64::from(seg) << 32) | u64::from(row))
+    }
+
+    #[inline]
+    pub fn parts(self) -> (u32, u32) {
+        ((self.0 >> 32) as u32, self.0 as u32)
+    }
+}
+
+/// Rows `start..end` of one source's chunk.
+pub(super) struct Segment {
+    pub chunk: Chunk,
+    pub start: usize,
+    pub end: usize,
+    /// The length of every key, when all are this long and at most eight
+    /// bytes: the prefix is then the whole key.
+    short: Option<usize>,
+    /// Whether every row carries an event column (`None`: row by row).
+    events: Option<bool>,
+    /// The slots every row carries, as bits (`None`: row by row, or more
+    /// than 64 slots).
+    slots: Option<u64>,
+}
+
+/// A row of a segment in the merge: its key's prefix and its trailer.
+#[derive(Clone, Copy)]
+struct Item {
+    prefix: u64,
+    trailer: u64,
+    seg: u32,
+    row: u32,
+}
+
+impl Item {
+    const EMPTY: Item = Item {
+        prefix: 0,
+        trailer: 0,
+        seg: 0,
+        row: 0,
+    };
+}
+
+/// A window's segments and its resolved rows.
+pub(super) struct Window {
+    /// Slot `s` holds value column `want[s]`.
+    want: Vec<usize>,
+    /// The value columns whose carriers decide whether a row exists.
+    event_cols: Vec<usize>,
+    pub segs: Vec<Segment>,
+    /// Per slot, per output row.
+    pub cols: Vec<Vec<Ref>>,
+    /// Per output row: where its key is.
+    pub keys: Vec<Ref>,
+    /// Per slot: the values of rows the resolver produced.
+    resolved: Vec<Vec<OwnedCell>>,
+    resolved_rows: usize,
+    /// Output rows, and how many have been handed out.
+    pub rows: usize,
+    pub taken: usize,
+    items: Vec<Item>,
+    scratch: Vec<Item>,
+    runs: Vec<usize>,
+}
+
+impl Window {
+    pub fn new(want: &[usize], event_cols: &[usize]) -> Window {
+        Window {
+            want: want.to_vec(),
+            event_cols: event_cols.to_vec(),
+            segs: Vec::new(),
+            cols: vec![Vec::new(); want.len()],
+            keys: Vec::new(),
+            resolved: vec![Vec::new(); want.len()],
+            resolved_rows: 0,
+            rows: 0,
+            taken: 0,
+            items: Vec::new(),
+            scratch: Vec::new(),
+            runs: Vec::new(),
+        }
+    }
+
+    /// Empties the window for the next one.
+    pub fn clear(&mut self) {
+        self.segs.clear();
+        for c in &mut self.cols {
+            c.clear();
+        }
+        for r in &mut self.resolved {
+            r.clear();
+        }
+        self.keys.clear();
+        self.resolved_rows = 0;
+        self.rows = 0;
+        self.taken = 0;
+    }
+
+    pub fn push(&mut self, chunk: Chunk, start: usize, end: usize) {
+        if start < end {
+            let short = chunk.block.fixed_key_len().filter(|&l| l <= 8);
+            let holds_event = self.event_cols.iter().any(|&v| chunk.map[v].is_some());
+            let events = match (holds_event, chunk.block.partial()) {
+                (false, _) => Some(false),
+                (true, false) => Some(true),
+                (true, true) => None,
+            };
+            let slots = (!chunk.block.partial() && self.want.len() <= 64).then(|| {
+                self.want
+                    .iter()
+                    .enumerate()
+                    .filter(|&(_, &v)| chunk.map[v].is_some())
+                    .fold(0u64, |m, (slot, _)| m | (1 << slot))
+            });
+            self.segs.push(Segment {
+                chunk,
+                start,
+                end,
+                short,
+                events,
+                slots,
+            });
+        }
+    }
+
+    /// The value column of slot `slot`.
+    pub fn want_column(&self, slot: usize) -> usize {
+        self.want[slot]
+    }
+
+    /// Output row `i`'s user key.
+    pub fn key(&self, i: usize) -> &[u8] {
+        let (s, r) = self.keys[i].parts();
+        self.segs[s as usize].chunk.block.user_key(r as usize)
+    }
+
+    /// Output row `i`'s value of slot `slot`.
+    #[inline]
+    pub fn value(&self, slot: usize, i: usize) -> Cell<'_> {
+        self.cell(slot, self.cols[slot][i])
+    }
+
+    /// The value a reference of slot `slot` points at.
+    #[inline]
+    pub fn cell(&self, slot: usize, r: Ref) -> Cell<'_> {
+        match r.parts() {
+            (NULL_SEG, _) => Cell::Null,
+            (RESOLVED_SEG, i) => self.resolved[slot][i as usize].as_cell(),
+            (s, row) => self.segs[s as usize]
+                .chunk
+                .cell(self.want[slot], row as usize)
+                .unwrap_or(Cell::Null),
+        }
+    }
+
+    fn item_key(&self, it: Item) -> &[u8] {
+        self.segs[it.seg as usize]
+            .chunk
+            .block
+            .user_key(it.row as usize)
+    }
+
+    /// Whether two items' keys are equal, given equal prefixes.
+    #[inline]
+    fn same_key(&self, a: Item, b: Item) -> bool {
+        match (
+            self.segs[a.seg as usize].short,
+            self.segs[b.seg as usize].short,
+        ) {
+            (Some(x), Some(y)) => x == y,
+            _ => self.item_key(a) == self.item_key(b),
+        }
+    }
+
+    /// Merge order: key ascending, then trailer descending (newest first).
+    #[inline]
+    fn order(&self, a: Item, b: Item) -> Ordering {
+        match a.prefix.cmp(&b.prefix) {
+            Ordering::Equal => {
+                let keys = match (
+                    self.segs[a.seg as usize].short,
+                    self.segs[b.seg as usize].short,
+                ) {
+                    (Some(x), Some(y)) => x.cmp(&y),
+                    _ => self.item_key(a).cmp(self.item_key(b)),
+                };
+                keys.then_with(|| b.trailer.cmp(&a.trailer))
+            }
+            o => o,
+        }
+    }
+
+    /// Merges the segments and resolves every key visible at `snap`.
+    pub fn resolve(&mut self, snap: SeqNo, resolver: &mut Resolver) {
+        let mut items = std::mem::take(&mut self.items);
+        let mut runs = std::mem::take(&mut self.runs);
+        items.clear();
+        runs.clear();
+        runs.push(0);
+        for (s, seg) in self.segs.iter().enumerate() {
+            let b = &seg.chunk.block;
+            items.extend((seg.start..seg.end).map(|r| Item {
+                prefix: b.key_prefix(r),
+                trailer: b.trailer(r),
+                seg: s as u32,
+                row: r as u32,
+            }));
+            runs.push(items.len());
+        }
+        self.merge_runs(&mut items, &mut runs);
+        self.runs = runs;
+        let mut i = 0;
+        while i < items.len() {
+            let first = items[i];
+            let mut j = i + 1;
+            while j < items.len()
+                && items[j].prefix == first.prefix
+                && self.same_key(items[j], first)
+            {
+                j += 1;
+            }
+            self.resolve_key(&items[i..j], snap, resolver);
+            i = j;
+        }
+        self.items = items;
+    }
+
+    /// Merges the sorted runs `items[runs[i]..runs[i + 1]]` into one, in
+    /// rounds of two-way merges (stable: of equal items, the earlier run's
+    /// first).
+    fn merge_runs(&mut self, items: &mut Vec<Item>, runs: &mut Vec<usize>) {
+        let mut out = std::mem::take(&mut self.scratch);
+        let mut next_runs = Vec::with_capacity(runs.len());
+        while runs.len() > 2 {
+            out.clear();
+            out.resize(items.len(), Item::EMPTY);
+            next_runs.clear();
+            next_runs.push(0);
+            let m = runs.len() - 1;
+            for k in (0..m).step_by(2) {
+                let (a, b) = (runs[k], runs[k + 1]);
+                let c = if k + 2 <= m { runs[k + 2] } else { b };
+                let (mut i, mut j, mut o) = (a, b, a);
+                while i < b && j < c {
+                    let (x, y) = (items[i], items[j]);
+                    // Keys are rarely equal: the common case is one
+                    // comparison whose result selects, without a branch
+                    // on the (unpredictable) outcome.
+                    let take_y = if x.prefix != y.prefix {
+                        y.prefix < x.prefix
+                    } else {
+                        self.order(y, x) == Ordering::Less
+                    };
+                    out[o] = if take_y { y } else { x };
+                    o += 1;
+                    j += usize::from(take_y);
+                    i += usize::from(!take_y);
+                }
+                out[o..o + (b - i)].copy_from_slice(&items[i..b]);
+                o += b - i;
+                out[o..o + (c - j)].copy_from_slice(&items[j..c]);
+                next_runs.push(c);
+            }
+            std::mem::swap(items, &mut out);
+            std::mem::swap(runs, &mut next_runs);
+        }
+        self.scratch = out;
+    }
+
+    fn push_row(&mut self, key: Item) {
+        self.keys.push(Ref::at(key.seg, key.row));
+        self.rows += 1;
+    }
+
+    /// Whether entry `e` carries a column that decides the row's existence.
+    #[inline]
+    fn carries_event(&self, e: Item) -> bool {
+        let seg = &self.segs[e.seg as usize];
+        seg.events.unwrap_or_else(|| {
+            let row = e.row as usize;
+            self.event_cols.iter().any(|&v| seg.chunk.carries(v, row))
+        })
+    }
+
+    /// Resolves one key from its entries, newest first.
+    fn resolve_key(&mut self, entries: &[Item], snap: SeqNo, resolver: &mut Resolver) {
+        // Inserts only (the common case): the newest insert that carries an
+        // event column is the row, and its columns come from the entries of
+        // that insert (the groups it was split into). A lone update has no
+        // insert below it and a lone delete hides nothing.
+        let mut event: Option<Item> = None;
+        for &e in entries {
+            if SeqNo(e.trailer >> 8) > snap {
+                continue;
+            }
+            if (e.trailer & 0xff) as u8 != ValueKind::Put as u8 {
+                return self.resolve_general(entries, snap, resolver);
+            }
+            if event.is_none() && self.carries_event(e) {
+                event = Some(e);
+            }
+        }
+        let Some(first) = event else { return };
+        if let [e] = entries {
+            let r = Ref::at(e.seg, e.row);
+            for c in &mut self.cols {
+                c.push(r);
+            }
+        } else {
+            self.stitch(entries, first.trailer >> 8);
+        }
+        self.push_row(first);
+    }
+
+    /// Takes each wanted column from the first entry of insert `seq` that
+    /// carries it.
+    fn stitch(&mut self, entries: &[Item], seq: u64) {
+        let Window {
+            segs, cols, want, ..
+        } = self;
+        let same = entries.iter().filter(|e| e.trailer >> 8 == seq);
+        if want.len() <= 64 && same.clone().all(|e| segs[e.seg as usize].slots.is_some()) {
+            let mut assigned = 0u64;
+            for e in same {
+                let mut new = segs[e.seg as usize].slots.unwrap_or(0) & !assigned;
+                assigned |= new;
+                while new != 0 {
+                    let slot = new.trailing_zeros() as usize;
+                    cols[slot].push(Ref::at(e.seg, e.row));
+                    new &= new - 1;
+                }
+            }
+            let mut missing = !assigned & (u64::MAX >> (64 - want.len().max(1)));
+            if want.is_empty() {
+                missing = 0;
+            }
+            while missing != 0 {
+                let slot = missing.trailing_zeros() as usize;
+                cols[slot].push(Ref::NULL);
+                missing &= missing - 1;
+            }
+            return;
+        }
+        for (slot, &v) in want.iter().enumerate() {
+            let r = same
+                .clone()
+                .find(|e| segs[e.seg as usize].chunk.carries(v, e.row as usize))
+                .map_or(Ref::NULL, |e| Ref::at(e.seg, e.row));
+            cols[slot].push(r);
+        }
+    }
+
+    /// Keys with updates or deletes: the general resolver.
+    fn resolve_general(&mut self, entries: &[Item], snap: SeqNo, resolver: &mut Resolver) {
+        resolver.reset();
+        let mut first = None;
+        for &e in entries {
+            let seq = SeqNo(e.trailer >> 8);
+            if seq > snap {
+                continue;
+            }
+            first.get_or_insert(e);
+            let kind = ValueKind::from_u8((e.trailer & 0xff) as u8).unwrap_or(ValueKind::Put);
+            let chunk = &self.segs[e.seg as usize].chunk;
+            resolver.offer(seq, kind, &|v| chunk.cell(v, e.row as usize));
+            if resolver.settled() {
+                break;
+            }
+        }
+        let Some(first) = first else { return };
+        if !resolver.exists() {
+            return;
+        }
+        let idx = self.resolved_rows as u32;
+        self.resolved_rows += 1;
+        for slot in 0..self.want.len() {
+            let mut cell = OwnedCell::Null;
+            cell.set(resolver.value(self.want[slot]));
+            self.resolved[slot].push(cell);
+            self.cols[slot].push(Ref::at(RESOLVED_SEG, idx));
+        }
+        self.push_row(first);
+    }
+
+    /// Keeps the output rows `keep` says yes to.
+    pub fn retain(&mut self, keep: &[bool]) {
+        let mut w = 0;
+        for (i, &k) in keep.iter().enumerate() {
+            if k {
+                self.keys[w] = self.keys[i];
+                for c in &mut self.cols {
+                    c[w] = c[i];
+                }
+                w += 1;
+            }
+        }
+        self.keys.truncate(w);
+        for c in &mut self.cols {
+            c.truncate(w);
+        }
+        self.rows = w;
+    }
+}
