@@ -51,6 +51,16 @@ pub enum Cell<'a> {
 pub struct PieceSchema {
     types: Vec<ColumnType>,
     bitmap_len: usize,
+    /// When every column is fixed-width: where each value lies in a piece
+    /// with every column present and none null (the common insert), so
+    /// parsing such a piece is one length check.
+    dense: Option<DenseLayout>,
+}
+
+#[derive(Clone, Debug)]
+struct DenseLayout {
+    slots: Vec<(u32, u32)>,
+    len: usize,
 }
 
 impl PieceSchema {
@@ -66,7 +76,28 @@ impl PieceSchema {
     /// Value columns of the given types.
     pub fn from_types(types: Vec<ColumnType>) -> PieceSchema {
         let bitmap_len = types.len().div_ceil(8);
-        PieceSchema { types, bitmap_len }
+        let dense = types.iter().all(|t| t.fixed_width().is_some()).then(|| {
+            // After the flags byte, each value at its fixed width.
+            let mut pos = 1u32;
+            let slots = types
+                .iter()
+                .map(|t| {
+                    let w = t.fixed_width().unwrap_or(0) as u32;
+                    let s = (pos, pos + w);
+                    pos += w;
+                    s
+                })
+                .collect();
+            DenseLayout {
+                slots,
+                len: pos as usize,
+            }
+        });
+        PieceSchema {
+            types,
+            bitmap_len,
+            dense,
+        }
     }
 
     /// Number of value columns.
@@ -191,6 +222,9 @@ pub struct PieceView<'a> {
     /// null, else the start and end of its value in `data`.
     slots: Vec<(u32, u32)>,
     present: usize,
+    /// Every column present and non-null at the schema's dense layout
+    /// (`slots` is then unused).
+    dense: bool,
 }
 
 const ABSENT: u32 = u32::MAX;
@@ -207,6 +241,7 @@ impl<'a> PieceView<'a> {
             data,
             slots: Vec::new(),
             present: 0,
+            dense: false,
         };
         view.reparse(schema, data)?;
         Ok(view)
@@ -216,12 +251,21 @@ impl<'a> PieceView<'a> {
     pub fn reparse(&mut self, schema: &PieceSchema, data: &'a [u8]) -> Result<()> {
         let n = schema.len();
         self.data = data;
-        self.slots.clear();
-        self.slots.resize(n, (ABSENT, 0));
         self.present = 0;
+        self.dense = false;
         let Some((&flags, mut rest)) = data.split_first() else {
             return Err(bad("empty piece"));
         };
+        if flags == ALL_PRESENT | NO_NULLS
+            && let Some(d) = &schema.dense
+            && d.len == data.len()
+        {
+            self.dense = true;
+            self.present = n;
+            return Ok(());
+        }
+        self.slots.clear();
+        self.slots.resize(n, (ABSENT, 0));
         if flags & !KNOWN_FLAGS != 0 {
             return Err(bad(format!("unknown piece flags {flags:#04x}")));
         }
@@ -289,6 +333,9 @@ impl<'a> PieceView<'a> {
 
     /// Whether value column `v` is present.
     pub fn has(&self, v: usize) -> bool {
+        if self.dense {
+            return v < self.present;
+        }
         self.slots.get(v).is_some_and(|&(s, _)| s != ABSENT)
     }
 
@@ -299,7 +346,11 @@ impl<'a> PieceView<'a> {
 
     /// Value column `v`, if present.
     pub fn get(&self, schema: &PieceSchema, v: usize) -> Option<Cell<'a>> {
-        let (start, end) = *self.slots.get(v)?;
+        let (start, end) = if self.dense {
+            *schema.dense.as_ref()?.slots.get(v)?
+        } else {
+            *self.slots.get(v)?
+        };
         if start == ABSENT {
             return None;
         }
@@ -367,6 +418,43 @@ mod tests {
         let mut out = Vec::new();
         e.finish(s, &mut out);
         out
+    }
+
+    #[test]
+    fn pieces_of_fixed_width_tables_parse_alike_by_either_path() {
+        let s = PieceSchema::from_types(vec![
+            ColumnType::Int32,
+            ColumnType::Float64,
+            ColumnType::Bool,
+            ColumnType::Timestamp,
+        ]);
+        let full = [
+            (0, Cell::Int32(3)),
+            (1, Cell::Float64(-0.5)),
+            (2, Cell::Bool(true)),
+            (3, Cell::Int64(9)),
+        ];
+        // Complete and null-free: the precomputed layout.
+        let bytes = encode(&s, &full);
+        let view = PieceView::parse(&s, &bytes).expect("parse");
+        assert_eq!(view.num_present(), 4);
+        for (v, c) in &full {
+            assert_eq!(view.get(&s, *v), Some(*c));
+        }
+        // A dense piece cut short or grown is refused, not misread.
+        for bad in [&bytes[..bytes.len() - 1], &[bytes.as_slice(), &[0]].concat()[..]] {
+            assert!(PieceView::parse(&s, bad).is_err());
+        }
+        // With a null or an absent column: the general path.
+        let mut some = full;
+        some[1].1 = Cell::Null;
+        let bytes = encode(&s, &some);
+        let view = PieceView::parse(&s, &bytes).expect("parse");
+        assert_eq!(view.get(&s, 1), Some(Cell::Null));
+        assert_eq!(view.get(&s, 3), Some(Cell::Int64(9)));
+        let bytes = encode(&s, &full[2..]);
+        let view = PieceView::parse(&s, &bytes).expect("parse");
+        assert_eq!((view.get(&s, 0), view.get(&s, 2)), (None, Some(Cell::Bool(true))));
     }
 
     #[test]

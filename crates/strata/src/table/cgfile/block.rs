@@ -137,6 +137,8 @@ struct ColumnBuf {
     stats: ColumnStats,
     /// A string maximum was longer than [`MAX_STAT_BYTES`].
     max_unknown: bool,
+    /// Whether to keep minimum and maximum (blocks bound for a file do).
+    keep_stats: bool,
 }
 
 impl ColumnBuf {
@@ -151,6 +153,7 @@ impl ColumnBuf {
             bytes: Vec::new(),
             stats: ColumnStats::default(),
             max_unknown: false,
+            keep_stats: true,
         }
     }
 
@@ -195,7 +198,9 @@ impl ColumnBuf {
                     }
                     Cell::Null => {}
                 }
-                self.note_stat(&c);
+                if self.keep_stats {
+                    self.note_stat(&c);
+                }
             }
         }
     }
@@ -283,6 +288,16 @@ impl BlockBuilder {
             rows: 0,
             partial: false,
         }
+    }
+
+    /// A builder for blocks that are read in memory and never stored (a
+    /// scan's staged rows): no minimum and maximum.
+    pub fn without_statistics(schema: &PieceSchema, group: &[usize]) -> BlockBuilder {
+        let mut b = BlockBuilder::new(schema, group);
+        for c in &mut b.columns {
+            c.keep_stats = false;
+        }
+        b
     }
 
     /// Adds a row: its user key, trailer and piece (`None` for a tombstone).

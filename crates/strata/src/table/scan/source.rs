@@ -198,7 +198,7 @@ impl PieceRun {
         }
         PieceRun {
             it,
-            builder: BlockBuilder::new(pieces, group),
+            builder: BlockBuilder::without_statistics(pieces, group),
             pieces: pieces.clone(),
             group: group.to_vec(),
             map: map.into(),
