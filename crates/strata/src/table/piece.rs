@@ -442,7 +442,10 @@ mod tests {
             assert_eq!(view.get(&s, *v), Some(*c));
         }
         // A dense piece cut short or grown is refused, not misread.
-        for bad in [&bytes[..bytes.len() - 1], &[bytes.as_slice(), &[0]].concat()[..]] {
+        for bad in [
+            &bytes[..bytes.len() - 1],
+            &[bytes.as_slice(), &[0]].concat()[..],
+        ] {
             assert!(PieceView::parse(&s, bad).is_err());
         }
         // With a null or an absent column: the general path.
@@ -454,7 +457,10 @@ mod tests {
         assert_eq!(view.get(&s, 3), Some(Cell::Int64(9)));
         let bytes = encode(&s, &full[2..]);
         let view = PieceView::parse(&s, &bytes).expect("parse");
-        assert_eq!((view.get(&s, 0), view.get(&s, 2)), (None, Some(Cell::Bool(true))));
+        assert_eq!(
+            (view.get(&s, 0), view.get(&s, 2)),
+            (None, Some(Cell::Bool(true)))
+        );
     }
 
     #[test]

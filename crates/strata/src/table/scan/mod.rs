@@ -358,7 +358,7 @@ impl Scanner {
         }
         if end > c.row {
             self.counters.entries_per_level[c.level] += (end - c.row) as u64;
-            self.window.push(chunk.clone(), c.row, end);
+            self.window.push(chunk.clone(), c.row, end, c.level);
             c.row = end;
         }
     }

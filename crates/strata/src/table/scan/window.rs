@@ -53,6 +53,13 @@ pub(super) struct Segment {
     /// The slots every row carries, as bits (`None`: row by row, or more
     /// than 64 slots).
     slots: Option<u64>,
+    level: usize,
+    /// Segments of other groups of the same level holding the same rows
+    /// (keys and trailers, row for row): LASER's column-merging iterator,
+    /// they are read through this one instead of being merged.
+    partners: Vec<u32>,
+    /// Read through another segment's `partners`.
+    follower: bool,
 }
 
 /// A row of a segment in the merge: its key's prefix and its trailer.
@@ -93,6 +100,7 @@ pub(super) struct Window {
     items: Vec<Item>,
     scratch: Vec<Item>,
     runs: Vec<usize>,
+    expanded: Vec<Item>,
 }
 
 impl Window {
@@ -110,6 +118,7 @@ impl Window {
             items: Vec::new(),
             scratch: Vec::new(),
             runs: Vec::new(),
+            expanded: Vec::new(),
         }
     }
 
@@ -128,7 +137,9 @@ impl Window {
         self.taken = 0;
     }
 
-    pub fn push(&mut self, chunk: Chunk, start: usize, end: usize) {
+    /// Adds rows `start..end` of a chunk from `level` (0 for the sources
+    /// above level 1, which hold whole rows).
+    pub fn push(&mut self, chunk: Chunk, start: usize, end: usize, level: usize) {
         if start < end {
             let short = chunk.block.fixed_key_len().filter(|&l| l <= 8);
             let holds_event = self.event_cols.iter().any(|&v| chunk.map[v].is_some());
@@ -151,6 +162,9 @@ impl Window {
                 short,
                 events,
                 slots,
+                level,
+                partners: Vec::new(),
+                follower: false,
             });
         }
     }
@@ -229,7 +243,11 @@ impl Window {
         items.clear();
         runs.clear();
         runs.push(0);
+        self.zip_groups();
         for (s, seg) in self.segs.iter().enumerate() {
+            if seg.follower {
+                continue;
+            }
             let b = &seg.chunk.block;
             items.extend((seg.start..seg.end).map(|r| Item {
                 prefix: b.key_prefix(r),
@@ -255,6 +273,43 @@ impl Window {
             i = j;
         }
         self.items = items;
+    }
+
+    /// Pairs the segments of one level's groups that hold the same rows.
+    fn zip_groups(&mut self) {
+        for i in 0..self.segs.len() {
+            if self.segs[i].level == 0 || self.segs[i].follower {
+                continue;
+            }
+            for j in i + 1..self.segs.len() {
+                if self.segs[j].level == self.segs[i].level
+                    && !self.segs[j].follower
+                    && self.aligned(i, j)
+                {
+                    self.segs[j].follower = true;
+                    self.segs[i].partners.push(j as u32);
+                }
+            }
+        }
+    }
+
+    /// Whether segments `i` and `j` hold the same keys and trailers, row
+    /// for row.
+    fn aligned(&self, i: usize, j: usize) -> bool {
+        let (a, b) = (&self.segs[i], &self.segs[j]);
+        if a.end - a.start != b.end - b.start {
+            return false;
+        }
+        let (ba, bb) = (&a.chunk.block, &b.chunk.block);
+        let short = a.short.is_some() && a.short == b.short;
+        (a.start..a.end).zip(b.start..b.end).all(|(ra, rb)| {
+            ba.trailer(ra) == bb.trailer(rb)
+                && if short {
+                    ba.key_prefix(ra) == bb.key_prefix(rb)
+                } else {
+                    ba.user_key(ra) == bb.user_key(rb)
+                }
+        })
     }
 
     /// Merges the sorted runs `items[runs[i]..runs[i + 1]]` into one, in
@@ -316,6 +371,34 @@ impl Window {
 
     /// Resolves one key from its entries, newest first.
     fn resolve_key(&mut self, entries: &[Item], snap: SeqNo, resolver: &mut Resolver) {
+        if entries
+            .iter()
+            .any(|e| !self.segs[e.seg as usize].partners.is_empty())
+        {
+            // Each entry of a zipped segment stands for its partners' rows
+            // too.
+            let mut all = std::mem::take(&mut self.expanded);
+            all.clear();
+            for &e in entries {
+                all.push(e);
+                let lead = &self.segs[e.seg as usize];
+                for &p in &lead.partners {
+                    let row = e.row as usize - lead.start + self.segs[p as usize].start;
+                    all.push(Item {
+                        seg: p,
+                        row: row as u32,
+                        ..e
+                    });
+                }
+            }
+            self.resolve_entries(&all, snap, resolver);
+            self.expanded = all;
+        } else {
+            self.resolve_entries(entries, snap, resolver);
+        }
+    }
+
+    fn resolve_entries(&mut self, entries: &[Item], snap: SeqNo, resolver: &mut Resolver) {
         // Inserts only (the common case): the newest insert that carries an
         // event column is the row, and its columns come from the entries of
         // that insert (the groups it was split into). A lone update has no
