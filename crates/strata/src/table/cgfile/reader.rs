@@ -138,6 +138,17 @@ impl CgReader {
             return Ok(b);
         }
         Statistics::add(&self.stats.block_cache_misses, 1);
+        let block = Arc::new(self.read_block(i)?);
+        if let Some(c) = &self.cache {
+            let weight = block.size_bytes();
+            c.insert_other(self.cache_id, meta.handle.offset, block.clone(), weight);
+        }
+        Ok(block)
+    }
+
+    /// Reads, checks and parses block `i` from the file (not the cache).
+    fn read_block(&self, i: usize) -> Result<CgBlock> {
+        let meta = &self.blocks[i];
         let raw = read_block_contents(&*self.file, &self.path, meta.handle, self.data_end)?;
         let block = CgBlock::parse(raw, &self.shape.pieces, &self.columns)
             .map_err(|r| Error::corruption(&self.path, meta.handle.offset, r))?;
@@ -149,11 +160,6 @@ impl CgReader {
                 meta.handle.offset,
                 "the block disagrees with its index entry (rows or last key)",
             ));
-        }
-        let block = Arc::new(block);
-        if let Some(c) = &self.cache {
-            let weight = block.size_bytes();
-            c.insert_other(self.cache_id, meta.handle.offset, block.clone(), weight);
         }
         Ok(block)
     }
@@ -271,8 +277,9 @@ impl TableSource for CgReader {
 
     fn verify(&self) -> Result<()> {
         let mut last: Option<Vec<u8>> = None;
+        // From the file: a block read earlier may since have been damaged.
         for i in 0..self.blocks.len() {
-            let b = self.block(i)?;
+            let b = self.read_block(i)?;
             if b.rows() > 0 {
                 let first = b.user_key(0);
                 if last.as_deref().is_some_and(|l| l > first) {
