@@ -13,7 +13,7 @@ use crate::record::{latest_medians, read_all};
 use crate::runner::{RunPlan, run};
 use crate::settings::{BenchSettings, CompressionKind, Distribution, parse_count, parse_size};
 use crate::workload::{Workload, parse_workloads};
-use crate::{Error, Result, htap, memsuite, plot, report, shortsuite, sysinfo};
+use crate::{Error, Result, advisorsuite, htap, memsuite, plot, report, shortsuite, sysinfo};
 
 /// db_bench- and YCSB-style benchmarks of Strata, optionally against
 /// RocksDB (feature `rocksdb`) and fjall (feature `fjall`).
@@ -78,7 +78,7 @@ pub enum Command {
 /// `suite` flags.
 #[derive(Args, Debug)]
 pub struct SuiteArgs {
-    /// The suite: quick, kv, memtable or shortrange.
+    /// The suite: quick, kv, memtable, shortrange, htap or advisor.
     #[arg(long)]
     pub suite: String,
     /// memtable suite: the longest one phase may run (seconds); a phase that
@@ -318,6 +318,10 @@ pub const SUITES: &[Suite] = &[
         apply: htap::apply_defaults,
     },
     Suite {
+        name: "advisor",
+        apply: advisorsuite::apply_defaults,
+    },
+    Suite {
         name: "kv",
         apply: |a, given| {
             if !given("num") {
@@ -496,6 +500,8 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
                         run_memtable_suite(&s)
                     } else if suite.name == "htap" {
                         htap::run(&s)
+                    } else if suite.name == "advisor" {
+                        advisorsuite::run(&s)
                     } else if suite.name == "shortrange" {
                         let phase_given = sub.is_some_and(|m| given_in(m)("max_phase_secs"));
                         if !phase_given {

@@ -13,6 +13,8 @@
 //!   in-memory experiment and the adaptive mixes).
 //! - [`shortsuite`]: the `shortrange` suite (short scans with and without
 //!   memtable retention and iterator reduction).
+//! - [`htap`]: the `htap` suite (seed 001's HTAP mix over table layouts).
+//! - [`advisorsuite`]: the `advisor` suite (the layout advisor's running time).
 //! - [`record`]: the JSON record of one result.
 //! - [`report`]: terminal tables and the markdown report.
 //! - [`plot`]: SVG charts.
@@ -21,6 +23,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod advisorsuite;
 pub mod cli;
 pub mod engine;
 pub mod engines;
