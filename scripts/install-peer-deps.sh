@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs what the peer engines of strata-bench need to build: clang and
-# libclang (bindgen for librocksdb-sys). Idempotent and non-interactive.
+# Installs what the peers of strata-bench need: clang and libclang (bindgen
+# for librocksdb-sys, the kv suite's RocksDB) and DuckDB's Python package
+# (the htap suite runs DuckDB through scripts/htap_duckdb.py). SQLite needs
+# nothing: rusqlite bundles it. Idempotent and non-interactive.
 #
 #   bash scripts/install-peer-deps.sh && \
 #     cargo run --release -p strata-bench --features peers -- \
@@ -15,7 +17,14 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 if command -v clang >/dev/null 2>&1 && ldconfig -p 2>/dev/null | grep -q 'libclang'; then
   echo "clang and libclang already installed"
-  exit 0
+else
+  $SUDO apt-get update
+  $SUDO apt-get install -y --no-install-recommends clang libclang-dev
 fi
-$SUDO apt-get update
-$SUDO apt-get install -y --no-install-recommends clang libclang-dev
+
+PYTHON="${PYTHON:-python3}"
+if "$PYTHON" -c 'import duckdb' >/dev/null 2>&1; then
+  echo "duckdb (Python) already installed: $("$PYTHON" -c 'import duckdb; print(duckdb.__version__)')"
+else
+  "$PYTHON" -m pip install --quiet 'duckdb>=1.1'
+fi

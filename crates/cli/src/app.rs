@@ -164,6 +164,15 @@ pub enum CliCommand {
     Check,
     /// Read commands from standard input, one per line (try `help`).
     Shell,
+    /// A tour of what Strata is for: creates a table whose layout changes
+    /// as data ages, loads it, reads it by key and by scan, updates a
+    /// column, and asks the layout advisor (replaces an earlier demo's
+    /// `readings` table).
+    Demo {
+        /// Rows to load.
+        #[arg(long, default_value_t = 1_000_000)]
+        rows: u64,
+    },
     /// Tables: create, import CSV, get, scan, update, delete, describe,
     /// list, advise, set-layout, drop (try `strata table --help`).
     Table {
@@ -530,6 +539,12 @@ fn run_command(cli: &Cli, out: &mut impl Write) -> Result<i32, Failure> {
             }
         }
         CliCommand::Table { command } => table::run(&db, command, g.sync, out)?,
+        CliCommand::Demo { rows } => {
+            if *rows == 0 {
+                return Err(Failure::Usage("--rows must be at least 1".into()));
+            }
+            crate::demo::run(&db, *rows, out)?
+        }
         // Handled above, before the database was opened a second way.
         CliCommand::Shell => return Err(Failure::Other("internal: shell".into())),
     };

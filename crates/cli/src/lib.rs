@@ -1,6 +1,7 @@
 //! The `strata` command-line tool, as a library so its parts can be tested:
 //! [`encoding`] (how keys and values are typed and printed), [`shell`] (the
-//! line language of `strata shell`), [`app`] (the commands), [`table`] (the
+//! line language of `strata shell`), [`app`] (the commands), [`demo`] (`strata
+//! demo`, a tour of the table layer), [`table`] (the
 //! `strata table` commands) with [`cells`] (typed cells), [`import`] (CSV
 //! import) and [`tabular`] (aligned text output).
 
@@ -10,6 +11,7 @@
 
 pub mod app;
 pub mod cells;
+pub mod demo;
 pub mod encoding;
 pub mod import;
 pub mod shell;
