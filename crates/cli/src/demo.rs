@@ -80,7 +80,7 @@ fn batch(t: &Table, rows: std::ops::Range<u64>) -> Result<RecordBatch, Failure> 
         .collect();
     let battery: Vec<i32> = rows.clone().map(|i| (mix(i, 6) % 101) as i32).collect();
     let status: Vec<Option<&str>> = rows
-        .map(|i| (mix(i, 7) % 50 == 0).then_some("check"))
+        .map(|i| mix(i, 7).is_multiple_of(50).then_some("check"))
         .collect();
     let columns: Vec<ArrayRef> = vec![
         Arc::new(Int64Array::from(ids)),
