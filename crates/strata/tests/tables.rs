@@ -196,6 +196,124 @@ fn check(t: &strata::table::Table, model: &BTreeMap<i64, Row>, rng: &mut StdRng)
         .filter(|(_, r)| matches!(r[1], Value::Int32(x) if x > 100) && !r[COLS - 1].is_null())
         .count();
     assert_eq!(count, want, "filtered range scan");
+    // Random predicates (AND, OR, NOT, IS NULL, comparisons of key, integer
+    // and text columns) against the model's three-valued evaluation.
+    for _ in 0..12 {
+        let p = random_predicate(rng, 3);
+        let mut got = Vec::new();
+        for b in t
+            .scan(ScanOptions::default().columns(&["id"]).filter(p.clone()))
+            .expect("scan")
+        {
+            let b = b.expect("batch");
+            let ids = b
+                .column(0)
+                .as_any()
+                .downcast_ref::<Int64Array>()
+                .expect("ids");
+            got.extend(ids.values().iter().copied());
+        }
+        let want: Vec<i64> = model
+            .iter()
+            .filter(|(k, r)| model_eval(&p, **k, r) == Some(true))
+            .map(|(k, _)| *k)
+            .collect();
+        assert_eq!(got, want, "predicate {p}");
+    }
+}
+
+fn random_predicate(rng: &mut StdRng, depth: u32) -> Predicate {
+    const OPS: [CmpOp; 6] = [
+        CmpOp::Eq,
+        CmpOp::Ne,
+        CmpOp::Lt,
+        CmpOp::Le,
+        CmpOp::Gt,
+        CmpOp::Ge,
+    ];
+    let leaf = |rng: &mut StdRng| -> Predicate {
+        let op = OPS[rng.random_range(0..OPS.len())];
+        match rng.random_range(0..8) {
+            0 => Predicate::cmp("id", op, Value::Int64(rng.random_range(0..400))),
+            1 => Predicate::cmp(
+                "s",
+                op,
+                Value::Utf8(["", "m", "u2", "zz"][rng.random_range(0..4)].into()),
+            ),
+            2 => Predicate::IsNull(["c3", "s"][rng.random_range(0..2)].into()),
+            3 => Predicate::IsNotNull(["c0", "s"][rng.random_range(0..2)].into()),
+            _ => Predicate::cmp(
+                format!("c{}", rng.random_range(0..COLS - 1)),
+                op,
+                Value::Int32(rng.random_range(-600..600)),
+            ),
+        }
+    };
+    if depth == 0 || rng.random_bool(0.4) {
+        return leaf(rng);
+    }
+    match rng.random_range(0..3) {
+        0 => Predicate::And((0..2).map(|_| random_predicate(rng, depth - 1)).collect()),
+        1 => Predicate::Or((0..2).map(|_| random_predicate(rng, depth - 1)).collect()),
+        _ => Predicate::Not(Box::new(random_predicate(rng, depth - 1))),
+    }
+}
+
+/// SQL's three-valued answer of `p` on a model row (`None`: unknown).
+fn model_eval(p: &Predicate, key: i64, row: &Row) -> Option<bool> {
+    let column = |name: &str| -> Value {
+        match name {
+            "id" => Value::Int64(key),
+            "s" => row[COLS - 1].clone(),
+            c => row[c[1..].parse::<usize>().expect("column")].clone(),
+        }
+    };
+    match p {
+        Predicate::Cmp {
+            column: c,
+            op,
+            value,
+        } => {
+            let o = match (column(c), value) {
+                (Value::Null, _) => return None,
+                (Value::Int64(a), Value::Int64(b)) => a.cmp(b),
+                (Value::Int32(a), Value::Int32(b)) => a.cmp(b),
+                (Value::Utf8(a), Value::Utf8(b)) => a.as_bytes().cmp(b.as_bytes()),
+                (a, b) => panic!("comparing {a:?} with {b:?}"),
+            };
+            Some(match op {
+                CmpOp::Eq => o.is_eq(),
+                CmpOp::Ne => o.is_ne(),
+                CmpOp::Lt => o.is_lt(),
+                CmpOp::Le => o.is_le(),
+                CmpOp::Gt => o.is_gt(),
+                CmpOp::Ge => o.is_ge(),
+            })
+        }
+        Predicate::IsNull(c) => Some(column(c).is_null()),
+        Predicate::IsNotNull(c) => Some(!column(c).is_null()),
+        Predicate::And(ps) => {
+            let vs: Vec<Option<bool>> = ps.iter().map(|p| model_eval(p, key, row)).collect();
+            if vs.contains(&Some(false)) {
+                Some(false)
+            } else if vs.contains(&None) {
+                None
+            } else {
+                Some(true)
+            }
+        }
+        Predicate::Or(ps) => {
+            let vs: Vec<Option<bool>> = ps.iter().map(|p| model_eval(p, key, row)).collect();
+            if vs.contains(&Some(true)) {
+                Some(true)
+            } else if vs.contains(&None) {
+                None
+            } else {
+                Some(false)
+            }
+        }
+        Predicate::Not(p) => model_eval(p, key, row).map(|b| !b),
+    }
 }
 
 fn run_layout(dir: &Path, layout: &str, seed: u64) {

@@ -36,7 +36,7 @@ pub enum CmpOp {
 }
 
 impl CmpOp {
-    fn holds(self, o: Ordering) -> bool {
+    pub(crate) fn holds(self, o: Ordering) -> bool {
         match self {
             CmpOp::Eq => o == Ordering::Equal,
             CmpOp::Ne => o != Ordering::Equal,
@@ -229,7 +229,7 @@ fn stat_value(v: &Value) -> Vec<u8> {
     }
 }
 
-fn cell_cmp(ty: ColumnType, cell: &Cell<'_>, value: &[u8]) -> Option<Ordering> {
+pub(crate) fn cell_cmp(ty: ColumnType, cell: &Cell<'_>, value: &[u8]) -> Option<Ordering> {
     let fixed8 = || {
         let mut b = [0u8; 8];
         b.copy_from_slice(&value[..8]);

@@ -622,7 +622,12 @@ impl CgBlock {
     }
 
     fn row_before(&self, a: usize, b: usize) -> bool {
-        match self.user_key(a).cmp(self.user_key(b)) {
+        // Keys of at most eight bytes, all one length: the prefix is the key.
+        let keys = match self.key_len {
+            Some(l) if l <= 8 => self.key_prefix(a).cmp(&self.key_prefix(b)),
+            _ => self.user_key(a).cmp(self.user_key(b)),
+        };
+        match keys {
             std::cmp::Ordering::Less => true,
             std::cmp::Ordering::Equal => self.trailer(a) > self.trailer(b),
             std::cmp::Ordering::Greater => false,

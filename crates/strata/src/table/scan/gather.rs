@@ -34,6 +34,16 @@ fn not_utf8() -> Error {
     )
 }
 
+/// Slot `slot`'s column in each of the window's segments (`None` where
+/// the segment's group does not hold it).
+pub(super) fn views(w: &Window, slot: usize) -> Vec<Option<ColumnView<'_>>> {
+    let v = w.want_column(slot);
+    w.segs
+        .iter()
+        .map(|s| s.chunk.map[v].map(|i| s.chunk.block.column_view(i)))
+        .collect()
+}
+
 /// Appends slot `slot`'s values at `refs` to `b`.
 pub(super) fn append_slot(
     w: &Window,
@@ -41,13 +51,7 @@ pub(super) fn append_slot(
     refs: &[Ref],
     b: &mut ColumnBuilder,
 ) -> Result<()> {
-    let v = w.want_column(slot);
-    let views: Vec<Option<ColumnView<'_>>> = w
-        .segs
-        .iter()
-        .map(|s| s.chunk.map[v].map(|i| s.chunk.block.column_view(i)))
-        .collect();
-    fill(w, slot, refs, &views, b)
+    fill(w, slot, refs, &views(w, slot), b)
 }
 
 /// Gathers a fixed-width column into `values` and `valid`, then hands

@@ -18,6 +18,7 @@
 //! resolved values before they are output. Memory is bounded by one chunk
 //! per source and one batch.
 
+mod filter;
 mod gather;
 mod source;
 mod window;
@@ -132,6 +133,9 @@ pub(crate) struct Scanner {
     key_cells: Vec<OwnedCell>,
     /// The predicate reads a key column.
     predicate_needs_key: bool,
+    /// The predicate is evaluated over whole windows (it reads value
+    /// columns only).
+    predicate_vectorized: bool,
     keep: Vec<bool>,
     bound: Vec<u8>,
     pub counters: ScanCounters,
@@ -248,6 +252,10 @@ impl Scanner {
             },
             key_cells: vec![OwnedCell::Null; keys.len()],
             predicate_needs_key: predicate_cols.iter().any(|&i| schema.is_key(i)),
+            predicate_vectorized: spec
+                .predicate
+                .as_ref()
+                .is_some_and(|p| filter::vectorizable(p, &schema, &slot_of)),
             keep: Vec::new(),
             bound: Vec::new(),
             slot_of,
@@ -418,6 +426,14 @@ impl Scanner {
     fn filter(&mut self) -> Result<()> {
         let mut keep = std::mem::take(&mut self.keep);
         keep.clear();
+        if let Some(p) = &self.spec.predicate
+            && self.predicate_vectorized
+        {
+            filter::evaluate(p, &self.window, &self.schema, &self.slot_of, &mut keep);
+            self.window.retain(&keep);
+            self.keep = keep;
+            return Ok(());
+        }
         for i in 0..self.window.rows {
             if self.predicate_needs_key {
                 self.decode_key(i)?;
