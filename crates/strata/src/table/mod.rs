@@ -48,6 +48,7 @@ mod auto;
 pub(crate) mod catalog;
 mod cgfile;
 pub mod cost;
+mod describe;
 mod get;
 pub mod keycodec;
 pub mod layout;
@@ -66,16 +67,16 @@ pub mod value;
 mod view;
 mod write;
 
-use std::fmt;
 use std::ops::Bound as RangeBound;
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 
+pub use describe::{LayoutAdvice, LevelDescription, TableDescription, TableStatistics};
 pub use layout::TableLayout;
 pub use options::TableOptions;
 pub use predicate::{CmpOp, Predicate};
-pub use scan::ScanCounters;
+pub use scan::{ScanCounters, ScanOptions, TableScan};
 pub use schema::{Column, ColumnType, Schema};
 pub use value::Value;
 
@@ -96,244 +97,6 @@ use crate::options::WriteOptions;
 pub struct Table {
     inner: Arc<TableInner>,
     core: DbCore,
-}
-
-/// What a scan reads.
-#[derive(Clone, Debug)]
-pub struct ScanOptions {
-    /// Column names to return, in order; `None` for every column.
-    pub columns: Option<Vec<String>>,
-    /// Rows must satisfy it.
-    pub predicate: Option<Predicate>,
-    /// Lower bound on the key: values of the first key columns (a prefix
-    /// of the key).
-    pub lower: RangeBound<Vec<Value>>,
-    /// Upper bound on the key, likewise.
-    pub upper: RangeBound<Vec<Value>>,
-    /// Read at this snapshot's sequence number instead of the latest state.
-    pub snapshot: Option<crate::key::SeqNo>,
-    /// Rows per batch (default 8192).
-    pub batch_rows: usize,
-}
-
-impl Default for ScanOptions {
-    fn default() -> Self {
-        ScanOptions {
-            columns: None,
-            predicate: None,
-            lower: RangeBound::Unbounded,
-            upper: RangeBound::Unbounded,
-            snapshot: None,
-            batch_rows: 8192,
-        }
-    }
-}
-
-impl ScanOptions {
-    /// Returns only the named columns.
-    pub fn columns(mut self, names: &[&str]) -> Self {
-        self.columns = Some(names.iter().map(|s| s.to_string()).collect());
-        self
-    }
-
-    /// Keeps only rows satisfying `p`.
-    pub fn filter(mut self, p: Predicate) -> Self {
-        self.predicate = Some(p);
-        self
-    }
-
-    /// Keys from `lo` (inclusive) to `hi` (exclusive), each a prefix of the
-    /// key columns' values.
-    pub fn range(mut self, lo: Vec<Value>, hi: Vec<Value>) -> Self {
-        self.lower = RangeBound::Included(lo);
-        self.upper = RangeBound::Excluded(hi);
-        self
-    }
-
-    /// Reads at `snapshot`.
-    pub fn at(mut self, snapshot: &Snapshot) -> Self {
-        self.snapshot = Some(snapshot.seqno());
-        self
-    }
-}
-
-/// A running scan: an iterator of Arrow record batches of the projected
-/// columns. Holds the files it reads until dropped.
-pub struct TableScan {
-    scanner: Scanner,
-    inner: Arc<TableInner>,
-    want: Vec<usize>,
-    finished: bool,
-}
-
-impl TableScan {
-    /// What the scan has done so far.
-    pub fn counters(&self) -> &ScanCounters {
-        &self.scanner.counters
-    }
-
-    fn finish(&mut self) {
-        if std::mem::replace(&mut self.finished, true) {
-            return;
-        }
-        let c = &self.scanner.counters;
-        let s = &self.inner.stats;
-        TableStats::bump(&s.scans, 1);
-        TableStats::bump(&s.scan_rows_read, c.rows_read);
-        TableStats::bump(&s.scan_rows_returned, c.rows_returned);
-        TableStats::bump(&s.scan_blocks_read, c.blocks_read);
-        TableStats::bump(&s.scan_blocks_skipped, c.blocks_skipped);
-        s.record_scan(&c.entries_per_level, &self.want);
-    }
-}
-
-impl Iterator for TableScan {
-    type Item = Result<RecordBatch>;
-
-    fn next(&mut self) -> Option<Result<RecordBatch>> {
-        if self.finished {
-            return None;
-        }
-        match self.scanner.next_batch() {
-            Ok(Some(b)) => Some(Ok(b)),
-            Ok(None) => {
-                self.finish();
-                None
-            }
-            Err(e) => {
-                self.finish();
-                Some(Err(e))
-            }
-        }
-    }
-}
-
-impl Drop for TableScan {
-    fn drop(&mut self) {
-        self.finish();
-    }
-}
-
-/// What the layout advisor proposes, with the cost model's prediction for
-/// the current and the proposed layout under the recorded workload.
-#[derive(Clone, Debug)]
-pub struct LayoutAdvice {
-    /// The layout in use.
-    pub current: TableLayout,
-    /// Its predicted cost (block I/Os of the recorded workload).
-    pub current_cost: CostBreakdown,
-    /// The advisor's layout.
-    pub proposed: TableLayout,
-    /// Its predicted cost.
-    pub proposed_cost: CostBreakdown,
-}
-
-impl LayoutAdvice {
-    /// The fraction of the current cost the proposal saves (0 when none).
-    pub fn gain(&self) -> f64 {
-        if self.current_cost.total <= 0.0 {
-            return 0.0;
-        }
-        ((self.current_cost.total - self.proposed_cost.total) / self.current_cost.total).max(0.0)
-    }
-}
-
-/// A table's counters.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TableStatistics {
-    /// Point reads.
-    pub gets: u64,
-    /// Table files the point reads probed.
-    pub get_files: u64,
-    /// Blocks the point reads read.
-    pub get_blocks: u64,
-    /// Scans finished.
-    pub scans: u64,
-    /// Rows the scans resolved.
-    pub scan_rows_read: u64,
-    /// Rows the scans returned.
-    pub scan_rows_returned: u64,
-    /// Column-group blocks the scans read.
-    pub scan_blocks_read: u64,
-    /// Column-group blocks the scans skipped by their statistics.
-    pub scan_blocks_skipped: u64,
-    /// Rows inserted or upserted.
-    pub rows_written: u64,
-    /// Partial updates.
-    pub updates: u64,
-    /// Deletes.
-    pub deletes: u64,
-    /// Layout changes (by `set_layout` or the automatic advisor).
-    pub layout_changes: u64,
-    /// Of those, the automatic layout's.
-    pub auto_switches: u64,
-}
-
-/// One level of a table as stored.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LevelDescription {
-    /// The level.
-    pub level: usize,
-    /// Per column group with files on the level: its columns (names), files
-    /// and bytes.
-    pub groups: Vec<(Vec<String>, usize, u64)>,
-}
-
-/// What `describe` shows of a table.
-#[derive(Clone, Debug)]
-pub struct TableDescription {
-    /// The table's name.
-    pub name: String,
-    /// Its schema.
-    pub schema: Schema,
-    /// Its layout.
-    pub layout: TableLayout,
-    /// Its options.
-    pub options: TableOptions,
-    /// What each level holds.
-    pub levels: Vec<LevelDescription>,
-    /// Its counters.
-    pub stats: TableStatistics,
-}
-
-impl fmt::Display for TableDescription {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "table {}", self.name)?;
-        writeln!(f, "schema: {}", self.schema)?;
-        writeln!(f, "layout:")?;
-        for line in self.layout.describe(&self.schema).lines() {
-            writeln!(f, "  {line}")?;
-        }
-        writeln!(f, "stored:")?;
-        for l in &self.levels {
-            for (cols, files, bytes) in &l.groups {
-                writeln!(
-                    f,
-                    "  L{}: <{}> {files} files, {bytes} bytes",
-                    l.level,
-                    cols.join(",")
-                )?;
-            }
-        }
-        let s = &self.stats;
-        writeln!(
-            f,
-            "counters: {} rows written, {} updates, {} deletes, {} gets ({} files, {} blocks), \
-             {} scans ({} rows read, {} returned, {} blocks read, {} skipped), {} layout changes",
-            s.rows_written,
-            s.updates,
-            s.deletes,
-            s.gets,
-            s.get_files,
-            s.get_blocks,
-            s.scans,
-            s.scan_rows_read,
-            s.scan_rows_returned,
-            s.scan_blocks_read,
-            s.scan_blocks_skipped,
-            s.layout_changes
-        )
-    }
 }
 
 /// Starts the automatic layout's thread for a database's catalog.

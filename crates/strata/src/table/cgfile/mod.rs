@@ -23,6 +23,7 @@
 //!   (`SRTATSCG`), so neither reader mistakes the other's files.
 
 pub mod block;
+pub mod block_builder;
 mod meta;
 mod reader;
 mod writer;

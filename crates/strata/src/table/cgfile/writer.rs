@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::block::BlockBuilder;
+use super::block_builder::BlockBuilder;
 use super::meta::{BlockMeta, CgProperties, Footer, encode_index};
 use crate::error::{Error, Result};
 use crate::key::{SeqNo, ValueKind, parse_internal_key};

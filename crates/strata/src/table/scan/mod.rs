@@ -20,8 +20,11 @@
 
 mod filter;
 mod gather;
+mod handle;
 mod source;
 mod window;
+
+pub use self::handle::{ScanOptions, TableScan};
 
 use std::sync::Arc;
 

@@ -1,0 +1,322 @@
+//! Building the PAX data blocks of column-group files (the layout is in
+//! [`super::block`]): rows are added one by one, each column's values,
+//! presence and null bits and statistics collected apart, and the block is
+//! encoded when it is full.
+
+use super::block::{
+    COL_NULLS, COL_PRESENCE, ColumnStats, FIXED_KEYS, MAX_STAT_BYTES, PARTIAL, compare_stat,
+    set_bit,
+};
+use crate::coding::put_varint64;
+use crate::table::piece::{Cell, PieceSchema, PieceView};
+use crate::table::schema::ColumnType;
+
+struct ColumnBuf {
+    v: usize,
+    ty: ColumnType,
+    presence: Vec<u8>,
+    nulls: Vec<u8>,
+    fixed: Vec<u8>,
+    offsets: Vec<u32>,
+    bytes: Vec<u8>,
+    stats: ColumnStats,
+    /// A string maximum was longer than [`MAX_STAT_BYTES`].
+    max_unknown: bool,
+    /// Whether to keep minimum and maximum (blocks bound for a file do).
+    keep_stats: bool,
+}
+
+impl ColumnBuf {
+    fn new(v: usize, ty: ColumnType) -> ColumnBuf {
+        ColumnBuf {
+            v,
+            ty,
+            presence: Vec::new(),
+            nulls: Vec::new(),
+            fixed: Vec::new(),
+            offsets: vec![0],
+            bytes: Vec::new(),
+            stats: ColumnStats::default(),
+            max_unknown: false,
+            keep_stats: true,
+        }
+    }
+
+    fn clear(&mut self) {
+        self.presence.clear();
+        self.nulls.clear();
+        self.fixed.clear();
+        self.offsets.clear();
+        self.offsets.push(0);
+        self.bytes.clear();
+        self.stats = ColumnStats::default();
+        self.max_unknown = false;
+    }
+
+    fn push(&mut self, r: usize, cell: Option<Cell<'_>>) {
+        let width = self.ty.fixed_width();
+        match cell {
+            None | Some(Cell::Null) => {
+                if let Some(w) = width {
+                    self.fixed.extend(std::iter::repeat_n(0, w));
+                } else {
+                    self.offsets.push(self.bytes.len() as u32);
+                }
+                if cell.is_some() {
+                    set_bit(&mut self.presence, r);
+                    set_bit(&mut self.nulls, r);
+                    self.stats.present += 1;
+                    self.stats.nulls += 1;
+                }
+            }
+            Some(c) => {
+                set_bit(&mut self.presence, r);
+                self.stats.present += 1;
+                match c {
+                    Cell::Int32(x) => self.fixed.extend_from_slice(&x.to_le_bytes()),
+                    Cell::Int64(x) => self.fixed.extend_from_slice(&x.to_le_bytes()),
+                    Cell::Float64(x) => self.fixed.extend_from_slice(&x.to_le_bytes()),
+                    Cell::Bool(b) => self.fixed.push(u8::from(b)),
+                    Cell::Bytes(b) => {
+                        self.bytes.extend_from_slice(b);
+                        self.offsets.push(self.bytes.len() as u32);
+                    }
+                    Cell::Null => {}
+                }
+                if self.keep_stats {
+                    self.note_stat(&c);
+                }
+            }
+        }
+    }
+
+    /// Folds a non-null value into the block's minimum and maximum. (Per
+    /// value of every block written: no allocation unless a bound moves.)
+    fn note_stat(&mut self, c: &Cell<'_>) {
+        let ty = self.ty;
+        let mut buf = [0u8; 8];
+        let value: &[u8] = match *c {
+            Cell::Null => return,
+            Cell::Int32(x) => {
+                buf[..4].copy_from_slice(&x.to_le_bytes());
+                &buf[..4]
+            }
+            Cell::Int64(x) => {
+                buf = x.to_le_bytes();
+                &buf
+            }
+            Cell::Float64(x) => {
+                buf = x.to_le_bytes();
+                &buf
+            }
+            Cell::Bool(b) => {
+                buf[0] = u8::from(b);
+                &buf[..1]
+            }
+            Cell::Bytes(b) => b,
+        };
+        let lo = &value[..value.len().min(MAX_STAT_BYTES)];
+        fn set(slot: &mut Option<Vec<u8>>, v: &[u8]) {
+            let m = slot.get_or_insert_with(Vec::new);
+            m.clear();
+            m.extend_from_slice(v);
+        }
+        if self
+            .stats
+            .min
+            .as_deref()
+            .is_none_or(|m| compare_stat(ty, lo, m).is_lt())
+        {
+            set(&mut self.stats.min, lo);
+        }
+        if value.len() > MAX_STAT_BYTES {
+            self.max_unknown = true;
+        } else if self
+            .stats
+            .max
+            .as_deref()
+            .is_none_or(|m| compare_stat(ty, value, m).is_gt())
+        {
+            set(&mut self.stats.max, value);
+        }
+    }
+
+    fn size(&self) -> usize {
+        self.fixed.len() + self.bytes.len() + self.offsets.len() * 4 + self.presence.len() * 2
+    }
+}
+
+/// Collects rows into one PAX block.
+pub struct BlockBuilder {
+    keys: Vec<u8>,
+    key_offsets: Vec<u32>,
+    key_len: Option<usize>,
+    trailers: Vec<u64>,
+    columns: Vec<ColumnBuf>,
+    rows: usize,
+    partial: bool,
+}
+
+impl BlockBuilder {
+    /// A builder for the group of value columns `group` (ascending) of a
+    /// table whose value columns are `schema`.
+    pub fn new(schema: &PieceSchema, group: &[usize]) -> BlockBuilder {
+        BlockBuilder {
+            keys: Vec::new(),
+            key_offsets: vec![0],
+            key_len: None,
+            trailers: Vec::new(),
+            columns: group
+                .iter()
+                .map(|&v| ColumnBuf::new(v, schema.ty(v)))
+                .collect(),
+            rows: 0,
+            partial: false,
+        }
+    }
+
+    /// A builder for blocks that are read in memory and never stored (a
+    /// scan's staged rows): no minimum and maximum.
+    pub fn without_statistics(schema: &PieceSchema, group: &[usize]) -> BlockBuilder {
+        let mut b = BlockBuilder::new(schema, group);
+        for c in &mut b.columns {
+            c.keep_stats = false;
+        }
+        b
+    }
+
+    /// Adds a row: its user key, trailer and piece (`None` for a tombstone).
+    /// Only the group's columns of the piece are kept.
+    pub fn add(
+        &mut self,
+        user_key: &[u8],
+        trailer: u64,
+        piece: Option<(&PieceSchema, &PieceView<'_>)>,
+    ) {
+        let r = self.rows;
+        self.keys.extend_from_slice(user_key);
+        self.key_offsets.push(self.keys.len() as u32);
+        self.key_len = match (r, self.key_len) {
+            (0, _) => Some(user_key.len()),
+            (_, Some(l)) if l == user_key.len() => Some(l),
+            _ => None,
+        };
+        self.trailers.push(trailer);
+        for c in &mut self.columns {
+            let cell = piece.and_then(|(s, p)| p.get(s, c.v));
+            if cell.is_none() {
+                self.partial = true;
+            }
+            c.push(r, cell);
+        }
+        self.rows += 1;
+    }
+
+    /// Rows added since the last reset.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Approximate encoded size.
+    pub fn size_estimate(&self) -> usize {
+        self.keys.len()
+            + self.key_offsets.len() * 4
+            + self.trailers.len() * 8
+            + self.columns.iter().map(ColumnBuf::size).sum::<usize>()
+    }
+
+    /// The statistics of each column (in group order) of the rows so far.
+    pub fn stats(&self) -> Vec<ColumnStats> {
+        self.columns
+            .iter()
+            .map(|c| {
+                let mut s = c.stats.clone();
+                if c.max_unknown {
+                    s.max = None;
+                }
+                s
+            })
+            .collect()
+    }
+
+    /// The last user key added.
+    pub fn last_key(&self) -> &[u8] {
+        let n = self.key_offsets.len();
+        if n < 2 {
+            return &[];
+        }
+        &self.keys[self.key_offsets[n - 2] as usize..self.key_offsets[n - 1] as usize]
+    }
+
+    /// Encodes the block into `out` (cleared first) and resets the builder.
+    pub fn finish(&mut self, out: &mut Vec<u8>) {
+        out.clear();
+        let rows = self.rows;
+        put_varint64(out, rows as u64);
+        let mut flags = 0;
+        if self.partial {
+            flags |= PARTIAL;
+        }
+        if self.key_len.is_some() {
+            flags |= FIXED_KEYS;
+        }
+        out.push(flags);
+        match self.key_len {
+            Some(l) => {
+                put_varint64(out, l as u64);
+                out.extend_from_slice(&self.keys);
+            }
+            None => {
+                for o in &self.key_offsets {
+                    out.extend_from_slice(&o.to_le_bytes());
+                }
+                out.extend_from_slice(&self.keys);
+            }
+        }
+        for t in &self.trailers {
+            out.extend_from_slice(&t.to_le_bytes());
+        }
+        let bitmap_len = rows.div_ceil(8);
+        for c in &mut self.columns {
+            c.presence.resize(bitmap_len, 0);
+            c.nulls.resize(bitmap_len, 0);
+            let has_nulls = c.stats.nulls > 0;
+            let mut cf = 0;
+            if self.partial {
+                cf |= COL_PRESENCE;
+            }
+            if has_nulls {
+                cf |= COL_NULLS;
+            }
+            out.push(cf);
+            if self.partial {
+                out.extend_from_slice(&c.presence);
+            }
+            if has_nulls {
+                out.extend_from_slice(&c.nulls);
+            }
+            if c.ty.fixed_width().is_some() {
+                out.extend_from_slice(&c.fixed);
+            } else {
+                for o in &c.offsets {
+                    out.extend_from_slice(&o.to_le_bytes());
+                }
+                out.extend_from_slice(&c.bytes);
+            }
+        }
+        self.reset();
+    }
+
+    fn reset(&mut self) {
+        self.keys.clear();
+        self.key_offsets.clear();
+        self.key_offsets.push(0);
+        self.key_len = None;
+        self.trailers.clear();
+        for c in &mut self.columns {
+            c.clear();
+        }
+        self.rows = 0;
+        self.partial = false;
+    }
+}

@@ -1,0 +1,132 @@
+//! The public face of a scan: what it reads ([`ScanOptions`]) and the
+//! iterator of batches it returns ([`TableScan`]), which records what the
+//! scan did in the table's statistics when it ends.
+
+use std::ops::Bound as RangeBound;
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+
+use super::{ScanCounters, Scanner};
+use crate::db::Snapshot;
+use crate::error::Result;
+use crate::table::predicate::Predicate;
+use crate::table::stats::TableStats;
+use crate::table::table::TableInner;
+use crate::table::value::Value;
+
+/// What a scan reads.
+#[derive(Clone, Debug)]
+pub struct ScanOptions {
+    /// Column names to return, in order; `None` for every column.
+    pub columns: Option<Vec<String>>,
+    /// Rows must satisfy it.
+    pub predicate: Option<Predicate>,
+    /// Lower bound on the key: values of the first key columns (a prefix
+    /// of the key).
+    pub lower: RangeBound<Vec<Value>>,
+    /// Upper bound on the key, likewise.
+    pub upper: RangeBound<Vec<Value>>,
+    /// Read at this snapshot's sequence number instead of the latest state.
+    pub snapshot: Option<crate::key::SeqNo>,
+    /// Rows per batch (default 8192).
+    pub batch_rows: usize,
+}
+
+impl Default for ScanOptions {
+    fn default() -> Self {
+        ScanOptions {
+            columns: None,
+            predicate: None,
+            lower: RangeBound::Unbounded,
+            upper: RangeBound::Unbounded,
+            snapshot: None,
+            batch_rows: 8192,
+        }
+    }
+}
+
+impl ScanOptions {
+    /// Returns only the named columns.
+    pub fn columns(mut self, names: &[&str]) -> Self {
+        self.columns = Some(names.iter().map(|s| s.to_string()).collect());
+        self
+    }
+
+    /// Keeps only rows satisfying `p`.
+    pub fn filter(mut self, p: Predicate) -> Self {
+        self.predicate = Some(p);
+        self
+    }
+
+    /// Keys from `lo` (inclusive) to `hi` (exclusive), each a prefix of the
+    /// key columns' values.
+    pub fn range(mut self, lo: Vec<Value>, hi: Vec<Value>) -> Self {
+        self.lower = RangeBound::Included(lo);
+        self.upper = RangeBound::Excluded(hi);
+        self
+    }
+
+    /// Reads at `snapshot`.
+    pub fn at(mut self, snapshot: &Snapshot) -> Self {
+        self.snapshot = Some(snapshot.seqno());
+        self
+    }
+}
+
+/// A running scan: an iterator of Arrow record batches of the projected
+/// columns. Holds the files it reads until dropped.
+pub struct TableScan {
+    pub(in crate::table) scanner: Scanner,
+    pub(in crate::table) inner: Arc<TableInner>,
+    pub(in crate::table) want: Vec<usize>,
+    pub(in crate::table) finished: bool,
+}
+
+impl TableScan {
+    /// What the scan has done so far.
+    pub fn counters(&self) -> &ScanCounters {
+        &self.scanner.counters
+    }
+
+    fn finish(&mut self) {
+        if std::mem::replace(&mut self.finished, true) {
+            return;
+        }
+        let c = &self.scanner.counters;
+        let s = &self.inner.stats;
+        TableStats::bump(&s.scans, 1);
+        TableStats::bump(&s.scan_rows_read, c.rows_read);
+        TableStats::bump(&s.scan_rows_returned, c.rows_returned);
+        TableStats::bump(&s.scan_blocks_read, c.blocks_read);
+        TableStats::bump(&s.scan_blocks_skipped, c.blocks_skipped);
+        s.record_scan(&c.entries_per_level, &self.want);
+    }
+}
+
+impl Iterator for TableScan {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Result<RecordBatch>> {
+        if self.finished {
+            return None;
+        }
+        match self.scanner.next_batch() {
+            Ok(Some(b)) => Some(Ok(b)),
+            Ok(None) => {
+                self.finish();
+                None
+            }
+            Err(e) => {
+                self.finish();
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+impl Drop for TableScan {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
