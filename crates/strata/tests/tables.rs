@@ -583,6 +583,33 @@ fn bad_schemas_rows_and_names_are_clear_errors_that_write_nothing() {
     assert!(t.get(&[Value::Utf8("x".into())], None).is_err());
     assert_eq!(t.scan(ScanOptions::default()).expect("scan").count(), 0);
     assert_eq!(t.statistics().rows_written, 0);
+    // A row too large for a column-group block is refused whole.
+    let mut big = vec![Value::Int64(1)];
+    big.extend((0..COLS - 1).map(|_| Value::Int32(0)));
+    big.push(Value::Utf8("x".repeat(17 << 20)));
+    let e = t.insert_row(&big).expect_err("too large");
+    assert!(e.to_string().contains("row limit"), "{e}");
+    assert_eq!(t.get(&[Value::Int64(1)], None).expect("get"), None);
+}
+
+#[test]
+fn tables_without_bloom_filters_read_their_column_group_files() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = Db::open(dir.path(), opts()).expect("open");
+    let mut o = small("column");
+    o.bloom_bits_per_key = 0;
+    let t = db.create_table("t", schema(), o).expect("create");
+    let mut rng = StdRng::seed_from_u64(3);
+    let mut model = BTreeMap::new();
+    for k in 0..500i64 {
+        let r = random_row(&mut rng);
+        t.upsert_row(&full(k, &r)).expect("upsert");
+        model.insert(k, r);
+    }
+    t.compact().expect("compact");
+    let d = t.describe().expect("describe");
+    assert!(d.levels.iter().any(|l| l.level > 0), "{d}");
+    check(&t, &model, &mut rng);
 }
 
 #[test]

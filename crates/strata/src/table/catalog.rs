@@ -127,6 +127,9 @@ impl TableRecord {
         let bad =
             |why: String| Error::corruption(CATALOG_KEYSPACE, 0, format!("catalog record: {why}"));
         let r: TableRecord = serde_json::from_slice(bytes).map_err(|e| bad(e.to_string()))?;
+        if r.format == 0 {
+            return Err(bad(format!("table {:?} has catalog format 0", r.name)));
+        }
         if r.format > CATALOG_FORMAT {
             return Err(bad(format!(
                 "table {:?} was written by a newer build (catalog format {}, this build reads {CATALOG_FORMAT})",
@@ -206,8 +209,14 @@ impl Catalog {
         drop(it);
         let mut next_id = 1;
         let mut tables = BTreeMap::new();
+        let keyspaces = catalog.core.keyspace_names();
         for r in records {
             next_id = next_id.max(r.id + 1);
+            if catalog.core.is_read_only() && !keyspaces.contains(&r.keyspace_name()) {
+                // Created by a process that died before making its
+                // keyspace (so it holds no row); a writable open makes it.
+                continue;
+            }
             let t = TableInner::open(&catalog.core, &keyspace, r)?;
             tables.insert(t.name().to_string(), Arc::new(t));
         }
@@ -337,7 +346,6 @@ impl Catalog {
             .ok_or_else(|| Error::TableNotFound(name.to_string()))?;
         let ks = self.catalog_keyspace()?;
         write_record(&self.core, &ks, name, None)?;
-        ks.delete(&stats_key(name))?;
         self.tables.write().remove(name);
         t.mark_dropped();
         self.core.drop_keyspace(&t.keyspace_name())
@@ -355,7 +363,12 @@ pub(crate) fn write_record(
     let mut b = WriteBatch::new();
     match record {
         Some(r) => b.put_in(catalog.id(), &record_key(name), &r.encode()),
-        None => b.delete_in(catalog.id(), &record_key(name)),
+        None => {
+            // The workload log goes with the record, so that a later table
+            // of the name cannot inherit it.
+            b.delete_in(catalog.id(), &record_key(name));
+            b.delete_in(catalog.id(), &stats_key(name));
+        }
     }
     core.write(
         WriteOptions {
@@ -400,6 +413,9 @@ mod tests {
         let mut newer = r.clone();
         newer.format = CATALOG_FORMAT + 1;
         assert!(TableRecord::decode(&newer.encode()).is_err());
+        let mut zero = r.clone();
+        zero.format = 0;
+        assert!(TableRecord::decode(&zero.encode()).is_err());
         assert!(TableRecord::decode(b"{not json").is_err());
         assert!(check_table_name("").is_err());
         assert!(check_table_name("a\nb").is_err());

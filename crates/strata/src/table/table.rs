@@ -92,6 +92,14 @@ impl TableInner {
         catalog: &Keyspace,
         record: TableRecord,
     ) -> Result<TableInner> {
+        let bad = |e: Error| {
+            Error::corruption(
+                super::catalog::CATALOG_KEYSPACE,
+                0,
+                format!("catalog record of table {:?}: {e}", record.name),
+            )
+        };
+        record.options.validate().map_err(bad)?;
         let schema = Arc::new(record.schema()?);
         let pieces = PieceSchema::new(&schema);
         let shape = Arc::new(TableShape::with_groups(

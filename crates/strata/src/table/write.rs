@@ -84,6 +84,20 @@ fn key_of(
 
 /// Adds whole rows (`Put`s) for every row of `batch`, which must have every
 /// column of the table. Returns the encoded keys.
+/// The largest encoded row (or update) a table takes: a column-group block
+/// holds every version of a key, and blocks are limited to 64 MiB.
+pub const MAX_ROW_BYTES: usize = 16 << 20;
+
+fn check_size(piece: &[u8]) -> Result<()> {
+    if piece.len() > MAX_ROW_BYTES {
+        return Err(Error::InvalidArgument(format!(
+            "a row of {} bytes exceeds the table row limit of {MAX_ROW_BYTES} bytes",
+            piece.len()
+        )));
+    }
+    Ok(())
+}
+
 pub(crate) fn put_rows(
     schema: &Schema,
     pieces: &PieceSchema,
@@ -111,6 +125,7 @@ pub(crate) fn put_rows(
         }
         value.clear();
         enc.finish(pieces, &mut value);
+        check_size(&value)?;
         wb.put_in(ks, &key, &value);
         keys.push(key.clone());
     }
@@ -152,6 +167,7 @@ pub(crate) fn update_rows(
         }
         value.clear();
         enc.finish(pieces, &mut value);
+        check_size(&value)?;
         wb.merge_in(ks, &key, &value);
     }
     Ok(set)
@@ -210,6 +226,7 @@ pub(crate) fn encode_row(
     }
     let mut piece = Vec::new();
     enc.finish(pieces, &mut piece);
+    check_size(&piece)?;
     Ok((key, piece))
 }
 
@@ -255,5 +272,6 @@ pub(crate) fn encode_update(
     }
     let mut piece = Vec::new();
     enc.finish(pieces, &mut piece);
+    check_size(&piece)?;
     Ok((piece, cols.iter().map(|(v, _)| *v).collect()))
 }

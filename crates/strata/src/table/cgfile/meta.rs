@@ -98,7 +98,9 @@ pub fn decode_index(
     if n > data.len() as u64 {
         return Err(bad("block count exceeds the index size"));
     }
-    let mut out = Vec::with_capacity(n as usize);
+    // Bounded: the count is the file's claim, not yet checked against the
+    // entries that follow.
+    let mut out = Vec::with_capacity((n as usize).min(4096));
     for _ in 0..n {
         let offset = get_varint64(&mut src).ok_or_else(|| bad("bad offset"))?;
         let size = get_varint64(&mut src).ok_or_else(|| bad("bad size"))?;
@@ -150,8 +152,10 @@ pub fn decode_index(
     if !src.is_empty() {
         return Err(bad("bytes after the last entry"));
     }
+    // Strictly: a key's versions never span two blocks (point reads read
+    // one block per file).
     for w in out.windows(2) {
-        if w[0].last_key > w[1].last_key {
+        if w[0].last_key >= w[1].last_key {
             return Err(bad("blocks out of key order"));
         }
     }
@@ -231,6 +235,13 @@ impl CgProperties {
         let bad = |why: String| Error::corruption(file, offset, format!("properties: {why}"));
         let mut src = data;
         let version = get_varint64(&mut src).ok_or_else(|| bad("bad version".into()))?;
+        if version > VERSION {
+            return Err(Error::UnsupportedVersion {
+                file: file.to_path_buf(),
+                found: u32::try_from(version).unwrap_or(u32::MAX),
+                supported: VERSION as u32,
+            });
+        }
         if version != VERSION {
             return Err(bad(format!("unknown version {version}")));
         }
@@ -239,6 +250,15 @@ impl CgProperties {
         while !src.is_empty() {
             let tag = get_varint64(&mut src).ok_or_else(|| bad("bad tag".into()))?;
             let (n, wire) = (tag >> 1, tag & 1);
+            // Known fields must come with their own wire type.
+            let want_wire = match n {
+                6 | 7 | 9 | 12 => Some(1),
+                1..=5 | 8 | 10 | 11 | 13 => Some(0),
+                _ => None,
+            };
+            if want_wire.is_some_and(|w| w != wire) {
+                return Err(bad(format!("field {n} has the wrong wire type")));
+            }
             if wire == 0 {
                 let v = get_varint64(&mut src).ok_or_else(|| bad(format!("bad field {n}")))?;
                 match n {
@@ -278,7 +298,7 @@ impl CgProperties {
                 return Err(bad(format!("required field {required} is missing")));
             }
         }
-        if p.num_deletions + p.num_merges > p.num_entries {
+        if p.num_deletions.saturating_add(p.num_merges) > p.num_entries {
             return Err(bad("more deletions and merges than entries".into()));
         }
         Ok(p)
@@ -459,6 +479,31 @@ mod tests {
                 "cut {cut}"
             );
         }
+        // A known field with the other wire type, a newer version and
+        // counts that overflow are errors, not misreadings or panics.
+        let mut wrong_wire = vec![1u8];
+        put_varint64(&mut wrong_wire, (1 << 1) | 1);
+        put_length_prefixed(&mut wrong_wire, b"x");
+        let e = CgProperties::decode(&wrong_wire, p, 0).expect_err("wire");
+        assert!(e.to_string().contains("wrong wire type"), "{e}");
+        let mut newer = enc.clone();
+        newer[0] = 2;
+        assert!(matches!(
+            CgProperties::decode(&newer, p, 0),
+            Err(Error::UnsupportedVersion { found: 2, .. })
+        ));
+        let mut huge = props.clone();
+        (huge.num_deletions, huge.num_merges) = (u64::MAX, u64::MAX);
+        let mut henc = Vec::new();
+        huge.encode_to(&mut henc);
+        assert!(CgProperties::decode(&henc, p, 0).is_err());
+        // Two blocks may not end with the same key: a key's versions share
+        // one block.
+        let mut same = blocks.clone();
+        same[1].last_key = same[0].last_key.clone();
+        let mut senc = Vec::new();
+        encode_index(&same, &mut senc);
+        assert!(decode_index(&senc, 2, p, 0).is_err());
         let footer = Footer {
             index: BlockHandle { offset: 1, size: 2 },
             filter: BlockHandle { offset: 3, size: 0 },

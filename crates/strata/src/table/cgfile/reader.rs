@@ -83,7 +83,13 @@ impl CgReader {
         }
         let index_raw = read_block_contents(&*file, &path, footer.index, footer_offset)?;
         let blocks = decode_index(&index_raw, columns.len(), &path, footer.index.offset)?;
-        let data_end = footer.filter.offset.min(footer.index.offset);
+        // Data blocks end where the first meta block begins (a file written
+        // without a filter has none: its handle is zero).
+        let data_end = if footer.filter.size == 0 {
+            footer.index.offset
+        } else {
+            footer.filter.offset.min(footer.index.offset)
+        };
         let filter = if footer.filter.size == 0 {
             None
         } else {
@@ -93,7 +99,10 @@ impl CgReader {
                     .map_err(|r| Error::corruption(&path, footer.filter.offset, r))?,
             )
         };
-        let rows: u64 = blocks.iter().map(|b| b.rows).sum();
+        let rows = blocks
+            .iter()
+            .try_fold(0u64, |a, b| a.checked_add(b.rows))
+            .ok_or_else(|| bad("the index's row counts overflow".into()))?;
         if rows != properties.num_entries || blocks.len() as u64 != properties.num_blocks {
             return Err(bad(format!(
                 "the index lists {} blocks of {rows} rows; the properties say {} blocks of {}",
@@ -282,11 +291,12 @@ impl TableSource for CgReader {
             let b = self.read_block(i)?;
             if b.rows() > 0 {
                 let first = b.user_key(0);
-                if last.as_deref().is_some_and(|l| l > first) {
+                // Strictly: one key's versions share a block.
+                if last.as_deref().is_some_and(|l| l >= first) {
                     return Err(Error::corruption(
                         &self.path,
                         self.blocks[i].handle.offset,
-                        "blocks out of key order",
+                        "a block does not start after the previous block's last key",
                     ));
                 }
                 last = Some(b.user_key(b.rows() - 1).to_vec());

@@ -26,15 +26,17 @@ fn write_block(
     compression: Compression,
     raw: &[u8],
 ) -> Result<BlockHandle> {
+    // Readers refuse blocks that decompress to more than the limit, so the
+    // limit applies before compression.
+    if raw.len() as u64 > MAX_BLOCK_SIZE {
+        return Err(Error::InvalidArgument(format!(
+            "column-group block of {} bytes exceeds the {MAX_BLOCK_SIZE}-byte limit",
+            raw.len()
+        )));
+    }
     let (ctype, stored) = compressor
         .compress(compression, raw)
         .unwrap_or((COMPRESSION_NONE, raw));
-    if stored.len() as u64 > MAX_BLOCK_SIZE {
-        return Err(Error::InvalidArgument(format!(
-            "column-group block of {} bytes exceeds the {MAX_BLOCK_SIZE}-byte limit",
-            stored.len()
-        )));
-    }
     let trailer = block_trailer(stored, ctype);
     file.append(stored)?;
     file.append(&trailer)?;
