@@ -158,8 +158,11 @@ pub fn run_scores(version: &Version, opts: &KeyspaceOptions, plan: &GroupPlan) -
 /// Where compaction moves the data of `group` on `level`: the output level
 /// and the groups there that take it. A group of the layout goes to its
 /// children on the next level (none from the last level); a group the
-/// layout no longer has goes where the layout's `retired_children` says
-/// (rewritten in place on the last level).
+/// layout no longer has goes straight to the last level, into the groups
+/// the layout's `retired_children` names, merged there with their data by
+/// sequence number. (Its data is older than anything the current layout
+/// has moved down since, so the bottom is the one place it may join a
+/// current run; going there in one step rewrites it once.)
 pub fn destinations(
     plan: &GroupPlan,
     layout: &dyn Layout,
@@ -172,9 +175,9 @@ pub fn destinations(
         let kids: Vec<GroupSpec> = plan.children(level, group).into_iter().cloned().collect();
         return (below && !kids.is_empty()).then_some((level.next(), kids));
     }
-    let out = if below { level.next() } else { level };
+    let last = Level::from_index(num_levels.saturating_sub(1));
     let kids = layout.retired_children(level, group, num_levels);
-    (!kids.is_empty()).then_some((out, kids))
+    (!kids.is_empty()).then_some((last, kids))
 }
 
 /// How urgently one sorted run needs compacting.
@@ -773,7 +776,7 @@ mod tests {
     use ValueKind::{Delete, Merge, Put};
 
     /// Groups 1 (weight 3) and 2 (weight 1) below level 0; group 9 was
-    /// retired and moves into group 1 (or, on the last level, stays there).
+    /// retired and moves into group 1 of the last level.
     struct TwoGroups;
 
     impl Layout for TwoGroups {
@@ -828,10 +831,10 @@ mod tests {
     }
 
     #[test]
-    fn a_retired_group_moves_where_its_layout_says_and_stays_on_the_last_level() {
+    fn a_retired_group_moves_to_the_last_level_in_one_step() {
         let plan = GroupPlan::new(&TwoGroups, 4).expect("plan");
         let (out, kids) = destinations(&plan, &TwoGroups, 4, Level(1), GroupId(9)).expect("moves");
-        assert_eq!((out, kids[0].id), (Level(2), GroupId(1)));
+        assert_eq!((out, kids[0].id), (Level(3), GroupId(1)));
         let (out, _) = destinations(&plan, &TwoGroups, 4, Level(3), GroupId(9)).expect("moves");
         assert_eq!(out, Level(3));
         // A current group moves to its children; nothing below the last level.

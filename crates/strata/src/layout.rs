@@ -89,10 +89,9 @@ pub trait Layout: Send + Sync {
     }
     /// Where compaction moves the files of `group` on `level` when the
     /// layout no longer has that group there (it changed since they were
-    /// written): the groups of the next level that take their data (which
-    /// the layout may not have either), or of `level` itself when it is the
-    /// last of `num_levels`, rewritten in place. Empty (the default): such
-    /// files stay where they are.
+    /// written): the current groups of the last of `num_levels` levels that
+    /// take their data, merged there with theirs by sequence number. Empty
+    /// (the default): such files stay where they are.
     fn retired_children(
         &self,
         _level: Level,

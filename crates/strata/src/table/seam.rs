@@ -135,35 +135,26 @@ impl Layout for TableKvLayout {
         Some(Arc::clone(&self.reducer) as Arc<dyn VersionReducer>)
     }
 
-    fn retired_children(&self, level: Level, group: GroupId, num_levels: usize) -> Vec<GroupSpec> {
-        let l = level.index();
+    fn retired_children(&self, _level: Level, group: GroupId, num_levels: usize) -> Vec<GroupSpec> {
         let Ok(columns) = self.shape.group_columns(group) else {
             return Vec::new();
         };
-        let spec = |id: GroupId, cols: &[usize]| GroupSpec {
-            id,
-            parent: group,
-            weight: self.weight(cols),
-            format: self.format_of(cols),
-        };
-        if l + 1 < num_levels {
-            // Down its own lineage (see shape.rs: never into a run the
-            // current layout feeds from elsewhere).
-            return self
-                .shape
-                .children_of(group, l)
-                .into_iter()
-                .filter_map(|id| self.shape.group_columns(id).ok().map(|c| spec(id, c)))
-                .collect();
-        }
-        // The last level: rewritten into the current groups holding its
-        // columns, merged with them by sequence number.
+        // Straight to the last level (see `compaction::destinations`): into
+        // the current groups holding its columns, merged with them by
+        // sequence number. Never into a run above the bottom, which the
+        // current layout feeds with newer data from elsewhere (shape.rs).
+        let l = num_levels.saturating_sub(1);
         self.layout
             .groups(l)
             .iter()
             .zip(self.ids(l))
             .filter(|(g, _)| g.iter().any(|c| columns.binary_search(c).is_ok()))
-            .map(|(g, &id)| spec(id, g))
+            .map(|(g, &id)| GroupSpec {
+                id,
+                parent: group,
+                weight: self.weight(g),
+                format: self.format_of(g),
+            })
             .collect()
     }
 }

@@ -197,26 +197,6 @@ impl TableShape {
             })
     }
 
-    /// Where group `id` on `level` continues on `level + 1` under the
-    /// newest layout that had it there: the groups that split off it on
-    /// `level + 1`, or itself (used to move a retired group's data down its
-    /// own lineage).
-    pub fn children_of(&self, id: GroupId, level: usize) -> Vec<GroupId> {
-        let splits = || {
-            self.groups
-                .iter()
-                .enumerate()
-                .filter(move |(i, g)| *i > 0 && g.parent == id.0 && g.level as usize == level + 1)
-        };
-        let Some(generation) = splits().map(|(_, g)| g.generation).max() else {
-            return vec![id];
-        };
-        splits()
-            .filter(|(_, g)| g.generation == generation)
-            .map(|(i, _)| GroupId(i as u32))
-            .collect()
-    }
-
     /// Every registered group, by id.
     pub fn groups(&self) -> &[GroupEntry] {
         &self.groups
@@ -257,12 +237,6 @@ mod tests {
         assert_eq!(ids_a[1], ids_b[1]);
         // {2} and {3} split off {2,3} on level 2: new groups.
         assert!(!ids_a[2].contains(&ids_b[2][1]));
-        // A retired group continues into the newest split under it.
-        assert_eq!(
-            s.children_of(ids_a[1][1], 1),
-            vec![ids_b[2][1], ids_b[2][2]]
-        );
-        assert_eq!(s.children_of(ids_a[2][0], 2), vec![ids_a[2][0]]);
         // Going back to a: the groups b retired come back as new runs.
         let ids_a2 = s.register_layout(&a, 3, Some(&ids_b));
         assert_eq!(ids_a2[1], ids_a[1]);
