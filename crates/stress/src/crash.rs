@@ -53,6 +53,11 @@ pub struct CrashConfig {
 pub struct CrashSummary {
     pub rounds: u64,
     pub failures: u64,
+    /// Of `failures`, those reported by the workload runs (wrong reads,
+    /// failed operations; for SIGKILL rounds, also the check a child makes
+    /// when it opens the database) rather than by the driver's
+    /// verification after a crash.
+    pub run_failures: u64,
     pub panics: u64,
     pub elapsed: Duration,
     /// Operations the workload completed, over all rounds (for SIGKILL
@@ -63,6 +68,16 @@ pub struct CrashSummary {
 }
 
 impl CrashSummary {
+    /// Where the failures were found (printed before the summary line).
+    pub fn failures_line(&self) -> String {
+        format!(
+            "failures in the workload runs (their reads, operations and opening checks): {}, \
+             in the verifications after the crashes: {}",
+            self.run_failures,
+            self.failures - self.run_failures
+        )
+    }
+
     /// The summary line.
     pub fn line(&self) -> String {
         format!(
@@ -127,6 +142,18 @@ pub fn shape_line(db: &strata::Db) -> String {
 
 /// SIGKILL rounds; see the module documentation.
 pub fn sigkill_rounds(cfg: &CrashConfig) -> CrashSummary {
+    sigkill_rounds_with(cfg, |failures, _round| {
+        verify_on_disk(&cfg.db, &cfg.expected_state, &cfg.db_cfg, true, failures)
+    })
+}
+
+/// SIGKILL rounds of `strata-stress run` children started with
+/// `cfg.run_args`, each followed by `verify(failures, round)` (which opens
+/// the database, verifies and resolves it, and returns its report line).
+pub fn sigkill_rounds_with(
+    cfg: &CrashConfig,
+    verify: impl Fn(&Failures, u64) -> Result<String, String>,
+) -> CrashSummary {
     let start = Instant::now();
     let mut sum = CrashSummary::default();
     let mut rng = StdRng::seed_from_u64(cfg.seed);
@@ -223,9 +250,7 @@ pub fn sigkill_rounds(cfg: &CrashConfig) -> CrashSummary {
             .and_then(|n| n.parse::<u64>().ok())
             .unwrap_or(0);
         sum.ops += ops;
-        let verified = catch_unwind(AssertUnwindSafe(|| {
-            verify_on_disk(&cfg.db, &cfg.expected_state, &cfg.db_cfg, true, &failures)
-        }));
+        let verified = catch_unwind(AssertUnwindSafe(|| verify(&failures, round)));
         let verdict = match verified {
             Ok(Ok(line)) => line,
             Ok(Err(e)) => {
@@ -251,6 +276,7 @@ pub fn sigkill_rounds(cfg: &CrashConfig) -> CrashSummary {
         );
         sum.rounds += 1;
         sum.failures += f;
+        sum.run_failures += child_failures;
         sum.panics += panics;
         if f > 0 || panics > 0 {
             sum.bad_rounds.push(round);
@@ -263,59 +289,145 @@ pub fn sigkill_rounds(cfg: &CrashConfig) -> CrashSummary {
 /// Where the power-cut rounds keep the database inside the [`MemVfs`].
 const MEM_DB: &str = "/strata-stress/db";
 
+/// Counters of one power-cut round's workload, for the driver's lines.
+pub trait RoundStats: Default {
+    /// Operations completed.
+    fn ops(&self) -> u64;
+    /// Operations that failed after the cut (expected).
+    fn expected_errors(&self) -> u64;
+    /// A one-line summary.
+    fn line(&self) -> String;
+}
+
+impl RoundStats for RunStats {
+    fn ops(&self) -> u64 {
+        self.ops.load(Ordering::Relaxed)
+    }
+
+    fn expected_errors(&self) -> u64 {
+        self.expected_errors.load(Ordering::Relaxed)
+    }
+
+    fn line(&self) -> String {
+        RunStats::line(self)
+    }
+}
+
+/// One power-cut round, as the driver hands it to the round's body.
+pub struct CutRound<'a> {
+    pub round: u64,
+    /// The last open: verify only, no workload, no cut.
+    pub last: bool,
+    /// How long the workload runs before the cut.
+    pub run_for: Duration,
+    pub vfs: &'a MemVfs,
+    /// The database's directory inside `vfs`.
+    pub path: &'a Path,
+    /// For the verification.
+    pub failures: &'a Failures,
+    /// For the workload.
+    pub run_failures: &'a Failures,
+}
+
+/// Runs `work` on a thread, cuts the power after `run_for` (raising
+/// `expect_errors` first, then `stop`), and waits for the thread; returns
+/// when the cut came.
+pub fn run_then_cut(
+    vfs: &MemVfs,
+    run_for: Duration,
+    stop: &AtomicBool,
+    expect_errors: &AtomicBool,
+    work: impl FnOnce() + Send,
+) -> Duration {
+    std::thread::scope(|s| {
+        let t = s.spawn(work);
+        let t1 = Instant::now();
+        while t1.elapsed() < run_for && !t.is_finished() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let cut_after = t1.elapsed();
+        expect_errors.store(true, Ordering::SeqCst);
+        vfs.power_cut();
+        stop.store(true, Ordering::SeqCst);
+        if let Err(p) = t.join() {
+            std::panic::resume_unwind(p);
+        }
+        cut_after
+    })
+}
+
 /// Power-cut rounds; see the module documentation. `cfg.db` and
 /// `cfg.expected_state` are not used (everything is in memory).
 pub fn power_cut_rounds(cfg: &CrashConfig) -> CrashSummary {
+    let state = ExpectedState::in_memory(cfg.layout, true);
+    power_cut_rounds_with::<RunStats>(cfg, |r, stats, cut_after| {
+        let dynvfs: Arc<dyn Vfs> = Arc::new(r.vfs.clone());
+        let h = open_db(r.path, &cfg.db_cfg, Some(dynvfs))
+            .map_err(|e| format!("open after power cut {} failed: {e}", r.round))?;
+        let rep = verify_db(&h, &state, true, r.failures);
+        if r.last {
+            return Ok(rep.line());
+        }
+        let stop = AtomicBool::new(false);
+        let expect_errors = AtomicBool::new(false);
+        let mut wl = cfg.workload.clone();
+        wl.seed = cfg.seed.wrapping_add(r.round + 1);
+        wl.ops = None;
+        wl.duration = None;
+        let w = Workload::new(
+            &h,
+            &state,
+            &wl,
+            r.run_failures,
+            stats,
+            &stop,
+            &expect_errors,
+        );
+        *cut_after = run_then_cut(r.vfs, r.run_for, &stop, &expect_errors, move || w.run());
+        let shape = shape_line(&h.db);
+        drop(h);
+        Ok(format!("{}; tree before the cut: {shape}", rep.line()))
+    })
+}
+
+/// The power-cut driver: per round, over one [`MemVfs`], `body` opens the
+/// database, verifies it and (unless it is the last open) runs a workload
+/// and cuts the power ([`run_then_cut`]), returning the verification line.
+pub fn power_cut_rounds_with<S: RoundStats>(
+    cfg: &CrashConfig,
+    mut body: impl FnMut(&CutRound<'_>, &S, &mut Duration) -> Result<String, String>,
+) -> CrashSummary {
     let start = Instant::now();
     let mut sum = CrashSummary::default();
     let mut rng = StdRng::seed_from_u64(cfg.seed);
     let vfs = MemVfs::new();
     let path = PathBuf::from(MEM_DB);
-    let state = ExpectedState::in_memory(cfg.layout, true);
     // One more open than cuts: the last one only verifies.
     for round in 0..=cfg.iterations {
         let failures = Failures::new();
-        let stats = RunStats::default();
+        let run_failures = Failures::new();
+        let stats = S::default();
         let last = round == cfg.iterations;
         let t0 = Instant::now();
         let mut cut_after = Duration::ZERO;
-        let outcome = catch_unwind(AssertUnwindSafe(|| -> Result<String, String> {
-            let dynvfs: Arc<dyn Vfs> = Arc::new(vfs.clone());
-            let h = open_db(&path, &cfg.db_cfg, Some(dynvfs))
-                .map_err(|e| format!("open after power cut {round} failed: {e}"))?;
-            let rep = verify_db(&h, &state, true, &failures);
+        let run_for =
             if last {
-                return Ok(rep.line());
-            }
-            let stop = AtomicBool::new(false);
-            let expect_errors = AtomicBool::new(false);
-            let mut wl = cfg.workload.clone();
-            wl.seed = cfg.seed.wrapping_add(round + 1);
-            wl.ops = None;
-            wl.duration = None;
-            let run_for =
+                Duration::ZERO
+            } else {
                 Duration::from_millis(rng.random_range(
                     cfg.round_min.as_millis() as u64..=cfg.round_max.as_millis() as u64,
-                ));
-            std::thread::scope(|s| {
-                let w = Workload::new(&h, &state, &wl, &failures, &stats, &stop, &expect_errors);
-                let t = s.spawn(move || w.run());
-                let t1 = Instant::now();
-                while t1.elapsed() < run_for && !t.is_finished() {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                cut_after = t1.elapsed();
-                expect_errors.store(true, Ordering::SeqCst);
-                vfs.power_cut();
-                stop.store(true, Ordering::SeqCst);
-                if let Err(p) = t.join() {
-                    std::panic::resume_unwind(p);
-                }
-            });
-            let shape = shape_line(&h.db);
-            drop(h);
-            Ok(format!("{}; tree before the cut: {shape}", rep.line()))
-        }));
+                ))
+            };
+        let r = CutRound {
+            round,
+            last,
+            run_for,
+            vfs: &vfs,
+            path: &path,
+            failures: &failures,
+            run_failures: &run_failures,
+        };
+        let outcome = catch_unwind(AssertUnwindSafe(|| body(&r, &stats, &mut cut_after)));
         let mut panics = 0;
         let verdict = match outcome {
             Ok(Ok(line)) => line,
@@ -330,8 +442,7 @@ pub fn power_cut_rounds(cfg: &CrashConfig) -> CrashSummary {
                 m
             }
         };
-        let ops = stats.ops.load(Ordering::Relaxed);
-        sum.ops += ops;
+        sum.ops += stats.ops();
         if round == 0 {
             println!("open: verify: {verdict}");
         } else {
@@ -343,13 +454,14 @@ pub fn power_cut_rounds(cfg: &CrashConfig) -> CrashSummary {
                 round + 1,
                 cut_after.as_millis(),
                 stats.line(),
-                stats.expected_errors.load(Ordering::Relaxed),
+                stats.expected_errors(),
                 t0.elapsed().as_millis()
             );
             sum.rounds += 1;
         }
-        let f = failures.count();
+        let f = failures.count() + run_failures.count();
         sum.failures += f;
+        sum.run_failures += run_failures.count();
         sum.panics += panics;
         if f > 0 || panics > 0 {
             sum.bad_rounds.push(round);

@@ -14,10 +14,12 @@ use strata_stress::crash::{
     CrashConfig, power_cut_rounds, shape_line, sigkill_rounds, verify_on_disk,
 };
 use strata_stress::expected::{ExpectedState, Layout};
+use strata_stress::table_db::TableConfig;
+use strata_stress::table_model::TableState;
 use strata_stress::values::MIN_VALUE_SIZE;
 use strata_stress::verify::verify_db;
 use strata_stress::workload::{RunStats, Workload, WorkloadConfig};
-use strata_stress::{fuzz_targets, seeds};
+use strata_stress::{fuzz_targets, seeds, table_verify, tables};
 
 #[derive(Parser)]
 #[command(
@@ -109,6 +111,29 @@ struct StressArgs {
     /// --power-cut).
     #[arg(long)]
     sync_ratio: Option<f64>,
+    /// Table mode: run the table workload on this many tables instead of
+    /// the key-value workload (0: key-value mode).
+    #[arg(long, default_value_t = 0)]
+    tables: u32,
+    /// Table mode: rows per table.
+    #[arg(long, default_value_t = 2000)]
+    table_rows: u32,
+    /// Table mode: layout presets, comma-separated, given to the tables in
+    /// turn (layout changes move a table to the next one).
+    #[arg(long, default_value = "column,groups:2,row-then-column:2")]
+    table_layouts: String,
+    /// Table mode: memtable size of each table.
+    #[arg(long, default_value_t = 32 << 10)]
+    table_write_buffer_size: usize,
+    /// Table mode: byte budget of level 1 of each table (4 levels, size
+    /// ratio 4, files of a quarter of it).
+    #[arg(long, default_value_t = 64 << 10)]
+    table_level1_max_bytes: u64,
+    /// Table mode: change tables' layouts (to the next preset) while the
+    /// workload runs (off by default: see engine bug 4 in
+    /// docs/RELIABILITY.md).
+    #[arg(long)]
+    table_layout_changes: bool,
 }
 
 impl StressArgs {
@@ -155,6 +180,28 @@ impl StressArgs {
         })
     }
 
+    /// The table mode's settings, `None` in key-value mode.
+    fn table_config(&self) -> Result<Option<TableConfig>, String> {
+        if self.tables == 0 {
+            return Ok(None);
+        }
+        let c = TableConfig {
+            tables: self.tables,
+            rows: self.table_rows,
+            layouts: self
+                .table_layouts
+                .split(',')
+                .map(|l| l.trim().to_string())
+                .filter(|l| !l.is_empty())
+                .collect(),
+            write_buffer_size: self.table_write_buffer_size,
+            level1_max_bytes: self.table_level1_max_bytes,
+            layout_changes: self.table_layout_changes,
+        };
+        c.validate()?;
+        Ok(Some(c))
+    }
+
     fn seed(&self) -> u64 {
         self.seed.unwrap_or_else(|| {
             SystemTime::now()
@@ -190,6 +237,18 @@ impl StressArgs {
         }
         if self.retain_memtables {
             v.push("--retain-memtables".into());
+        }
+        if self.tables > 0 {
+            v.extend([
+                format!("--tables={}", self.tables),
+                format!("--table-rows={}", self.table_rows),
+                format!("--table-layouts={}", self.table_layouts),
+                format!("--table-write-buffer-size={}", self.table_write_buffer_size),
+                format!("--table-level1-max-bytes={}", self.table_level1_max_bytes),
+            ]);
+            if self.table_layout_changes {
+                v.push("--table-layout-changes".into());
+            }
         }
         v
     }
@@ -285,11 +344,6 @@ fn cmd_run(a: RunArgs) -> Result<u8, String> {
             exp.display()
         ));
     }
-    let state = ExpectedState::open_or_create(&exp, layout).map_err(|e| e.to_string())?;
-    let h = open_db(&a.db, &db_cfg, None).map_err(|e| format!("open {}: {e}", a.db.display()))?;
-    let failures = Failures::new();
-    let rep = verify_db(&h, &state, true, &failures);
-    eprintln!("initial verification: {}", rep.line());
     let seed = a.stress.seed();
     let ops = match (a.ops, a.duration_secs) {
         (None, None) => Some(100_000),
@@ -302,6 +356,14 @@ fn cmd_run(a: RunArgs) -> Result<u8, String> {
         seed,
         sync_ratio: a.stress.sync_ratio.unwrap_or(0.05),
     };
+    if let Some(tcfg) = a.stress.table_config()? {
+        return tables::run(&a.db, &exp, &db_cfg, &tcfg, &wl, a.progress_ms);
+    }
+    let state = ExpectedState::open_or_create(&exp, layout).map_err(|e| e.to_string())?;
+    let h = open_db(&a.db, &db_cfg, None).map_err(|e| format!("open {}: {e}", a.db.display()))?;
+    let failures = Failures::new();
+    let rep = verify_db(&h, &state, true, &failures);
+    eprintln!("initial verification: {}", rep.line());
     eprintln!("seed {seed}; {layout:?}; {db_cfg:?}; {wl:?}");
     let stats = RunStats::default();
     let stop = AtomicBool::new(false);
@@ -366,7 +428,18 @@ fn cmd_verify(a: VerifyArgs) -> Result<u8, String> {
     let db_cfg = a.stress.db_config()?;
     let exp = expected_path(&a.db, &a.expected_state);
     let failures = Failures::new();
-    let line = verify_on_disk(&a.db, &exp, &db_cfg, a.resolve, &failures)?;
+    let line = match a.stress.table_config()? {
+        Some(tcfg) => table_verify::verify_on_disk(
+            &a.db,
+            &exp,
+            &db_cfg,
+            &tcfg,
+            a.resolve,
+            &failures,
+            a.stress.seed(),
+        )?,
+        None => verify_on_disk(&a.db, &exp, &db_cfg, a.resolve, &failures)?,
+    };
     println!("{line}");
     Ok(if failures.count() > 0 { 2 } else { 0 })
 }
@@ -374,6 +447,7 @@ fn cmd_verify(a: VerifyArgs) -> Result<u8, String> {
 fn cmd_crash(a: CrashArgs) -> Result<u8, String> {
     let layout = a.stress.layout()?;
     let db_cfg = a.stress.db_config()?;
+    let tcfg = a.stress.table_config()?;
     if a.round_min_ms > a.round_max_ms {
         return Err("--round-min-ms must not exceed --round-max-ms".into());
     }
@@ -406,7 +480,11 @@ fn cmd_crash(a: CrashArgs) -> Result<u8, String> {
                     exp.display()
                 ));
             }
-            ExpectedState::create(&exp, layout).map_err(|e| e.to_string())?;
+            match &tcfg {
+                Some(t) => TableState::create(&exp, t.space()).map(drop),
+                None => ExpectedState::create(&exp, layout).map(drop),
+            }
+            .map_err(|e| e.to_string())?;
         }
     }
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
@@ -431,22 +509,27 @@ fn cmd_crash(a: CrashArgs) -> Result<u8, String> {
     };
     println!(
         "crash driver: {} {} rounds of {}-{} ms, seed {seed}, {} threads, sync ratio {sync_ratio}, \
-         {layout:?}, {db_cfg:?}{}",
+         {}, {db_cfg:?}{}",
         a.iterations,
         if a.power_cut { "power-cut" } else { "SIGKILL" },
         a.round_min_ms,
         a.round_max_ms,
         a.stress.threads,
+        match &tcfg {
+            Some(t) => format!("{t:?}"),
+            None => format!("{layout:?}"),
+        },
         if a.power_cut {
             String::new()
         } else {
             format!(", db {}, expected state {}", a.db.display(), exp.display())
         }
     );
-    let sum = if a.power_cut {
-        power_cut_rounds(&cfg)
-    } else {
-        sigkill_rounds(&cfg)
+    let sum = match (&tcfg, a.power_cut) {
+        (Some(t), true) => table_verify::power_cut_rounds(&cfg, t),
+        (Some(t), false) => table_verify::sigkill_rounds(&cfg, t),
+        (None, true) => power_cut_rounds(&cfg),
+        (None, false) => sigkill_rounds(&cfg),
     };
     println!(
         "elapsed: {:.1} s, workload ops: {}, rounds with problems: {:?}",
@@ -454,6 +537,7 @@ fn cmd_crash(a: CrashArgs) -> Result<u8, String> {
         sum.ops,
         sum.bad_rounds
     );
+    println!("{}", sum.failures_line());
     println!("{}", sum.line());
     Ok(if sum.failures > 0 || sum.panics > 0 {
         1

@@ -187,3 +187,215 @@ fn verify_rejects_a_block_whose_restart_point_is_inside_an_entry() {
          entries and ended with {backward:?}"
     );
 }
+
+// ---- Tables (found by `strata-stress --tables`) ----
+
+mod tables {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    use strata::table::{Column, ColumnType, Schema, Table, TableLayout, TableOptions, Value};
+    use strata::{Db, Options};
+    use strata_stress::check::Failures;
+    use strata_stress::config::DbConfig;
+    use strata_stress::crash::RoundStats;
+    use strata_stress::table_db::{TableConfig, open_tables};
+    use strata_stress::table_model::TableState;
+    use strata_stress::tables::{TableRunStats, TableWorkload};
+    use strata_stress::workload::WorkloadConfig;
+
+    fn schema() -> Schema {
+        Schema::new(
+            vec![
+                Column::new("id", ColumnType::Int64),
+                Column::nullable("a", ColumnType::Int32),
+                Column::nullable("b", ColumnType::Int32),
+                Column::nullable("c", ColumnType::Int32),
+            ],
+            &["id"],
+        )
+        .expect("schema")
+    }
+
+    fn row(k: i64, v: i32) -> Vec<Value> {
+        vec![
+            Value::Int64(k),
+            Value::Int32(v),
+            Value::Int32(v),
+            Value::Int32(v),
+        ]
+    }
+
+    fn get(t: &Table, k: i64) -> Option<Vec<Value>> {
+        t.get(&[Value::Int64(k)], None).expect("get")
+    }
+
+    fn create(db: &Db, layout: &str) -> Table {
+        let opts = TableOptions {
+            layout: layout.into(),
+            num_levels: 4,
+            ..TableOptions::default()
+        };
+        db.create_table("t", schema(), opts).expect("create")
+    }
+
+    fn set_layout(t: &Table, layout: &str) {
+        let l = TableLayout::parse(layout, t.schema(), 4).expect("layout");
+        t.set_layout(l).expect("set layout");
+    }
+
+    /// Found by `strata-stress run --tables 1 --table-layouts column,row
+    /// --table-layout-changes`: after a layout change, compaction loses
+    /// newer versions of rows. Here (deterministic): rows in column groups
+    /// on level 1, a partial update flushed to level 0, the layout changed
+    /// to `row`, one compaction: the update is gone (reads before the
+    /// compaction were right).
+    ///
+    /// Expected: a layout change never changes what a read returns.
+    #[test]
+    #[ignore = "engine bug: compaction after a layout change loses partial updates"]
+    fn compaction_after_a_layout_change_keeps_partial_updates() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(dir.path(), Options::default()).expect("open");
+        let t = create(&db, "column");
+        t.upsert_row(&row(1, 1)).expect("upsert");
+        t.upsert_row(&row(2, 1)).expect("upsert");
+        t.flush().expect("flush");
+        t.compact().expect("compact");
+        t.update_row(&[Value::Int64(2)], &[("b", Value::Int32(2))])
+            .expect("update");
+        t.flush().expect("flush");
+        set_layout(&t, "row");
+        let want = Some(vec![
+            Value::Int64(2),
+            Value::Int32(1),
+            Value::Int32(2),
+            Value::Int32(1),
+        ]);
+        assert_eq!(get(&t, 2), want, "before the compaction");
+        t.compact().expect("compact");
+        // Today: b reads 1, the value the update replaced.
+        assert_eq!(get(&t, 2), want, "the compaction lost the update");
+    }
+
+    /// The same bug, racing with the background compactions a layout
+    /// change starts (so each attempt may pass; 30 attempts fail nearly
+    /// always): `row` → `column` loses a delete (the row comes back) and a
+    /// partial update; `groups:2` → `row` loses one group's columns of a
+    /// row written before the change (they read as NULL).
+    #[test]
+    #[ignore = "engine bug: compaction after a layout change loses deletes and columns"]
+    fn compaction_after_a_layout_change_keeps_deletes_and_columns() {
+        let mut lost = Vec::new();
+        for attempt in 0..30 {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let db = Db::open(dir.path(), Options::default()).expect("open");
+            let t = create(&db, "row");
+            t.upsert_row(&row(1, 1)).expect("upsert");
+            t.upsert_row(&row(2, 1)).expect("upsert");
+            t.flush().expect("flush");
+            t.compact().expect("compact");
+            set_layout(&t, "column");
+            t.delete_row(&[Value::Int64(1)]).expect("delete");
+            t.update_row(&[Value::Int64(2)], &[("b", Value::Int32(2))])
+                .expect("update");
+            t.flush().expect("flush");
+            t.compact().expect("compact");
+            db.wait_for_background_work().expect("background work");
+            if get(&t, 1).is_some() {
+                lost.push(format!("attempt {attempt}: row -> column: the delete"));
+            }
+            if get(&t, 2)
+                != Some(vec![
+                    Value::Int64(2),
+                    Value::Int32(1),
+                    Value::Int32(2),
+                    Value::Int32(1),
+                ])
+            {
+                lost.push(format!("attempt {attempt}: row -> column: the update"));
+            }
+            drop(t);
+            drop(db);
+
+            let dir = tempfile::tempdir().expect("tempdir");
+            let db = Db::open(dir.path(), Options::default()).expect("open");
+            let t = create(&db, "groups:2");
+            t.upsert_row(&row(2, 1)).expect("upsert");
+            t.compact().expect("compact");
+            set_layout(&t, "row");
+            t.compact().expect("compact");
+            db.wait_for_background_work().expect("background work");
+            if get(&t, 2) != Some(row(2, 1)) {
+                lost.push(format!(
+                    "attempt {attempt}: groups:2 -> row: read {:?}",
+                    get(&t, 2)
+                ));
+            }
+        }
+        assert!(lost.is_empty(), "{lost:#?}");
+    }
+
+    /// Found by `strata-stress run --tables 1 --table-layouts column` (no
+    /// layout change; 4 threads): now and then a projected `Table::get` of
+    /// two or more columns misses the row's newest insert or delete (it
+    /// returns no row for a row upserted before the read, or an older row
+    /// for one deleted before it). On that version every whole-row get and
+    /// every single-column get of the row is right; a second projected get
+    /// is as wrong as the first; the next flush or compaction (after 2-50
+    /// ms) puts it right. Scans are right. About one get in 60 000 on a
+    /// `column` table with 32 KiB write buffers; never seen with one
+    /// writer thread.
+    ///
+    /// This runs the table workload (4 threads, 2000 rows, `column`) in
+    /// process for up to 120 s and fails on the first wrong read.
+    #[test]
+    #[ignore = "engine bug: projected gets of column-group tables miss the newest row event"]
+    fn projected_gets_see_the_newest_insert_or_delete() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let tcfg = TableConfig {
+            tables: 1,
+            rows: 2000,
+            layouts: vec!["column".into()],
+            write_buffer_size: 32 << 10,
+            level1_max_bytes: 64 << 10,
+            layout_changes: false,
+        };
+        let h =
+            open_tables(&dir.path().join("db"), &DbConfig::default(), &tcfg, None).expect("open");
+        // Backed by a file, as in `strata-stress run` (its writes set the
+        // pace the bug was seen at).
+        let state = TableState::create(&dir.path().join("expected"), tcfg.space()).expect("state");
+        let failures = Failures::new();
+        let stats = TableRunStats::default();
+        let (stop, expect_errors) = (AtomicBool::new(false), AtomicBool::new(false));
+        let wl = WorkloadConfig {
+            threads: 4,
+            ops: None,
+            duration: Some(Duration::from_secs(120)),
+            seed: 1,
+            sync_ratio: 0.05,
+        };
+        let w = TableWorkload::new(
+            &h,
+            &state,
+            &wl,
+            &tcfg,
+            &failures,
+            &stats,
+            &stop,
+            &expect_errors,
+        );
+        std::thread::scope(|s| {
+            let t = s.spawn(|| w.run());
+            while !t.is_finished() {
+                std::thread::sleep(Duration::from_millis(20));
+                if failures.count() > 0 {
+                    stop.store(true, Ordering::SeqCst);
+                }
+            }
+        });
+        eprintln!("{}", stats.line());
+        assert_eq!(failures.count(), 0, "{:#?}", failures.kept());
+    }
+}
