@@ -100,7 +100,7 @@ pub enum TableCommand {
         #[arg(long, value_name = "COLS")]
         columns: Option<String>,
         /// A condition, column<op>value (op: = != < <= > >=) or
-        /// "column IS [NOT] NULL"; repeat it to require several.
+        /// "column IS NULL" or "column IS NOT NULL"; repeat it to require several.
         #[arg(long = "where", value_name = "CONDITION", allow_hyphen_values = true)]
         conditions: Vec<String>,
         /// Inclusive lower bound: values of the first key columns.

@@ -443,9 +443,12 @@ impl<'a> TableWorkload<'a> {
                 .get(&key, None)
                 .map(|r| describe_read(t, k, &every, r.as_ref()))
                 .unwrap_or_else(|e| format!("failed: {e}"));
+            let versions = table
+                .debug_versions(&key)
+                .unwrap_or_else(|e| format!("failed: {e}"));
             self.fail(format!(
                 "get of {} row {k} (id {}), columns {names:?}: returned {} (read again: {again}; \
-                 every column: {whole}), expected {}",
+                 every column: {whole}), expected {}\nversions:\n{versions}",
                 table_name(t),
                 space.row_id(k),
                 describe_read(t, k, &proj, got.as_ref()),
