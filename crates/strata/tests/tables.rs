@@ -333,7 +333,20 @@ fn run_layout(dir: &Path, layout: &str, seed: u64) {
         match round % 3 {
             0 => t.flush().expect("flush"),
             1 => t.compact().expect("compact"),
-            _ => {}
+            _ => {
+                // Single runs moved down: groups of one row at different
+                // depths, as concurrent background compactions leave them.
+                for _ in 0..8 {
+                    let level = h.rng.random_range(0..4);
+                    let c = h.rng.random_range(0..COLS);
+                    let col = if c == COLS - 1 {
+                        "s".to_string()
+                    } else {
+                        format!("c{c}")
+                    };
+                    t.compact_column_run(level, &col).expect("compact run");
+                }
+            }
         }
         db.wait_for_background_work().expect("background");
         check(&t, &h.model, &mut check_rng);
@@ -763,5 +776,62 @@ fn scans_at_snapshots_see_keys_whose_versions_span_blocks() {
             }
             assert_eq!(&got, want, "layout {layout}");
         }
+    }
+}
+
+/// A projected get finds the row's newest insert even when each wanted
+/// column's group holds it at a different depth, and both wanted columns
+/// resolve (from newer partial updates) before it: the insert must be
+/// looked for down every wanted column's lineage, not in whichever group
+/// happens to exist on the deeper levels (a bug the stress test found).
+#[test]
+fn projected_gets_find_the_insert_whatever_depth_each_group_holds_it_at() {
+    for (first, second) in [("c0", "c1"), ("c1", "c0")] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(dir.path(), opts()).expect("open");
+        let t = db
+            .create_table("t", schema(), small("column"))
+            .expect("create");
+        let mut row = vec![Value::Int32(1); COLS - 1];
+        row.push(Value::Utf8("x".into()));
+        let down = |level: usize, col: &str| t.compact_column_run(level, col).expect("compact run");
+        // Row 100 sits on level 3 in both groups' lineages.
+        t.upsert_row(&full(100, &row)).expect("upsert");
+        t.flush().expect("flush");
+        down(0, first);
+        for l in 1..3 {
+            down(l, first);
+            down(l, second);
+        }
+        // Row 1: its insert on level 1 in `first`'s group, on level 3 in
+        // `second`'s.
+        t.upsert_row(&full(1, &row)).expect("upsert");
+        t.flush().expect("flush");
+        down(0, first);
+        down(1, second);
+        down(2, second);
+        // An update of `second`, on level 2 in its group.
+        t.update_row(&[Value::Int64(1)], &[(second, Value::Int32(2))])
+            .expect("update");
+        t.flush().expect("flush");
+        down(0, first);
+        down(1, second);
+        // Row 200 on level 1 in every group, so that `second`'s group is
+        // probed there (for its column) and `first`'s is not.
+        t.upsert_row(&full(200, &row)).expect("upsert");
+        t.flush().expect("flush");
+        down(0, first);
+        // An update of `first`, in the memtable.
+        t.update_row(&[Value::Int64(1)], &[(first, Value::Int32(3))])
+            .expect("update");
+        let got = t
+            .get(&[Value::Int64(1)], Some(&[first, second]))
+            .expect("get");
+        assert_eq!(
+            got,
+            Some(vec![Value::Int32(3), Value::Int32(2)]),
+            "get of ({first}, {second}); stored versions:\n{}",
+            t.debug_versions(&[Value::Int64(1)]).expect("versions")
+        );
     }
 }

@@ -124,7 +124,7 @@ fn power_cut_rounds_lose_no_synced_write() {
 }
 
 /// With most writes unsynced, power cuts expose the engine bug reproduced in
-/// `engine_bugs.rs` (a synced write does not make earlier writes in an older
+/// `engine_regressions.rs` (a synced write does not make earlier writes in an older
 /// log durable): counters come back with sums no prefix of the writes
 /// produces.
 #[test]

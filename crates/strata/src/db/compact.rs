@@ -399,7 +399,7 @@ impl DbInner {
 
     /// Compacts the files of `group` on `level` in `[lo, hi]` into the
     /// next level, waiting for background compactions holding them.
-    fn compact_run_manually(
+    pub(super) fn compact_run_manually(
         &self,
         id: KeyspaceId,
         level: Level,

@@ -419,4 +419,14 @@ impl Keyspace {
     pub fn flush(&self) -> Result<()> {
         self.inner.flush_keyspaces(vec![self.shared.id])
     }
+
+    /// Compacts the run of `group` on `level` (every file of it) into the
+    /// next level, as one background compaction of that run would: for
+    /// tests that need column groups at different depths.
+    #[cfg(feature = "testing")]
+    #[doc(hidden)]
+    pub fn compact_run(&self, level: usize, group: crate::table_format::GroupId) -> Result<()> {
+        self.inner
+            .compact_run_manually(self.shared.id, Level::from_index(level), group, None, None)
+    }
 }

@@ -419,7 +419,7 @@ impl DbInner {
             let mut wal = self.wal.lock();
             // The old log's bytes go to the OS now; the next synced write
             // fsyncs it before its own (found by strata-stress; test
-            // engine_bugs::synced_write_after_a_log_switch_keeps_earlier_acknowledged_writes).
+            // engine_regressions::synced_write_after_a_log_switch_keeps_earlier_acknowledged_writes).
             let old_number = std::mem::replace(&mut wal.number, new_log);
             if let Some(mut old) = wal.writer.replace(writer) {
                 if let Err(e) = old.flush() {

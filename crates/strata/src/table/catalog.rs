@@ -34,6 +34,17 @@ use crate::options::{KeyspaceOptions, WriteOptions};
 /// The name of the system keyspace holding the catalog.
 pub const CATALOG_KEYSPACE: &str = "__catalog";
 
+/// The catalog keyspace's options: its records and workload logs are a
+/// few kilobytes, so a small memtable. The default (64 MiB) would add
+/// 256 MiB to the write-ahead log budget (four times the write buffers,
+/// `Options::max_total_wal_bytes`) and let hundreds of logs wait for it.
+fn catalog_options() -> KeyspaceOptions {
+    KeyspaceOptions {
+        write_buffer_size: 1 << 20,
+        ..KeyspaceOptions::default()
+    }
+}
+
 /// The prefix of table keyspaces' names.
 pub const TABLE_KEYSPACE_PREFIX: &str = "__table/";
 
@@ -197,7 +208,7 @@ impl Catalog {
         }
         let keyspace = catalog
             .core
-            .system_keyspace(CATALOG_KEYSPACE, KeyspaceOptions::default())?;
+            .system_keyspace(CATALOG_KEYSPACE, catalog_options())?;
         let mut records = Vec::new();
         let mut it = keyspace.iter(Default::default())?;
         it.seek(RECORD_PREFIX.as_bytes());
@@ -245,7 +256,7 @@ impl Catalog {
         self.core.check_writable("create a table")?;
         let ks = self
             .core
-            .system_keyspace(CATALOG_KEYSPACE, KeyspaceOptions::default())?;
+            .system_keyspace(CATALOG_KEYSPACE, catalog_options())?;
         *k = Some(ks.clone());
         Ok(ks)
     }

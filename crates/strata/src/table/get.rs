@@ -1,8 +1,9 @@
 //! Projected point reads (LASER's read(key, Π)): the memtables and level 0
 //! hold whole rows; on each deeper level only the groups that hold a wanted
-//! column still unresolved are probed, and the read stops as soon as every
-//! wanted column has its value and the row's newest insert or delete is
-//! known (see `view.rs` for how columns resolve).
+//! column are probed (every wanted column's group until the row's newest
+//! insert or delete is found, then only those of unresolved columns), and
+//! the read stops as soon as every wanted column has its value and that
+//! event is known (see `view.rs` for how columns resolve).
 
 use std::sync::Arc;
 
@@ -142,11 +143,16 @@ pub(crate) fn get(
             continue;
         }
         let level = Level::from_index(l);
-        let mut probe: Vec<GroupId> = groups
+        // Until the row's insert or delete is found, every wanted column's
+        // lineage is followed without a gap: the event sits in every
+        // lineage, at a different depth in each, and only a lineage read
+        // from the top shows its newest event first. Once it is known, a
+        // group is probed only for a column still unresolved.
+        let probe: Vec<GroupId> = groups
             .iter()
             .filter(|(_, cols)| {
                 cols.iter().any(|&v| {
-                    if ambiguous {
+                    if ambiguous || r.event.is_none() {
                         probe_cols.contains(&v)
                     } else {
                         r.needs(v)
@@ -155,15 +161,6 @@ pub(crate) fn get(
             })
             .map(|(g, _)| *g)
             .collect();
-        if probe.is_empty() && r.event.is_none() {
-            // Every column is known; the row's insert or delete is deeper.
-            if let Some((g, _)) = groups
-                .iter()
-                .find(|(_, cols)| cols.iter().any(|v| probe_cols.contains(v)))
-            {
-                probe.push(*g);
-            }
-        }
         for g in probe {
             let Some(f) = sv.version.find_file(level, g, key) else {
                 continue;

@@ -591,6 +591,36 @@ impl Table {
         Ok(get::debug_versions(&sv, &plan, &k))
     }
 
+    /// Compacts the run on `level` of the group that holds value column
+    /// `column` (level 0: the whole level) into the next level, and nothing
+    /// else: for tests that need a row's groups at different depths.
+    #[cfg(feature = "testing")]
+    #[doc(hidden)]
+    pub fn compact_column_run(&self, level: usize, column: &str) -> Result<()> {
+        let schema = &self.inner.schema;
+        let v = schema
+            .value_number(schema.index_of(column)?)
+            .ok_or_else(|| Error::InvalidArgument(format!("{column:?} is a key column")))?;
+        let state = self.inner.layout_state();
+        let group = if level == 0 {
+            crate::table_format::GroupId::WHOLE
+        } else {
+            *state
+                .ids
+                .get(level)
+                .and_then(|ids| {
+                    ids.iter().find(|&&g| {
+                        state
+                            .shape
+                            .group_columns(g)
+                            .is_ok_and(|cols| cols.contains(&v))
+                    })
+                })
+                .ok_or_else(|| Error::InvalidArgument(format!("no group of level {level}")))?
+        };
+        self.inner.keyspace.compact_run(level, group)
+    }
+
     /// Flushes the table's memtable to level 0.
     pub fn flush(&self) -> Result<()> {
         self.inner.keyspace.flush()
