@@ -145,7 +145,7 @@ pub fn run(s: &SuiteArgs) -> Result<()> {
     }
     println!("{out}");
     if let Some(path) = &s.report {
-        std::fs::write(path, &out).map_err(|e| Error(format!("{}: {e}", path.display())))?;
+        crate::report::write_report(path, &out)?;
     }
     Ok(())
 }

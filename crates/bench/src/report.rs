@@ -18,6 +18,15 @@ pub struct ReportInfo<'a, S> {
     pub suite: &'a S,
 }
 
+/// Writes a report to `path`, creating its directory.
+pub fn write_report(path: &Path, text: &str) -> crate::Result<()> {
+    let fail = |e: std::io::Error| crate::Error(format!("{}: {e}", path.display()));
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(fail)?;
+    }
+    std::fs::write(path, text).map_err(fail)
+}
+
 /// `1234567.8` as `1,234,568`.
 pub fn thousands(x: f64) -> String {
     let n = x.round() as u64;

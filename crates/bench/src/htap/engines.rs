@@ -231,7 +231,7 @@ impl HtapEngine for StrataEngine {
     }
 
     fn describe(&self) -> String {
-        self.table.layout().to_text(self.table.schema())
+        self.table.layout().summary(self.table.schema())
     }
 
     fn disk_bytes(&self) -> u64 {

@@ -297,11 +297,7 @@ pub fn run(s: &SuiteArgs) -> Result<()> {
             );
             r.note = format!(
                 "advice: {} (predicted {:.0} → {:.0})",
-                advice
-                    .proposed
-                    .describe(engine.table().schema())
-                    .trim()
-                    .replace('\n', "; "),
+                advice.proposed.summary(engine.table().schema()),
                 advice.current_cost.total,
                 advice.proposed_cost.total
             );
@@ -309,10 +305,7 @@ pub fn run(s: &SuiteArgs) -> Result<()> {
         }
         if design == "auto" {
             let st = engine.table().statistics();
-            r.note = format!(
-                "{} automatic layout switches; final layout: {}",
-                st.auto_switches, r.layout
-            );
+            r.note = format!("{} automatic layout switches", st.auto_switches);
         }
         drop(engine);
         let _ = std::fs::remove_dir_all(&dir);
@@ -333,7 +326,7 @@ pub fn run(s: &SuiteArgs) -> Result<()> {
     let text = report::render(s, &f.scale, f.rate, &results, duck.as_ref());
     println!("{text}");
     if let Some(path) = &s.report {
-        std::fs::write(path, &text).map_err(|e| Error(format!("{}: {e}", path.display())))?;
+        crate::report::write_report(path, &text)?;
     }
     if let Some(dir) = &s.args.plot {
         for chart in report::charts(dir, &results, duck.as_ref())? {

@@ -281,7 +281,7 @@ pub fn render(
     for t in targets(rs, duck) {
         let _ = writeln!(o, "- {t}");
     }
-    let _ = writeln!(o, "\nLayouts (levels 1-7):\n");
+    let _ = writeln!(o, "\nLayouts at the end of the run:\n");
     for r in rs {
         let _ = writeln!(
             o,

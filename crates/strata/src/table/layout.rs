@@ -234,21 +234,32 @@ impl TableLayout {
     pub fn describe(&self, schema: &Schema) -> String {
         let mut out = String::new();
         for (l, groups) in self.levels.iter().enumerate() {
-            out.push_str(&format!("L{l}: "));
-            let parts: Vec<String> = groups
-                .iter()
-                .map(|g| {
-                    let names: Vec<&str> = g
-                        .iter()
-                        .map(|&v| schema.value_column(v).name.as_str())
-                        .collect();
-                    format!("<{}>", compress_names(&names))
-                })
-                .collect();
-            out.push_str(&parts.join(" "));
-            out.push('\n');
+            out.push_str(&format!("L{l}: {}\n", groups_text(groups, schema)));
         }
         out
+    }
+
+    /// The layout on one line, levels alike run together and numbered
+    /// names as ranges: `L0-L2: <a1..a30>; L3-L7: <a1..a27> <a28..a30>`.
+    pub fn summary(&self, schema: &Schema) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        let mut start = 0;
+        for l in 1..=self.levels.len() {
+            if l < self.levels.len() && self.levels[l] == self.levels[start] {
+                continue;
+            }
+            let span = if l - 1 == start {
+                format!("L{start}")
+            } else {
+                format!("L{start}-L{}", l - 1)
+            };
+            parts.push(format!(
+                "{span}: {}",
+                groups_text(&self.levels[start], schema)
+            ));
+            start = l;
+        }
+        parts.join("; ")
     }
 
     /// The layout as text [`TableLayout::parse`] reads back (levels from 1
@@ -271,6 +282,21 @@ impl TableLayout {
             .collect::<Vec<_>>()
             .join(" ; ")
     }
+}
+
+/// A level's groups by column name: `<a1..a27> <a28,a29>`.
+fn groups_text(groups: &[Group], schema: &Schema) -> String {
+    groups
+        .iter()
+        .map(|g| {
+            let names: Vec<&str> = g
+                .iter()
+                .map(|&v| schema.value_column(v).name.as_str())
+                .collect();
+            format!("<{}>", compress_names(&names))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// `a1, a2, a3, b` → `a1..a3, b` where names share a prefix and number on.
@@ -375,6 +401,18 @@ mod tests {
                 .groups(1)
                 .len(),
             2
+        );
+    }
+
+    #[test]
+    fn summary_runs_alike_levels_together() {
+        let s = schema(3);
+        let l = TableLayout::parse("row-then-column:2", &s, 5).expect("preset");
+        assert_eq!(l.summary(&s), "L0-L1: <c1..c3>; L2-L4: <c1> <c2> <c3>");
+        let l = TableLayout::parse("c1,c2 | c3 ; c1 | c2 | c3", &s, 4).expect("explicit");
+        assert_eq!(
+            l.summary(&s),
+            "L0: <c1..c3>; L1: <c1,c2> <c3>; L2-L3: <c1> <c2> <c3>"
         );
     }
 
