@@ -17,9 +17,9 @@ use rand::{Rng, SeedableRng};
 use strata::table::advisor::advise;
 use strata::table::cost::{ModelParams, OpStat, Workload};
 
+use crate::Result;
 use crate::cli::{BenchArgs, Given, SuiteArgs};
 use crate::htap::workload::Projections;
-use crate::{Error, Result};
 
 /// The suite's defaults.
 pub fn apply_defaults(a: &mut BenchArgs, given: Given<'_>) {
