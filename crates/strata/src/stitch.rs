@@ -153,11 +153,18 @@ impl Stitched {
                     }
                 }
                 Err(why) => {
-                    self.error
-                        .get_or_insert(crate::db::stitch_error(&*self.layout, &why));
+                    self.error.get_or_insert(stitch_error(&*self.layout, &why));
                     return;
                 }
             }
         }
     }
+}
+
+/// A layout's failure to join a key's parts, as the reader sees it.
+pub(crate) fn stitch_error(layout: &dyn Layout, why: &str) -> Error {
+    Error::InvalidArgument(format!(
+        "layout {} could not join the column groups of a key: {why}",
+        layout.name()
+    ))
 }

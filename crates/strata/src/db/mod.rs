@@ -89,7 +89,6 @@ pub use stats::{DbStats, KeyspaceStats};
 // Free functions that more than one stage uses.
 use flush::{TableOutput, build_table, open_table_meta};
 use open_files::take_number;
-pub(crate) use read::stitch_error;
 use version_set::{create_wal, write_current, write_new_manifest};
 
 /// Id of the default keyspace.

@@ -77,7 +77,7 @@ impl DbInner {
                 Ok(true)
             }
             Ok(None) => Ok(false),
-            Err(e) => Err(stitch_error(&*sv.opts.layout, &e)),
+            Err(e) => Err(crate::stitch::stitch_error(&*sv.opts.layout, &e)),
         }
     }
 
@@ -308,12 +308,4 @@ fn stitched_iter(sv: &Arc<SuperVersion>, snap: SeqNo, opts: ReadOptions) -> DbIt
         })
         .collect();
     DbIter::stitched(parts, Arc::clone(&sv.opts.layout))
-}
-
-/// A layout's failure to join a key's parts, as the reader sees it.
-pub(crate) fn stitch_error(layout: &dyn crate::layout::Layout, why: &str) -> Error {
-    Error::InvalidArgument(format!(
-        "layout {} could not join the column groups of a key: {why}",
-        layout.name()
-    ))
 }
