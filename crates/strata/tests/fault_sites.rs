@@ -455,7 +455,7 @@ fn new_manifest_sites(scenario: Scenario, chain: &'static str, caller: &'static 
             FAILS,
         ),
         site(
-            leak(format!("{at} → log.rs:LogWriter::add_record")),
+            leak(format!("{at} → log/writer.rs:LogWriter::add_record")),
             "append the snapshot to the new manifest",
             Append,
             "MANIFEST",
@@ -464,7 +464,7 @@ fn new_manifest_sites(scenario: Scenario, chain: &'static str, caller: &'static 
             FAILS,
         ),
         site(
-            leak(format!("{at} → log.rs:LogWriter::sync")),
+            leak(format!("{at} → log/writer.rs:LogWriter::sync")),
             "fsync the new manifest",
             Sync,
             "MANIFEST",
@@ -537,7 +537,7 @@ fn new_log_sites(scenario: Scenario, chain: &'static str, caller: &'static str) 
             FAILS,
         ),
         site(
-            leak(format!("{at} → log.rs:LogWriter::add_record")),
+            leak(format!("{at} → log/writer.rs:LogWriter::add_record")),
             "write the log's header record",
             Append,
             ".log",
@@ -546,7 +546,7 @@ fn new_log_sites(scenario: Scenario, chain: &'static str, caller: &'static str) 
             FAILS,
         ),
         site(
-            leak(format!("{at} → log.rs:LogWriter::flush")),
+            leak(format!("{at} → log/writer.rs:LogWriter::flush")),
             "hand the header to the OS",
             Flush,
             ".log",
@@ -561,7 +561,7 @@ fn new_log_sites(scenario: Scenario, chain: &'static str, caller: &'static str) 
 fn log_edit_sites(scenario: Scenario, chain: &'static str, caller: &'static str) -> Vec<Site> {
     vec![
         site(
-            leak(format!("{chain} → log_edit → log.rs:LogWriter::add_record")),
+            leak(format!("{chain} → log_edit → log/writer.rs:LogWriter::add_record")),
             "append the edit to the manifest",
             Append,
             "MANIFEST",
@@ -570,7 +570,7 @@ fn log_edit_sites(scenario: Scenario, chain: &'static str, caller: &'static str)
             FAILS,
         ),
         site(
-            leak(format!("{chain} → log_edit → log.rs:LogWriter::sync")),
+            leak(format!("{chain} → log_edit → log/writer.rs:LogWriter::sync")),
             "fsync the manifest",
             Sync,
             "MANIFEST",
@@ -588,7 +588,7 @@ fn sites() -> Vec<Site> {
     // --- write path ---------------------------------------------------------
     v.extend([
         site(
-            "db/write.rs:DbInner::write_group → log.rs:LogWriter::add_record",
+            "db/write.rs:DbInner::write_group → log/writer.rs:LogWriter::add_record",
             "append the batch to the write-ahead log",
             Append,
             ".log",
@@ -598,7 +598,7 @@ fn sites() -> Vec<Site> {
         )
         .also("faults::failed_wal_append_fails_that_write_and_every_later_one_until_reopen"),
         site(
-            "db/write.rs:DbInner::write_group → log.rs:LogWriter::flush",
+            "db/write.rs:DbInner::write_group → log/writer.rs:LogWriter::flush",
             "flush the write-ahead log (write without sync)",
             Flush,
             ".log",
@@ -607,7 +607,7 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db/write.rs:DbInner::write_group → log.rs:LogWriter::sync",
+            "db/write.rs:DbInner::write_group → log/writer.rs:LogWriter::sync",
             "fsync the write-ahead log (write with sync)",
             Sync,
             ".log",
@@ -617,7 +617,7 @@ fn sites() -> Vec<Site> {
         )
         .also("faults::failed_wal_fsync_fails_the_sync_write_and_later_writes"),
         site(
-            "db/write.rs:DbInner::write_group → sync_closed_logs → log.rs:LogWriter::sync",
+            "db/write.rs:DbInner::write_group → sync_closed_logs → log/writer.rs:LogWriter::sync",
             "fsync a log closed at a switch (first synced write after it)",
             Sync,
             ".log",
@@ -646,7 +646,7 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db/write.rs:DbInner::switch_memtables → log.rs:LogWriter::flush",
+            "db/write.rs:DbInner::switch_memtables → log/writer.rs:LogWriter::flush",
             "flush the old write-ahead log to the OS",
             Flush,
             ".log",
@@ -817,7 +817,7 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db/open.rs:DbInner::open → recovery/manifest_replay.rs:replay_manifest → log.rs:LogReader::open",
+            "db/open.rs:DbInner::open → recovery/manifest_replay.rs:replay_manifest → log/reader.rs:LogReader::open",
             "open the manifest",
             Open,
             "MANIFEST",
@@ -826,7 +826,7 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db/open.rs:DbInner::open → recovery/manifest_replay.rs:replay_manifest → log.rs:LogReader::open",
+            "db/open.rs:DbInner::open → recovery/manifest_replay.rs:replay_manifest → log/reader.rs:LogReader::open",
             "read the manifest",
             Read,
             "MANIFEST",
@@ -854,7 +854,7 @@ fn sites() -> Vec<Site> {
     ));
     v.extend([
         site(
-            "db/open.rs:DbInner::open → recovery/wal_replay.rs:replay_logs → log.rs:LogReader::open",
+            "db/open.rs:DbInner::open → recovery/wal_replay.rs:replay_logs → log/reader.rs:LogReader::open",
             "open a write-ahead log to replay",
             Open,
             ".log",
@@ -863,7 +863,7 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db/open.rs:DbInner::open → recovery/wal_replay.rs:replay_logs → log.rs:LogReader::open",
+            "db/open.rs:DbInner::open → recovery/wal_replay.rs:replay_logs → log/reader.rs:LogReader::open",
             "read a write-ahead log to replay",
             Read,
             ".log",
@@ -1097,7 +1097,7 @@ fn sites() -> Vec<Site> {
     // --- close --------------------------------------------------------------
     v.extend([
         site(
-            "db/mod.rs:DbInner::shutdown → log.rs:LogWriter::flush",
+            "db/mod.rs:DbInner::shutdown → log/writer.rs:LogWriter::flush",
             "flush the write-ahead log",
             Flush,
             ".log",
@@ -1106,7 +1106,7 @@ fn sites() -> Vec<Site> {
             Expect::Ignored { leftover: false },
         ),
         site(
-            "db/mod.rs:DbInner::drop → log.rs:LogWriter::flush",
+            "db/mod.rs:DbInner::drop → log/writer.rs:LogWriter::flush",
             "flush the write-ahead log",
             Flush,
             ".log",
