@@ -109,7 +109,13 @@ impl BlockCache {
     }
 
     /// Caches a block of another table format that holds `bytes` bytes.
-    pub fn insert_other(&self, id: u64, offset: u64, block: Arc<dyn Any + Send + Sync>, bytes: usize) {
+    pub fn insert_other(
+        &self,
+        id: u64,
+        offset: u64,
+        block: Arc<dyn Any + Send + Sync>,
+        bytes: usize,
+    ) {
         if let Some(c) = &self.inner {
             c.insert((id, offset), Cached::Other(block, bytes as u64));
         }

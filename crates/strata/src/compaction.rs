@@ -226,7 +226,9 @@ fn is_bottommost(
                 .runs(l)
                 .filter(|(g, _)| plan.group(l, *g).is_none())
                 .flat_map(|(_, files)| files)
-                .all(|f| !f.overlaps(Some(lo), Some(hi)) || inputs.iter().any(|i| Arc::ptr_eq(i, f)))
+                .all(|f| {
+                    !f.overlaps(Some(lo), Some(hi)) || inputs.iter().any(|i| Arc::ptr_eq(i, f))
+                })
         })
 }
 
@@ -255,8 +257,7 @@ pub fn task_for_inputs(
     {
         return None;
     }
-    let (output_level, children) =
-        destinations(plan, layout, version.num_levels(), level, group)?;
+    let (output_level, children) = destinations(plan, layout, version.num_levels(), level, group)?;
     let (lo, hi) = key_range(inputs.iter())?;
     let mut outputs = Vec::with_capacity(children.len());
     for child in &children {
@@ -299,7 +300,9 @@ pub fn task_for_inputs(
     // Data moving down a retired lineage may have its base (or older
     // versions a tombstone hides) in a current run beside it: never the
     // bottom (see `is_bottommost` for the rest).
-    let outputs_current = children.iter().all(|c| plan.group(output_level, c.id).is_some());
+    let outputs_current = children
+        .iter()
+        .all(|c| plan.group(output_level, c.id).is_some());
     let bottommost =
         outputs_current && is_bottommost(version, plan, &inputs, output_level, &lo, &hi);
     Some(CompactionTask {
@@ -620,7 +623,14 @@ pub fn compact_entries(
     emit: &mut EmitFn<'_>,
     should_stop: &dyn Fn() -> bool,
 ) -> Result<DropStats> {
-    compact_core(input, |_| None, 1, policy, &mut |_, k, v| emit(k, v), should_stop)
+    compact_core(
+        input,
+        |_| None,
+        1,
+        policy,
+        &mut |_, k, v| emit(k, v),
+        should_stop,
+    )
 }
 
 /// Receives each surviving entry of one output: its index, the internal key
@@ -644,7 +654,10 @@ pub fn compact_entries_fanout(
 ) -> Result<DropStats> {
     compact_core(
         input,
-        |m: &MergingIterator| m.current_child().and_then(|c| owner_of.get(c).copied().flatten()),
+        |m: &MergingIterator| {
+            m.current_child()
+                .and_then(|c| owner_of.get(c).copied().flatten())
+        },
         outputs,
         policy,
         emit,
@@ -692,10 +705,18 @@ fn compact_core<I: InternalIterator + ?Sized>(
                 }
                 let mut to_out = |k: &[u8], v: &[u8]| emit(out, k, v);
                 match policy.reducer {
-                    None => reduce_key(&cur_key, &vs, policy, &mut stats, &mut key_buf, &mut to_out)?,
-                    Some(r) => {
-                        reduce_with(r, &cur_key, &vs, policy, &mut stats, &mut key_buf, &mut to_out)?
+                    None => {
+                        reduce_key(&cur_key, &vs, policy, &mut stats, &mut key_buf, &mut to_out)?
                     }
+                    Some(r) => reduce_with(
+                        r,
+                        &cur_key,
+                        &vs,
+                        policy,
+                        &mut stats,
+                        &mut key_buf,
+                        &mut to_out,
+                    )?,
                 }
             }
             buf.clear();
@@ -796,7 +817,11 @@ mod tests {
             }
             let g = |id, weight| GroupSpec {
                 id: GroupId(id),
-                parent: if level == Level(1) { GroupId::WHOLE } else { GroupId(id) },
+                parent: if level == Level(1) {
+                    GroupId::WHOLE
+                } else {
+                    GroupId(id)
+                },
                 weight,
                 format: Arc::new(crate::table_format::SstFormat),
             };
@@ -819,7 +844,13 @@ mod tests {
             score,
         };
         // Level 1: 2.0·3/4 + 1.0·1/4 = 1.75. Level 2: 1.1·3/4 + 3.0·1/4 = 1.575.
-        let scores = [run(2, 1, 1.1), run(2, 2, 3.0), run(1, 1, 2.0), run(1, 2, 1.0), run(3, 1, 0.5)];
+        let scores = [
+            run(2, 1, 1.1),
+            run(2, 2, 3.0),
+            run(1, 1, 2.0),
+            run(1, 2, 1.0),
+            run(3, 1, 0.5),
+        ];
         let order: Vec<(u8, u32)> = compaction_order(&scores, &plan)
             .iter()
             .map(|s| (s.level.get(), s.group.0))
@@ -873,7 +904,11 @@ mod tests {
 
     #[test]
     fn snapshot_keeps_the_version_it_sees() {
-        let out = run(&[(b"a", 1, Put, b"1"), (b"a", 5, Put, b"5")], &[SeqNo(3)], false);
+        let out = run(
+            &[(b"a", 1, Put, b"1"), (b"a", 5, Put, b"5")],
+            &[SeqNo(3)],
+            false,
+        );
         assert_eq!(out.len(), 2);
         assert_eq!(out[1].1, 1);
     }

@@ -104,8 +104,10 @@ mod tests {
             parse(&name(table_path(d, FileNumber(1234567))).unwrap_or_default()),
             Some(FileKind::Table(FileNumber(1234567)))
         );
-        assert_eq!(parse(&manifest_name(FileNumber(3))),
-            Some(FileKind::Manifest(FileNumber(3))));
+        assert_eq!(
+            parse(&manifest_name(FileNumber(3))),
+            Some(FileKind::Manifest(FileNumber(3)))
+        );
         assert_eq!(parse("CURRENT.tmp"), Some(FileKind::Temp));
         assert_eq!(parse("notes.txt"), None);
         assert_eq!(parse("abc.sst"), None);

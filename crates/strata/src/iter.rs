@@ -54,11 +54,11 @@ pub trait InternalIterator: Send {
 
 use std::cmp::Ordering;
 
+use crate::ids::Level;
 use crate::key::{
     KIND_SEEK, MAX_SEQNO, SeqNo, ValueKind, append_internal_key, compare_internal, trailer,
     user_key,
 };
-use crate::ids::Level;
 use crate::level_filter::{LevelMask, level_bit};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -413,7 +413,8 @@ mod tests {
         assert!(VersionEdit::decode(&field(TAG_LAST_SEQNO, MAX_SEQNO.get())).is_ok());
         let e = VersionEdit::decode(&field(TAG_NEXT_FILE, u64::MAX)).expect_err("refused");
         assert!(e.contains("next file number"), "{e}");
-        let e = VersionEdit::decode(&field(TAG_LAST_SEQNO, MAX_SEQNO.get() + 1)).expect_err("refused");
+        let e =
+            VersionEdit::decode(&field(TAG_LAST_SEQNO, MAX_SEQNO.get() + 1)).expect_err("refused");
         assert!(e.contains("last seqno"), "{e}");
         let e = VersionEdit::decode(&field(TAG_DROP_KEYSPACE, u64::from(MAX_KEYSPACE_ID) + 1))
             .expect_err("refused");
@@ -443,7 +444,10 @@ mod tests {
             format_version: Some(MANIFEST_FORMAT_VERSION),
             next_file_number: Some(FileNumber(42)),
             last_seqno: Some(SeqNo(1 << 40)),
-            added_keyspaces: vec![(KeyspaceId(0), "default".into()), (KeyspaceId(3), "idx".into())],
+            added_keyspaces: vec![
+                (KeyspaceId(0), "default".into()),
+                (KeyspaceId(3), "idx".into()),
+            ],
             dropped_keyspaces: vec![KeyspaceId(2)],
             next_keyspace_id: Some(KeyspaceId(4)),
             log_numbers: vec![(KeyspaceId(0), FileNumber(7))],

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
-use crate::ids::{FileNumber, KeyspaceId, Level};
 use crate::error::{Error, Result};
+use crate::ids::{FileNumber, KeyspaceId, Level};
 use crate::iter::InternalIterator;
 use crate::key::{compare_internal, user_key};
 use crate::manifest::{NewFile, TableFile};

@@ -26,12 +26,10 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
 use crate::vfs::{FileLock, RandomAccessFile, Vfs, WritableFile};
-
 
 pub use crate::vfs_fault::{CallFilter, FaultKind, FaultRule, FaultVfs, VfsOp};
 

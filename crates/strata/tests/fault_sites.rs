@@ -561,7 +561,9 @@ fn new_log_sites(scenario: Scenario, chain: &'static str, caller: &'static str) 
 fn log_edit_sites(scenario: Scenario, chain: &'static str, caller: &'static str) -> Vec<Site> {
     vec![
         site(
-            leak(format!("{chain} → log_edit → log/writer.rs:LogWriter::add_record")),
+            leak(format!(
+                "{chain} → log_edit → log/writer.rs:LogWriter::add_record"
+            )),
             "append the edit to the manifest",
             Append,
             "MANIFEST",
@@ -570,7 +572,9 @@ fn log_edit_sites(scenario: Scenario, chain: &'static str, caller: &'static str)
             FAILS,
         ),
         site(
-            leak(format!("{chain} → log_edit → log/writer.rs:LogWriter::sync")),
+            leak(format!(
+                "{chain} → log_edit → log/writer.rs:LogWriter::sync"
+            )),
             "fsync the manifest",
             Sync,
             "MANIFEST",

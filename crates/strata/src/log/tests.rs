@@ -3,8 +3,8 @@ use std::path::Path;
 use super::*;
 use crate::coding::put_fixed32;
 use crate::error::{Error, Result};
-use crate::vfs::{Vfs, WritableFile};
 use crate::vfs::StdVfs;
+use crate::vfs::{Vfs, WritableFile};
 use crate::vfs_mem::{FaultKind, FaultRule, MemVfs, VfsOp};
 use parking_lot::Mutex;
 use proptest::prelude::*;
@@ -392,9 +392,7 @@ fn zero_filled_tail_is_a_torn_tail() {
     assert!(reason.contains("zero-filled"), "{reason}");
     let (recs, res, _) = read_all(&bytes, TailPolicy::Strict);
     assert_eq!(recs, w.records);
-    assert!(
-        matches!(res, Err(Error::Corruption { offset, .. }) if offset == w.bytes.len() as u64)
-    );
+    assert!(matches!(res, Err(Error::Corruption { offset, .. }) if offset == w.bytes.len() as u64));
 }
 
 /// Builds one physical record by hand.

@@ -74,8 +74,8 @@ pub use adaptive::{AdaptiveDecision, AdaptivePolicy, OpCounts};
 pub use prefix::{CappedPrefix, FixedPrefix, FnPrefix, PrefixExtractor};
 pub use skiplist::SkipListRep;
 
-use crate::ids::FileNumber;
 use crate::error::{Error, Result};
+use crate::ids::FileNumber;
 use crate::iter::InternalIterator;
 use crate::key::SeqNo;
 use crate::options::KeyspaceOptions;
@@ -645,7 +645,8 @@ impl MemTable {
         let seqno = seqno.into();
         self.rep.insert(internal_key, value);
         if seqno.get() > self.largest_seqno.load(AtomicOrdering::Relaxed) {
-            self.largest_seqno.store(seqno.get(), AtomicOrdering::Relaxed);
+            self.largest_seqno
+                .store(seqno.get(), AtomicOrdering::Relaxed);
         }
         let n = self.inserts.load(AtomicOrdering::Relaxed);
         self.inserts.store(n + 1, AtomicOrdering::Relaxed);
@@ -946,8 +947,15 @@ mod tests {
                 MemTableKind::HashLinkList => 12,
                 _ => 8,
             };
-            let small = MemTable::with_options(kind, &opts().hash_buckets(16), 1 << 20, 1, FileNumber(1));
-            let big = MemTable::with_options(kind, &opts().hash_buckets(10_016), 1 << 20, 1, FileNumber(1));
+            let small =
+                MemTable::with_options(kind, &opts().hash_buckets(16), 1 << 20, 1, FileNumber(1));
+            let big = MemTable::with_options(
+                kind,
+                &opts().hash_buckets(10_016),
+                1 << 20,
+                1,
+                FileNumber(1),
+            );
             let (s, b) = (small.memory_usage(), big.memory_usage());
             assert_eq!(s.entry_bytes, 0);
             assert!(s.metadata_bytes >= 16 * per_bucket, "{kind}: {s:?}");
@@ -1203,7 +1211,11 @@ mod tests {
         assert!(second.memory_usage().total() >= quarter);
         assert!(second.switch_due(o.write_buffer_size).is_none());
         // A fixed kind never switches early.
-        let fixed = MemTable::for_keyspace(&o.clone().memtable(MemTableKind::SkipList), 3, FileNumber(3));
+        let fixed = MemTable::for_keyspace(
+            &o.clone().memtable(MemTableKind::SkipList),
+            3,
+            FileNumber(3),
+        );
         drive(&fixed, 200, 200, 0);
         for i in 0..60u64 {
             fixed.add(
@@ -1239,7 +1251,11 @@ mod tests {
         let moved = first.rehomed(&o, 2);
         assert_eq!(first.op_counts(), reads_before, "the copy is not a read");
         assert_eq!(moved.rep_kind(), MemTableKind::HashLinkList);
-        assert_eq!(moved.log_number, FileNumber(7), "same log: nothing was flushed");
+        assert_eq!(
+            moved.log_number,
+            FileNumber(7),
+            "same log: nothing was flushed"
+        );
         assert_eq!(moved.largest_seqno().get(), 305);
         assert_eq!(moved.deletions.load(AtomicOrdering::Relaxed), 5);
         assert_eq!(moved.len(), keys.len());
@@ -1318,7 +1334,9 @@ mod tests {
         assert!(ranged.decision().expect("decided").reason.contains("range"));
 
         // An idle buffer keeps its representation and the reason for it.
-        let idle = first.successor(&o, 10, FileNumber(10)).successor(&o, 11, FileNumber(11));
+        let idle = first
+            .successor(&o, 10, FileNumber(10))
+            .successor(&o, 11, FileNumber(11));
         assert_eq!(idle.rep_kind(), MemTableKind::Vector);
         assert!(
             idle.decision()

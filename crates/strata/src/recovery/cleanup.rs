@@ -1,8 +1,8 @@
 //! The cleanup sweep's decision: which files an open may remove, by what
 //! they say of their owner and whether their number was reserved.
 
-use crate::ids::FileNumber;
 use super::*;
+use crate::ids::FileNumber;
 
 /// Who a file says wrote it.
 #[derive(Clone, Debug, PartialEq, Eq)]

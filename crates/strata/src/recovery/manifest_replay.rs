@@ -1,8 +1,8 @@
 //! Reading the manifest at open: its edits applied in order, and the
 //! judgement of a cut last record.
 
-use crate::ids::FileNumber;
 use super::*;
+use crate::ids::FileNumber;
 
 /// Per-keyspace state read from the manifest.
 pub(crate) struct RecoveredKeyspace {
@@ -178,7 +178,11 @@ fn apply_edit(
 /// applied, every log the surviving edits still need is on disk. A missing
 /// one proves the cut edit had been synced and acted on: the cut is damage,
 /// and accepting it would lose that log's writes.
-pub(crate) fn check_manifest_tail(mpath: &Path, state: &ManifestState, logs: &[FileNumber]) -> Result<()> {
+pub(crate) fn check_manifest_tail(
+    mpath: &Path,
+    state: &ManifestState,
+    logs: &[FileNumber],
+) -> Result<()> {
     let Some((offset, bytes, reason)) = &state.tail_dropped else {
         return Ok(());
     };
@@ -205,7 +209,11 @@ pub(crate) fn check_manifest_tail(mpath: &Path, state: &ManifestState, logs: &[F
 /// it is synced; so a needed log that is missing was lost after the fact,
 /// with whatever acknowledged writes it held. (Only for databases whose
 /// opens create the log before the manifest: format 2 on.)
-pub(crate) fn check_needed_logs(dir: &Path, state: &ManifestState, logs: &[FileNumber]) -> Result<()> {
+pub(crate) fn check_needed_logs(
+    dir: &Path,
+    state: &ManifestState,
+    logs: &[FileNumber],
+) -> Result<()> {
     for (id, k) in &state.keyspaces {
         if k.log_number > FileNumber(0) && logs.binary_search(&k.log_number).is_err() {
             return Err(Error::corruption(

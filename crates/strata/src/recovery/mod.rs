@@ -23,9 +23,9 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use crate::ids::{FileNumber, KeyspaceId, Level};
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
+use crate::ids::{FileNumber, KeyspaceId, Level};
 use crate::key::SeqNo;
 use crate::log::{LogReader, TailPolicy};
 use crate::manifest::{DB_ID_LEN, KeyspaceIdentity, MANIFEST_FORMAT_VERSION, NewFile, VersionEdit};
@@ -478,14 +478,26 @@ mod tests {
         let kept: HashSet<FileNumber> = [FileNumber(8)].into();
         let f = facts(&live, &applied, &kept);
         let never = &mut || -> Owner { panic!("owner asked needlessly") };
-        assert_eq!(decide(FileKind::Table(FileNumber(5)), &f, never), Disposition::Keep);
-        assert_eq!(decide(FileKind::Log(FileNumber(120)), &f, never), Disposition::Keep);
+        assert_eq!(
+            decide(FileKind::Table(FileNumber(5)), &f, never),
+            Disposition::Keep
+        );
+        assert_eq!(
+            decide(FileKind::Log(FileNumber(120)), &f, never),
+            Disposition::Keep
+        );
         assert_eq!(
             decide(FileKind::Manifest(FileNumber(121)), &f, never),
             Disposition::Keep
         );
-        assert_eq!(decide(FileKind::Log(FileNumber(7)), &f, never), Disposition::Remove);
-        assert_eq!(decide(FileKind::Log(FileNumber(8)), &f, never), Disposition::Keep);
+        assert_eq!(
+            decide(FileKind::Log(FileNumber(7)), &f, never),
+            Disposition::Remove
+        );
+        assert_eq!(
+            decide(FileKind::Log(FileNumber(8)), &f, never),
+            Disposition::Keep
+        );
         let ours = &mut || Owner::Ours;
         let unmarked = &mut || Owner::Unmarked;
         let other = &mut || Owner::Other("another database".into());
@@ -499,9 +511,15 @@ mod tests {
             decide(FileKind::Log(FileNumber(500)), &f, unmarked),
             Disposition::Leave(_)
         ));
-        assert_eq!(decide(FileKind::Table(FileNumber(100)), &f, ours), Disposition::Remove);
+        assert_eq!(
+            decide(FileKind::Table(FileNumber(100)), &f, ours),
+            Disposition::Remove
+        );
         // Allocated numbers: what the file says decides.
-        assert_eq!(decide(FileKind::Table(FileNumber(6)), &f, ours), Disposition::Remove);
+        assert_eq!(
+            decide(FileKind::Table(FileNumber(6)), &f, ours),
+            Disposition::Remove
+        );
         assert_eq!(
             decide(FileKind::Table(FileNumber(6)), &f, unmarked),
             Disposition::Remove

@@ -1,8 +1,8 @@
 //! Replaying the write-ahead logs: torn tails, damage, and what each
 //! `WalRecoveryMode` does with it.
 
-use crate::ids::FileNumber;
 use super::*;
+use crate::ids::FileNumber;
 
 /// What [`replay_logs`] did with each log.
 #[derive(Default)]

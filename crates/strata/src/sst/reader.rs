@@ -14,15 +14,12 @@ use std::sync::Arc;
 
 use super::block::{Block, BlockIter};
 use super::bloom::BloomFilter;
-use super::properties::TableProperties;
 use super::format::{
-    BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, Footer, MAX_BLOCK_SIZE,
-    decompress_block,
+    BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, Footer, MAX_BLOCK_SIZE, decompress_block,
 };
+use super::properties::TableProperties;
 use crate::cache::BlockCache;
-use crate::coding::{
-    crc32c, decode_fixed32,
-};
+use crate::coding::{crc32c, decode_fixed32};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{self, ValueKind, compare_internal, parse_internal_key};
@@ -682,8 +679,8 @@ impl TableReader {
 mod tests {
     use super::*;
     use crate::coding::{put_length_prefixed, put_varint64};
-    use crate::sst::format::Compression;
     use crate::key::{MAX_SEQNO, make_internal_key, make_seek_key};
+    use crate::sst::format::Compression;
     use crate::sst::{TableBuilder, TableBuilderOptions, TableSummary};
     use crate::vfs::{StdVfs, Vfs};
     use proptest::prelude::*;
