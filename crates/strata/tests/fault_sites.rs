@@ -725,7 +725,7 @@ fn sites() -> Vec<Site> {
 
     // --- compaction ---------------------------------------------------------
     v.push(site(
-        "db/compact.rs:DbInner::run_compaction → write_compaction_outputs → sst/reader.rs:TableIter::load_block → TableReader::read_data_block",
+        "db/compact.rs:DbInner::run_compaction → write_compaction_outputs → sst/table_iter.rs:TableIter::load_block → TableReader::read_data_block",
         "read an input data block",
         Read,
         ".sst",
@@ -1066,7 +1066,7 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
         site(
-            "db_iter.rs:DbIter → sst/reader.rs:TableIter::load_block → TableReader::read_data_block",
+            "db_iter.rs:DbIter → sst/table_iter.rs:TableIter::load_block → TableReader::read_data_block",
             "read a data block",
             Read,
             ".sst",

@@ -23,9 +23,11 @@ pub mod builder;
 pub mod format;
 pub mod properties;
 pub mod reader;
+pub mod table_iter;
 
 pub use block::Block;
 pub use builder::{TableBuilder, TableBuilderOptions, TableSummary};
 pub use format::Compression;
 pub use properties::TableProperties;
-pub use reader::{TableIter, TableReader};
+pub use reader::TableReader;
+pub use table_iter::TableIter;
