@@ -3,30 +3,14 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata_cli::encoding::{encode_bytes, encode_hex};
 
 mod common;
-use common::{BIN, Run, finish, strata, strata_in};
-
-fn assert_ok(r: &Run, what: &str) {
-    assert_eq!(
-        r.code, 0,
-        "{what}: exit {}\nstdout:\n{}\nstderr:\n{}",
-        r.code, r.stdout, r.stderr
-    );
-}
-
-fn tempdir() -> tempfile::TempDir {
-    tempfile::tempdir().expect("tempdir")
-}
-
-fn db_dir(t: &tempfile::TempDir) -> PathBuf {
-    t.path().join("db")
-}
+use common::{BIN, assert_ok, db_dir, finish, spawn_shell, strata, strata_in, tempdir};
 
 #[test]
 fn put_get_delete_scan_one_shot() {
@@ -667,30 +651,11 @@ fn read_line(r: &mut impl BufRead) -> String {
     s.trim_end().to_string()
 }
 
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn a_second_process_gets_a_locked_error() {
     let t = tempdir();
     let db = db_dir(&t);
-    let mut shell = KillOnDrop(
-        Command::new(BIN)
-            .arg("--db")
-            .arg(&db)
-            .arg("shell")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn"),
-    );
+    let mut shell = spawn_shell(&db);
     let mut stdin = shell.0.stdin.take().expect("stdin");
     let mut stdout = BufReader::new(shell.0.stdout.take().expect("stdout"));
     writeln!(stdin, "put a 1").expect("write");

@@ -2,18 +2,9 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 
 mod common;
-use common::{BIN, Run, strata, strata_in};
-
-fn assert_ok(r: &Run, what: &str) {
-    assert_eq!(
-        r.code, 0,
-        "{what}: exit {}\nstdout:\n{}\nstderr:\n{}",
-        r.code, r.stdout, r.stderr
-    );
-}
+use common::{Run, assert_ok, db_dir, spawn_shell, strata, strata_in, tempdir};
 
 /// Asserts exit code `code` and an `error:` on standard error holding every
 /// one of `needles`.
@@ -28,14 +19,6 @@ fn assert_fails(r: &Run, code: i32, needles: &[&str], what: &str) {
         assert!(r.stderr.contains(n), "{what}: {:?} lacks {n:?}", r.stderr);
     }
     assert!(!r.stderr.contains("panicked"), "{what}: {}", r.stderr);
-}
-
-fn tempdir() -> tempfile::TempDir {
-    tempfile::tempdir().expect("tempdir")
-}
-
-fn db_dir(t: &tempfile::TempDir) -> PathBuf {
-    t.path().join("db")
 }
 
 fn write_file(dir: &Path, name: &str, text: &str) -> String {
@@ -463,15 +446,6 @@ fn unknown_tables_are_database_errors_and_bad_arguments_usage_errors() {
     assert_eq!(strata(&db, &["table", "list"]).stdout, "users\n");
 }
 
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn read_commands_open_read_only_beside_a_writer() {
     let t = tempdir();
@@ -484,17 +458,7 @@ fn read_commands_open_read_only_beside_a_writer() {
     create_users(&db);
     let r = strata_in(&db, &["table", "import", "users", "-"], "id,score\n1,2\n");
     assert_ok(&r, "import");
-    let mut shell = KillOnDrop(
-        Command::new(BIN)
-            .arg("--db")
-            .arg(&db)
-            .arg("shell")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn"),
-    );
+    let mut shell = spawn_shell(&db);
     let mut stdin = shell.0.stdin.take().expect("stdin");
     let mut stdout = BufReader::new(shell.0.stdout.take().expect("stdout"));
     writeln!(stdin, "put a 1").expect("write");

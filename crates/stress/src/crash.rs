@@ -48,6 +48,19 @@ pub struct CrashConfig {
     pub run_args: Vec<String>,
 }
 
+impl CrashConfig {
+    /// The workload of power-cut round `round`: a seed of its own, and no
+    /// end of its own (the cut ends it).
+    pub fn round_workload(&self, round: u64) -> WorkloadConfig {
+        WorkloadConfig {
+            seed: self.seed.wrapping_add(round + 1),
+            ops: None,
+            duration: None,
+            ..self.workload.clone()
+        }
+    }
+}
+
 /// The outcome of a campaign.
 #[derive(Clone, Debug, Default)]
 pub struct CrashSummary {
@@ -370,10 +383,7 @@ pub fn power_cut_rounds(cfg: &CrashConfig) -> CrashSummary {
         }
         let stop = AtomicBool::new(false);
         let expect_errors = AtomicBool::new(false);
-        let mut wl = cfg.workload.clone();
-        wl.seed = cfg.seed.wrapping_add(r.round + 1);
-        wl.ops = None;
-        wl.duration = None;
+        let wl = cfg.round_workload(r.round);
         let w = Workload::new(
             &h,
             &state,

@@ -200,8 +200,23 @@ pub struct ExpectedState {
     next_tag: AtomicU32,
 }
 
-fn le32(b: &[u8], at: usize) -> u32 {
+pub(crate) fn le32(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+/// Creates (or truncates) an expected-state file of `len` bytes starting
+/// with `header`, and makes it durable before any record is written.
+pub(crate) fn create_state_file(path: &Path, len: u64, header: &[u8]) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)?;
+    file.set_len(len)?;
+    file.write_all_at(header, 0)?;
+    file.sync_all()?;
+    Ok(file)
 }
 
 fn le64(b: &[u8], at: usize) -> u64 {
@@ -242,13 +257,6 @@ impl ExpectedState {
 
     /// Creates (or truncates) the file at `path` with every key absent.
     pub fn create(path: &Path, layout: Layout) -> io::Result<ExpectedState> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)?;
-        file.set_len(layout.file_len())?;
         let mut h = Vec::with_capacity(24);
         h.extend_from_slice(MAGIC);
         for x in [
@@ -259,8 +267,7 @@ impl ExpectedState {
         ] {
             h.extend_from_slice(&x.to_le_bytes());
         }
-        file.write_all_at(&h, 0)?;
-        file.sync_all()?;
+        let file = create_state_file(path, layout.file_len(), &h)?;
         let mut s = ExpectedState::blank(layout, false);
         s.file = Some(file);
         s.path = Some(path.to_path_buf());

@@ -18,7 +18,7 @@ use strata_stress::table_db::TableConfig;
 use strata_stress::table_model::TableState;
 use strata_stress::values::MIN_VALUE_SIZE;
 use strata_stress::verify::verify_db;
-use strata_stress::workload::{RunStats, Workload, WorkloadConfig};
+use strata_stress::workload::{RunStats, Workload, WorkloadConfig, with_progress};
 use strata_stress::{fuzz_targets, seeds, table_verify, tables};
 
 #[derive(Parser)]
@@ -368,30 +368,19 @@ fn cmd_run(a: RunArgs) -> Result<u8, String> {
     let stats = RunStats::default();
     let stop = AtomicBool::new(false);
     let no_errors = AtomicBool::new(false);
-    let done = AtomicBool::new(false);
     let t0 = Instant::now();
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let every = Duration::from_millis(a.progress_ms.max(10));
-            let mut next = Instant::now() + every;
-            while !done.load(Ordering::SeqCst) {
-                std::thread::sleep(Duration::from_millis(5));
-                if Instant::now() >= next {
-                    let st = h.db.stats();
-                    eprintln!(
-                        "PROGRESS ops={} flushes={} compactions={} failures={}",
-                        stats.ops.load(Ordering::Relaxed),
-                        st.flushes,
-                        st.compactions,
-                        failures.count()
-                    );
-                    next += every;
-                }
-            }
-        });
-        Workload::new(&h, &state, &wl, &failures, &stats, &stop, &no_errors).run();
-        done.store(true, Ordering::SeqCst);
-    });
+    let progress = || {
+        let st = h.db.stats();
+        format!(
+            "ops={} flushes={} compactions={} failures={}",
+            stats.ops.load(Ordering::Relaxed),
+            st.flushes,
+            st.compactions,
+            failures.count()
+        )
+    };
+    let w = Workload::new(&h, &state, &wl, &failures, &stats, &stop, &no_errors);
+    with_progress(a.progress_ms, progress, || w.run());
     let st = h.db.stats();
     // The representation of the default keyspace's buffer, and for an
     // adaptive one why it was chosen.

@@ -56,6 +56,7 @@ use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use parking_lot::Mutex;
 use strata::table::{Column, ColumnType, Schema, Value};
 
+use crate::expected::{create_state_file, le32};
 use crate::values::mix64;
 
 /// Value columns per table: `c0..c5` and `s`.
@@ -316,10 +317,6 @@ pub struct TableState {
     next_tag: AtomicU32,
 }
 
-fn le32(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
-}
-
 impl TableState {
     fn blank(space: TableSpace, history: bool) -> TableState {
         let slot = Slot {
@@ -345,18 +342,10 @@ impl TableState {
 
     /// Creates (or truncates) the file at `path` with every row absent.
     pub fn create(path: &Path, space: TableSpace) -> io::Result<TableState> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)?;
-        file.set_len(HEADER + REC * space.slots() as u64)?;
         let mut h = MAGIC.to_vec();
         h.extend_from_slice(&space.tables.to_le_bytes());
         h.extend_from_slice(&space.rows.to_le_bytes());
-        file.write_all_at(&h, 0)?;
-        file.sync_all()?;
+        let file = create_state_file(path, HEADER + REC * space.slots() as u64, &h)?;
         let mut s = TableState::blank(space, false);
         s.file = Some(file);
         Ok(s)

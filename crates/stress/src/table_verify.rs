@@ -15,7 +15,6 @@
 //! each value belongs to. With `resolve`, each row's expected state is then
 //! set to what the database holds (nothing pending).
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -39,6 +38,7 @@ use crate::table_model::{
 };
 use crate::tables::{TableRunStats, TableWorkload};
 use crate::values::mix64;
+use crate::verify::{TagMap, note_tag, report_partial_batches};
 
 /// What a verification saw.
 #[derive(Clone, Debug, Default)]
@@ -75,9 +75,6 @@ impl TableVerifyReport {
         )
     }
 }
-
-/// Per tag: rows showing the write applied, and rows showing it not.
-type TagMap = BTreeMap<u32, (Vec<String>, Vec<String>)>;
 
 /// The columns of `held` (a present row) that differ from `expected`.
 fn column_diff(space: &TableSpace, t: u32, k: u32, held: &[Value], expected: &RowState) -> String {
@@ -302,22 +299,14 @@ pub fn verify_tables(
                 if applied == Some(true) {
                     rep.pending_applied += 1;
                 }
-                let tag = state.tag(t, k);
-                if tag != 0 {
-                    let e = tags.entry(tag).or_default();
-                    let who = match state.pending(t, k) {
-                        Some(op) => format!(
-                            "{name} row {k} ({:?} of columns {:#09b}, generation {})",
-                            op.kind, op.mask, op.generation
-                        ),
-                        None => format!("{name} row {k}"),
-                    };
-                    match applied {
-                        Some(true) => e.0.push(who),
-                        Some(false) => e.1.push(who),
-                        None => {}
-                    }
-                }
+                let who = match state.pending(t, k) {
+                    Some(op) => format!(
+                        "{name} row {k} ({:?} of columns {:#09b}, generation {})",
+                        op.kind, op.mask, op.generation
+                    ),
+                    None => format!("{name} row {k}"),
+                };
+                note_tag(&mut tags, state.tag(t, k), who, applied);
             }
             if resolve {
                 let st = matched.unwrap_or_else(|| match &row {
@@ -340,14 +329,7 @@ pub fn verify_tables(
             }
         }
     }
-    for (tag, (yes, no)) in &tags {
-        rep.batches_checked += 1;
-        if !yes.is_empty() && !no.is_empty() {
-            failures.report(format!(
-                "multi-row write {tag} was applied partially: landed on {yes:?}, not on {no:?}"
-            ));
-        }
-    }
+    rep.batches_checked += report_partial_batches(&tags, "multi-row write", failures);
     for (path, e) in h.db.verify() {
         failures.report(format!("table {} fails verification: {e}", path.display()));
     }
@@ -409,17 +391,13 @@ pub fn power_cut_rounds(cfg: &CrashConfig, tcfg: &TableConfig) -> CrashSummary {
         let dynvfs: Arc<dyn Vfs> = Arc::new(r.vfs.clone());
         let h = open_tables(r.path, &cfg.db_cfg, tcfg, Some(dynvfs))
             .map_err(|e| format!("open after power cut {} failed: {e}", r.round))?;
-        let seed = cfg.seed.wrapping_add(r.round + 1);
-        let rep = verify_tables(&h, &state, true, r.failures, seed);
+        let wl = cfg.round_workload(r.round);
+        let rep = verify_tables(&h, &state, true, r.failures, wl.seed);
         if r.last {
             return Ok(rep.line());
         }
         let stop = AtomicBool::new(false);
         let expect_errors = AtomicBool::new(false);
-        let mut wl = cfg.workload.clone();
-        wl.seed = seed;
-        wl.ops = None;
-        wl.duration = None;
         let w = TableWorkload::new(
             &h,
             &state,

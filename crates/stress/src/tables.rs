@@ -29,7 +29,7 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use parking_lot::{Mutex, MutexGuard};
 use rand::rngs::StdRng;
@@ -49,7 +49,7 @@ use crate::table_model::{
 };
 use crate::table_verify::verify_tables;
 use crate::values::mix64;
-use crate::workload::WorkloadConfig;
+use crate::workload::{WorkloadConfig, with_progress};
 
 /// Operation counters of a table run.
 #[derive(Default, Debug)]
@@ -154,17 +154,8 @@ impl<'a> TableWorkload<'a> {
     /// Runs the worker threads to completion (ops done, deadline, stop, or
     /// every thread halted by errors).
     pub fn run(&self) {
-        let deadline = self.cfg.duration.map(|d| Instant::now() + d);
-        let threads = self.cfg.threads.max(1);
-        std::thread::scope(|s| {
-            for t in 0..threads {
-                let quota = self
-                    .cfg
-                    .ops
-                    .map(|n| n / threads as u64 + u64::from((t as u64) < n % threads as u64));
-                s.spawn(move || self.worker(t, quota, deadline));
-            }
-        });
+        self.cfg
+            .run_threads(|t, quota, deadline| self.worker(t, quota, deadline));
     }
 
     fn lock(&self, t: u32, rows: &[u32]) -> Vec<MutexGuard<'_, ()>> {
@@ -582,7 +573,8 @@ impl<'a> TableWorkload<'a> {
 
 /// `strata-stress run --tables N`: opens the database and its tables, checks
 /// them against the expected state (resolving it), runs the workload, and
-/// prints a summary. Exit code 2 when a check failed.
+/// prints a summary. Exit code 2 when a check failed. `tcfg` must be
+/// validated ([`TableConfig::validate`], as `strata-stress` does).
 pub fn run(
     db: &Path,
     exp: &Path,
@@ -591,7 +583,6 @@ pub fn run(
     wl: &WorkloadConfig,
     progress_ms: u64,
 ) -> Result<u8, String> {
-    tcfg.validate()?;
     let state = TableState::open_or_create(exp, tcfg.space()).map_err(|e| e.to_string())?;
     let h =
         open_tables(db, db_cfg, tcfg, None).map_err(|e| format!("open {}: {e}", db.display()))?;
@@ -602,33 +593,21 @@ pub fn run(
     let stats = TableRunStats::default();
     let stop = AtomicBool::new(false);
     let no_errors = AtomicBool::new(false);
-    let done = AtomicBool::new(false);
     let t0 = Instant::now();
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let every = Duration::from_millis(progress_ms.max(10));
-            let mut next = Instant::now() + every;
-            while !done.load(Ordering::SeqCst) {
-                std::thread::sleep(Duration::from_millis(5));
-                if Instant::now() >= next {
-                    let st = h.db.stats();
-                    let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
-                    eprintln!(
-                        "PROGRESS ops={} flushes={} compactions={} failures={} updates={}",
-                        g(&stats.ops),
-                        st.flushes,
-                        st.compactions,
-                        failures.count(),
-                        g(&stats.updates) + g(&stats.batch_updates)
-                    );
-                    next += every;
-                }
-            }
-        });
-        let w = TableWorkload::new(&h, &state, wl, tcfg, &failures, &stats, &stop, &no_errors);
-        w.run();
-        done.store(true, Ordering::SeqCst);
-    });
+    let progress = || {
+        let st = h.db.stats();
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        format!(
+            "ops={} flushes={} compactions={} failures={} updates={}",
+            g(&stats.ops),
+            st.flushes,
+            st.compactions,
+            failures.count(),
+            g(&stats.updates) + g(&stats.batch_updates)
+        )
+    };
+    let w = TableWorkload::new(&h, &state, wl, tcfg, &failures, &stats, &stop, &no_errors);
+    with_progress(progress_ms, progress, || w.run());
     let st = h.db.stats();
     println!(
         "{} in {:.1} s; flushes {}, compactions {}, tables {}; failures: {}",

@@ -121,9 +121,11 @@ fn full_scan(ks: &Keyspace, name: &str, failures: &Failures) -> Option<Vec<(Vec<
 }
 
 /// Per batch tag: keys showing the batch applied, and keys showing it not applied.
-type TagMap = BTreeMap<u32, (Vec<String>, Vec<String>)>;
+pub(crate) type TagMap = BTreeMap<u32, (Vec<String>, Vec<String>)>;
 
-fn note_tag(tags: &mut TagMap, tag: u32, key: String, applied: Option<bool>) {
+/// Notes whether `key`, written by the batch `tag` (0: no batch), shows
+/// the batch applied (`None`: cannot tell).
+pub(crate) fn note_tag(tags: &mut TagMap, tag: u32, key: String, applied: Option<bool>) {
     if tag == 0 {
         return;
     }
@@ -133,6 +135,20 @@ fn note_tag(tags: &mut TagMap, tag: u32, key: String, applied: Option<bool>) {
         Some(false) => e.1.push(key),
         None => {}
     }
+}
+
+/// Reports each batch of `tags` that landed on some of its keys but not on
+/// others (`what` names a batch in the message); returns how many batches
+/// were checked.
+pub(crate) fn report_partial_batches(tags: &TagMap, what: &str, failures: &Failures) -> u64 {
+    for (tag, (yes, no)) in tags {
+        if !yes.is_empty() && !no.is_empty() {
+            failures.report(format!(
+                "{what} {tag} was applied partially: landed on {yes:?}, not on {no:?}"
+            ));
+        }
+    }
+    tags.len() as u64
 }
 
 /// Verifies the database against `state`; see the module documentation.
@@ -305,15 +321,7 @@ pub fn verify_db(
         }
     }
 
-    // Batch atomicity.
-    for (tag, (yes, no)) in &tags {
-        rep.batches_checked += 1;
-        if !yes.is_empty() && !no.is_empty() {
-            failures.report(format!(
-                "batch {tag} was applied partially: landed on {yes:?}, not on {no:?}"
-            ));
-        }
-    }
+    rep.batches_checked += report_partial_batches(&tags, "batch", failures);
 
     // Table checksums.
     for (path, e) in h.db.verify() {

@@ -45,6 +45,47 @@ pub struct WorkloadConfig {
     pub sync_ratio: f64,
 }
 
+impl WorkloadConfig {
+    /// Runs `worker(thread, quota, deadline)` on `threads` threads (at
+    /// least one) and waits for them: `ops` is split among the threads as
+    /// evenly as it goes, and `duration` counts from now.
+    pub fn run_threads(&self, worker: impl Fn(usize, Option<u64>, Option<Instant>) + Sync) {
+        let deadline = self.duration.map(|d| Instant::now() + d);
+        let threads = self.threads.max(1);
+        let worker = &worker;
+        std::thread::scope(|s| {
+            for t in 0..threads {
+                let quota = self
+                    .ops
+                    .map(|n| n / threads as u64 + u64::from((t as u64) < n % threads as u64));
+                s.spawn(move || worker(t, quota, deadline));
+            }
+        });
+    }
+}
+
+/// Runs `work`, printing `PROGRESS <line()>` to standard error every
+/// `progress_ms` (at least 10 ms) until it returns; the crash driver reads
+/// these lines from its children.
+pub fn with_progress(progress_ms: u64, line: impl Fn() -> String + Sync, work: impl FnOnce()) {
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let every = Duration::from_millis(progress_ms.max(10));
+            let mut next = Instant::now() + every;
+            while !done.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(5));
+                if Instant::now() >= next {
+                    eprintln!("PROGRESS {}", line());
+                    next += every;
+                }
+            }
+        });
+        work();
+        done.store(true, Ordering::SeqCst);
+    });
+}
+
 /// Operation counters of a run.
 #[derive(Default, Debug)]
 pub struct RunStats {
@@ -150,17 +191,8 @@ impl<'a> Workload<'a> {
     /// Runs the worker threads to completion (ops done, deadline, stop, or
     /// every thread halted by errors).
     pub fn run(&self) {
-        let deadline = self.cfg.duration.map(|d| Instant::now() + d);
-        let threads = self.cfg.threads.max(1);
-        std::thread::scope(|s| {
-            for t in 0..threads {
-                let quota = self
-                    .cfg
-                    .ops
-                    .map(|n| n / threads as u64 + u64::from((t as u64) < n % threads as u64));
-                s.spawn(move || self.worker(t, quota, deadline));
-            }
-        });
+        self.cfg
+            .run_threads(|t, quota, deadline| self.worker(t, quota, deadline));
     }
 
     fn lock_id(&self, t: Target) -> usize {

@@ -7,16 +7,12 @@
 //! Set STRATA_STRESS_SEED to replay a run; the seed is printed.
 
 use std::path::Path;
-use std::process::{Command, Output};
-use std::sync::Mutex;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::process::Output;
 
 use strata_stress::expected::{DEL, ExpectedState, vstate_absent};
 
-const BIN: &str = env!("CARGO_BIN_EXE_strata-stress");
-
-/// The campaigns use both cores; run them one at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
+mod common;
+use common::{SERIAL, last_line, run, seed, total};
 
 const SMALL: &[&str] = &[
     "--threads=4",
@@ -25,48 +21,6 @@ const SMALL: &[&str] = &[
     "--target-file-size=65536",
     "--level1-max-bytes=262144",
 ];
-
-fn seed() -> String {
-    std::env::var("STRATA_STRESS_SEED").unwrap_or_else(|_| {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(1)
-            .to_string()
-    })
-}
-
-fn run(args: &[&str]) -> Output {
-    let out = Command::new(BIN)
-        .args(args)
-        .output()
-        .expect("start strata-stress");
-    eprintln!("$ strata-stress {}", args.join(" "));
-    eprintln!("{}", String::from_utf8_lossy(&out.stdout));
-    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
-    out
-}
-
-fn last_line(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .last()
-        .unwrap_or_default()
-        .to_string()
-}
-
-/// Sums `name=N` over the lines of the driver's output.
-fn total(out: &Output, name: &str) -> u64 {
-    String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .filter_map(|w| {
-            w.strip_prefix(name)?
-                .trim_end_matches([',', ';'])
-                .parse::<u64>()
-                .ok()
-        })
-        .sum()
-}
 
 #[test]
 fn sigkill_rounds_lose_no_acknowledged_write() {

@@ -4,8 +4,8 @@
 #![allow(dead_code)]
 
 use std::io::Write;
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_strata");
 
@@ -53,4 +53,45 @@ pub fn strata_in(dir: &Path, args: &[&str], stdin: &str) -> Run {
 
 pub fn strata(dir: &Path, args: &[&str]) -> Run {
     strata_in(dir, args, "")
+}
+
+pub fn assert_ok(r: &Run, what: &str) {
+    assert_eq!(
+        r.code, 0,
+        "{what}: exit {}\nstdout:\n{}\nstderr:\n{}",
+        r.code, r.stdout, r.stderr
+    );
+}
+
+pub fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("tempdir")
+}
+
+pub fn db_dir(t: &tempfile::TempDir) -> PathBuf {
+    t.path().join("db")
+}
+
+/// A child process that is killed when the test ends, even by a panic.
+pub struct KillOnDrop(pub Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `strata --db DIR shell` with piped standard streams.
+pub fn spawn_shell(dir: &Path) -> KillOnDrop {
+    KillOnDrop(
+        Command::new(BIN)
+            .arg("--db")
+            .arg(dir)
+            .arg("shell")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn"),
+    )
 }
