@@ -11,7 +11,9 @@ use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{
     SeqNo, TRAILER_LEN, ValueKind, append_internal_key, parse_internal_key, trailer, user_key,
 };
-use crate::layout::{GroupPlan, GroupSpec, KeyVersion, Layout, ReduceContext, VersionReducer};
+use crate::layout::{
+    EmitVersion, GroupPlan, GroupSpec, KeyVersion, Layout, ReduceContext, VersionReducer,
+};
 use crate::merge::MergeOperator;
 use crate::options::KeyspaceOptions;
 use crate::table_format::{GroupId, TableFormat};
@@ -496,30 +498,17 @@ fn stripe(snapshots: &[SeqNo], seqno: SeqNo) -> usize {
     snapshots.partition_point(|&s| s < seqno)
 }
 
-/// One version of a key, as borrowed from a buffer.
-struct Version1<'a> {
-    seqno: SeqNo,
-    kind: ValueKind,
-    value: &'a [u8],
-}
-
 /// Reduces the versions of one user key (newest first) to those some reader
-/// can still see, calling `emit(internal_key, value)` for each survivor in
-/// order.
+/// can still see, calling `emit(seqno, kind, value)` for each survivor in
+/// order: the core's rule, in the shape of a layout's
+/// [`VersionReducer::reduce`].
 fn reduce_key(
     ukey: &[u8],
-    versions: &[Version1<'_>],
+    versions: &[KeyVersion<'_>],
     policy: &DropPolicy<'_>,
     stats: &mut DropStats,
-    key_buf: &mut Vec<u8>,
-    emit: &mut EmitFn<'_>,
+    emit: &mut EmitVersion<'_>,
 ) -> Result<()> {
-    let mut out = |seqno: SeqNo, kind: ValueKind, value: &[u8], key_buf: &mut Vec<u8>| {
-        key_buf.clear();
-        append_internal_key(key_buf, ukey, seqno, kind as u8);
-        stats.entries_out += 1;
-        emit(key_buf, value)
-    };
     let mut i = 0;
     while i < versions.len() {
         let s = stripe(policy.snapshots, versions[i].seqno);
@@ -544,7 +533,7 @@ fn reduce_key(
             if v.kind == ValueKind::Delete && policy.bottommost && oldest_stripe {
                 stats.dropped_tombstones += 1;
             } else {
-                out(v.seqno, v.kind, v.value, key_buf)?;
+                emit(v.seqno, v.kind, v.value)?;
             }
         } else {
             let operands: Vec<&[u8]> = group[..merges].iter().rev().map(|v| v.value).collect();
@@ -568,12 +557,12 @@ fn reduce_key(
             match folded {
                 Some((kind, value)) => {
                     stats.merges_folded += merges as u64;
-                    out(top.seqno, kind, &value, key_buf)?;
+                    emit(top.seqno, kind, &value)?;
                 }
                 None => {
                     // No operator, or it failed: keep every operand and the base.
                     for v in group.iter().take(merges + usize::from(base.is_some())) {
-                        out(v.seqno, v.kind, v.value, key_buf)?;
+                        emit(v.seqno, v.kind, v.value)?;
                     }
                 }
             }
@@ -581,36 +570,6 @@ fn reduce_key(
         i = end;
     }
     Ok(())
-}
-
-/// Reduces the versions of one user key with a layout's reducer.
-fn reduce_with(
-    reducer: &dyn VersionReducer,
-    ukey: &[u8],
-    versions: &[Version1<'_>],
-    policy: &DropPolicy<'_>,
-    stats: &mut DropStats,
-    key_buf: &mut Vec<u8>,
-    emit: &mut EmitFn<'_>,
-) -> Result<()> {
-    let vs: Vec<KeyVersion<'_>> = versions
-        .iter()
-        .map(|v| KeyVersion {
-            seqno: v.seqno,
-            kind: v.kind,
-            value: v.value,
-        })
-        .collect();
-    let ctx = ReduceContext {
-        snapshots: policy.snapshots,
-        bottommost: policy.bottommost,
-    };
-    reducer.reduce(ukey, &vs, &ctx, &mut |seqno, kind, value| {
-        key_buf.clear();
-        append_internal_key(key_buf, ukey, seqno, kind as u8);
-        stats.entries_out += 1;
-        emit(key_buf, value)
-    })
 }
 
 /// Merges the entries of `input` (sorted internal keys), dropping versions no
@@ -682,6 +641,10 @@ fn compact_core<I: InternalIterator + ?Sized>(
     let mut cur_key: Vec<u8> = Vec::new();
     let mut key_buf = Vec::new();
     let mut have_key = false;
+    let ctx = ReduceContext {
+        snapshots: policy.snapshots,
+        bottommost: policy.bottommost,
+    };
     input.seek_to_first();
     let mut n: u64 = 0;
     loop {
@@ -689,12 +652,12 @@ fn compact_core<I: InternalIterator + ?Sized>(
         let same_key = valid && have_key && user_key(input.key()) == cur_key.as_slice();
         if !same_key && have_key {
             for out in 0..outputs {
-                let mut vs: Vec<Version1<'_>> = Vec::with_capacity(spans.len());
+                let mut vs: Vec<KeyVersion<'_>> = Vec::with_capacity(spans.len());
                 vs.extend(
                     spans
                         .iter()
                         .filter(|s| outputs == 1 || s.3.is_none_or(|o| o == out))
-                        .map(|&(t, s, e, _)| Version1 {
+                        .map(|&(t, s, e, _)| KeyVersion {
                             seqno: SeqNo(t >> 8),
                             kind: ValueKind::from_u8((t & 0xff) as u8).unwrap_or(ValueKind::Put),
                             value: &buf[s..e],
@@ -703,21 +666,20 @@ fn compact_core<I: InternalIterator + ?Sized>(
                 if vs.is_empty() {
                     continue;
                 }
-                let mut to_out = |k: &[u8], v: &[u8]| emit(out, k, v);
+                // Survivors become internal keys here, whichever rule
+                // (the core's or the layout's) chose them.
+                let mut written = 0u64;
+                let mut write = |seqno: SeqNo, kind: ValueKind, value: &[u8]| {
+                    key_buf.clear();
+                    append_internal_key(&mut key_buf, &cur_key, seqno, kind as u8);
+                    written += 1;
+                    emit(out, &key_buf, value)
+                };
                 match policy.reducer {
-                    None => {
-                        reduce_key(&cur_key, &vs, policy, &mut stats, &mut key_buf, &mut to_out)?
-                    }
-                    Some(r) => reduce_with(
-                        r,
-                        &cur_key,
-                        &vs,
-                        policy,
-                        &mut stats,
-                        &mut key_buf,
-                        &mut to_out,
-                    )?,
+                    None => reduce_key(&cur_key, &vs, policy, &mut stats, &mut write)?,
+                    Some(r) => r.reduce(&cur_key, &vs, &ctx, &mut write)?,
                 }
+                stats.entries_out += written;
             }
             buf.clear();
             spans.clear();
@@ -745,8 +707,7 @@ fn compact_core<I: InternalIterator + ?Sized>(
         }
         let start = buf.len();
         buf.extend_from_slice(input.value());
-        let who = owner(input);
-        spans.push((trailer(input.key()), start, buf.len(), who));
+        spans.push((trailer(ikey), start, buf.len(), owner(input)));
         stats.entries_in += 1;
         input.next();
     }

@@ -240,6 +240,9 @@ pub struct GroupPlan {
     /// For each group of the deepest level, its ancestor on every level.
     lineages: Vec<Vec<GroupId>>,
     formats: HashMap<String, Arc<dyn TableFormat>>,
+    /// [`Layout::reducer`], asked once: the write path consults it for
+    /// every merge operand.
+    reducer: Option<Arc<dyn VersionReducer>>,
 }
 
 impl GroupPlan {
@@ -331,7 +334,14 @@ impl GroupPlan {
             levels,
             lineages,
             formats,
+            reducer: layout.reducer(),
         })
+    }
+
+    /// The layout's own rule for which versions of a key survive, if it
+    /// has one ([`Layout::reducer`]).
+    pub fn reducer(&self) -> Option<&dyn VersionReducer> {
+        self.reducer.as_deref()
     }
 
     fn level(&self, level: Level) -> &[GroupSpec] {

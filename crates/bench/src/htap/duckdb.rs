@@ -9,7 +9,7 @@ use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
-use super::workload::{Projections, row};
+use super::workload::row;
 use crate::{Error, Result};
 
 /// What the script is asked to run.
@@ -66,8 +66,7 @@ pub fn write_csv(path: &Path, seed: u64, rows: usize, columns: usize) -> Result<
 
 /// Runs the script; `Ok(None)` with a message when Python or DuckDB is
 /// missing.
-pub fn run(dir: &Path, csv: &Path, q: &DuckQueries, p: &Projections) -> Result<Option<DuckResult>> {
-    let _ = p;
+pub fn run(dir: &Path, csv: &Path, q: &DuckQueries) -> Result<Option<DuckResult>> {
     let qpath: PathBuf = dir.join("duck_queries.json");
     std::fs::write(
         &qpath,

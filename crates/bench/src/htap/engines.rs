@@ -11,6 +11,7 @@ use strata::table::{Column, ColumnType, ScanOptions, Schema, Table, TableOptions
 use strata::{Db, Options};
 
 use super::workload::row;
+use crate::engine::dir_usage;
 use crate::{Error, Result};
 
 /// What the suite asks of an engine. Shared by the writer and the reader
@@ -32,7 +33,7 @@ pub trait HtapEngine: Send + Sync {
     fn max(&self, lo: i64, hi: i64, cols: Range<usize>) -> Result<Vec<i32>>;
     /// A description of how the data is stored now (the layout).
     fn describe(&self) -> String;
-    /// Bytes on disk.
+    /// Bytes on disk: the lengths of the files under its directory.
     fn disk_bytes(&self) -> u64;
 }
 
@@ -235,21 +236,8 @@ impl HtapEngine for StrataEngine {
     }
 
     fn disk_bytes(&self) -> u64 {
-        dir_bytes(&self.dir)
+        dir_usage(&self.dir).apparent
     }
-}
-
-/// Bytes of the files under `dir`.
-pub fn dir_bytes(dir: &Path) -> u64 {
-    std::fs::read_dir(dir)
-        .map(|it| {
-            it.flatten()
-                .filter_map(|e| e.metadata().ok())
-                .filter(|m| m.is_file())
-                .map(|m| m.len())
-                .sum()
-        })
-        .unwrap_or(0)
 }
 
 #[cfg(feature = "sqlite")]
@@ -269,6 +257,8 @@ mod sqlite {
         reader: Mutex<Connection>,
         columns: usize,
         path: std::path::PathBuf,
+        /// The upsert statement (the load and every Q1 run it).
+        insert_sql: String,
     }
 
     fn qerr(e: rusqlite::Error) -> Error {
@@ -301,21 +291,18 @@ mod sqlite {
                 ))
                 .map_err(qerr)?;
             let reader = connect(&path, cache_bytes)?;
+            let names: Vec<String> = (0..columns).map(col_name).collect();
+            let marks = vec!["?"; columns + 1].join(",");
             Ok(SqliteEngine {
                 writer: Mutex::new(writer),
                 reader: Mutex::new(reader),
                 columns,
                 path,
+                insert_sql: format!(
+                    "INSERT OR REPLACE INTO t (k, {}) VALUES ({marks})",
+                    names.join(",")
+                ),
             })
-        }
-
-        fn insert_sql(&self) -> String {
-            let names: Vec<String> = (0..self.columns).map(col_name).collect();
-            let marks = vec!["?"; self.columns + 1].join(",");
-            format!(
-                "INSERT OR REPLACE INTO t (k, {}) VALUES ({marks})",
-                names.join(",")
-            )
         }
     }
 
@@ -324,7 +311,7 @@ mod sqlite {
             let mut c = self.writer.lock();
             let tx = c.transaction().map_err(qerr)?;
             {
-                let mut st = tx.prepare(&self.insert_sql()).map_err(qerr)?;
+                let mut st = tx.prepare(&self.insert_sql).map_err(qerr)?;
                 let mut values = Vec::with_capacity(self.columns);
                 for i in rows {
                     let k = row(seed, i, self.columns, &mut values);
@@ -344,7 +331,7 @@ mod sqlite {
 
         fn insert(&self, key: i64, values: &[i32]) -> Result<()> {
             let c = self.writer.lock();
-            let mut st = c.prepare_cached(&self.insert_sql()).map_err(qerr)?;
+            let mut st = c.prepare_cached(&self.insert_sql).map_err(qerr)?;
             let params = std::iter::once(key).chain(values.iter().map(|&v| i64::from(v)));
             st.execute(params_from_iter(params))
                 .map(|_| ())
@@ -415,7 +402,7 @@ mod sqlite {
         }
 
         fn disk_bytes(&self) -> u64 {
-            self.path.parent().map_or(0, dir_bytes)
+            self.path.parent().map_or(0, |d| dir_usage(d).apparent)
         }
     }
 }

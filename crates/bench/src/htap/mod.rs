@@ -395,7 +395,7 @@ fn run_duckdb(f: &HtapFlags, reader: &[Op]) -> Result<Option<duckdb::DuckResult>
         }
     }
     println!("htap: duckdb: loading and running Q2a, Q4, Q5");
-    let r = duckdb::run(&dir, &csv, &q, &p)?;
+    let r = duckdb::run(&dir, &csv, &q)?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(r)
 }

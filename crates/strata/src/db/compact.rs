@@ -153,8 +153,9 @@ impl DbInner {
                 }
             }
             let mut input = MergingIterator::new(children);
-            let written_files =
-                self.write_compaction_outputs(&mut input, &owner_of, &opts, t, &snapshots, &stop)?;
+            let written_files = self.write_compaction_outputs(
+                &mut input, &owner_of, &opts, &plan, t, &snapshots, &stop,
+            )?;
             for file in written_files {
                 written += file.size;
                 added.push((t.output_level, self.open_new_table(&file, &plan)?));
@@ -249,6 +250,7 @@ impl DbInner {
         input: &mut MergingIterator,
         owner_of: &[Option<usize>],
         opts: &KeyspaceOptions,
+        plan: &GroupPlan,
         t: &CompactionTask,
         snapshots: &[SeqNo],
         stop: &dyn Fn() -> bool,
@@ -273,12 +275,11 @@ impl DbInner {
             })
             .collect();
         let target = opts.target_file_size;
-        let reducer = opts.layout.reducer();
         let policy = DropPolicy {
             snapshots,
             bottommost: t.bottommost,
             merge: opts.merge_operator.as_deref(),
-            reducer: reducer.as_deref(),
+            reducer: plan.reducer(),
         };
         // An output whose writing fails is removed at once, like the others
         // below (test fault_sites::compaction_sites).

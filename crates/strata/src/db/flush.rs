@@ -126,12 +126,11 @@ pub(super) fn build_table(
         Level::ZERO,
         GroupId::WHOLE,
     )?;
-    let reducer = opts.layout.reducer();
     let policy = DropPolicy {
         snapshots,
         bottommost: false,
         merge: opts.merge_operator.as_deref(),
-        reducer: reducer.as_deref(),
+        reducer: plan.reducer(),
     };
     let r = compaction::compact_entries(
         input,

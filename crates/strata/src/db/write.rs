@@ -55,7 +55,7 @@ impl DbInner {
                     .check_key(ks.opts.memtable, e.key)?;
                 if e.kind == ValueKind::Merge
                     && ks.opts.merge_operator.is_none()
-                    && ks.opts.layout.reducer().is_none()
+                    && ks.plan.reducer().is_none()
                 {
                     return Err(Error::InvalidArgument(format!(
                         "keyspace {} has no merge operator",
