@@ -6,12 +6,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::block::CgBlock;
-use super::meta::{BlockMeta, CgProperties, FOOTER_LEN, Footer, decode_index};
+use super::meta::{BlockMeta, CG_FOOTER, CgProperties, decode_index};
 use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{KIND_SEEK, ValueKind, pack_trailer, trailer, user_key};
 use crate::sst::bloom::BloomFilter;
+use crate::sst::format::{FOOTER_LEN, Footer};
 use crate::sst::reader::read_block_contents;
 use crate::stats::Statistics;
 use crate::table::piece::PieceEncoder;
@@ -65,7 +66,7 @@ impl CgReader {
         let footer_offset = len - FOOTER_LEN as u64;
         let mut buf = [0u8; FOOTER_LEN];
         file.read_exact_at(&mut buf, footer_offset)?;
-        let footer = Footer::decode(&buf, &path, footer_offset)?;
+        let footer = Footer::decode_as(&CG_FOOTER, &buf, &path, footer_offset)?;
         let props_raw = read_block_contents(&*file, &path, footer.properties, footer_offset)?;
         let properties = CgProperties::decode(&props_raw, &path, footer.properties.offset)?;
         let bad = |why: String| Error::corruption(&path, footer.properties.offset, why);
