@@ -18,6 +18,7 @@ use crate::stats::Statistics;
 use crate::table::piece::PieceEncoder;
 use crate::table::shape::TableShape;
 use crate::table_format::{OpenContext, TableSource};
+use crate::version::FileMeta;
 use crate::vfs::RandomAccessFile;
 
 /// An open column-group file. Its index, filter and properties stay in
@@ -125,6 +126,11 @@ impl CgReader {
             properties,
             columns,
         })
+    }
+
+    /// `file`'s reader, if `file` is a column-group file.
+    pub fn of(file: &FileMeta) -> Option<&CgReader> {
+        file.table.source_any()?.downcast_ref()
     }
 
     /// The group's value-column numbers, ascending.
