@@ -16,7 +16,7 @@
 //!      ├─ catalog.rs   durable definitions (__catalog keyspace)
 //!      ├─ seam.rs      the keyspace's Layout: groups, formats, reducer
 //!      ├─ reduce.rs    which versions flush and compaction keep
-//!      ├─ stats.rs ─► cost.rs ─► advisor.rs    workload, cost model, advice
+//!      ├─ stats.rs ─► cost.rs ─► advisor/      workload, cost model, advice
 //!      └─ schema.rs, keycodec.rs, piece.rs, layout.rs, predicate.rs
 //! ```
 //!
