@@ -220,6 +220,25 @@ impl CgReader {
         Ok((end > start).then_some((block, start..end)))
     }
 
+    /// Row `r` of `block` as an entry: its internal key into `key` and its
+    /// row piece (empty for a tombstone) into `value`.
+    fn encode_entry(
+        &self,
+        block: &CgBlock,
+        r: usize,
+        enc: &mut PieceEncoder,
+        key: &mut Vec<u8>,
+        value: &mut Vec<u8>,
+    ) {
+        key.clear();
+        key.extend_from_slice(block.user_key(r));
+        key.extend_from_slice(&block.trailer(r).to_le_bytes());
+        value.clear();
+        if block.kind(r) != ValueKind::Delete {
+            self.encode_piece(block, r, enc, value);
+        }
+    }
+
     /// Encodes row `r` of `block` as a row piece into `out` (cleared).
     pub fn encode_piece(
         &self,
@@ -269,13 +288,7 @@ impl TableSource for CgReader {
         let mut enc = PieceEncoder::new(&self.shape.pieces);
         let (mut key, mut value) = (Vec::new(), Vec::new());
         for r in rows {
-            key.clear();
-            key.extend_from_slice(block.user_key(r));
-            key.extend_from_slice(&block.trailer(r).to_le_bytes());
-            value.clear();
-            if block.kind(r) != ValueKind::Delete {
-                self.encode_piece(&block, r, &mut enc, &mut value);
-            }
+            self.encode_entry(&block, r, &mut enc, &mut key, &mut value);
             if !f(&key, &value) {
                 break;
             }
@@ -358,16 +371,8 @@ impl CgIter {
     /// Fills key and value for the current row.
     fn fill(&mut self) {
         let Some(b) = &self.block else { return };
-        let r = self.row;
-        self.key.clear();
-        self.key.extend_from_slice(b.user_key(r));
-        self.key.extend_from_slice(&b.trailer(r).to_le_bytes());
-        self.value.clear();
-        if b.kind(r) != ValueKind::Delete {
-            let b = Arc::clone(b);
-            self.reader
-                .encode_piece(&b, r, &mut self.enc, &mut self.value);
-        }
+        self.reader
+            .encode_entry(b, self.row, &mut self.enc, &mut self.key, &mut self.value);
     }
 
     /// Moves forward over empty blocks until a row or the end.
@@ -444,8 +449,7 @@ impl InternalIterator for CgIter {
 
     fn seek_for_prev(&mut self, target: &[u8]) {
         self.seek(target);
-        if let Some(e) = self.error.take() {
-            self.error = Some(e);
+        if self.error.is_some() {
             return;
         }
         if !self.valid() {
