@@ -170,6 +170,23 @@ pub fn block_trailer(stored: &[u8], ctype: u8) -> [u8; BLOCK_TRAILER_LEN] {
     [ctype, c[0], c[1], c[2], c[3]]
 }
 
+/// Which kind of file a footer ends: its magic, the newest version this
+/// build reads and the kind's name in errors. The table layer's
+/// column-group files end with this footer layout under their own magic.
+pub(crate) struct FooterKind {
+    pub magic: u64,
+    pub newest_version: u32,
+    /// As in "not {name} (magic ...)".
+    pub name: &'static str,
+}
+
+/// The footer of the core's table files.
+const TABLE_FOOTER: FooterKind = FooterKind {
+    magic: TABLE_MAGIC,
+    newest_version: FORMAT_VERSION,
+    name: "a Strata table file",
+};
+
 /// The decoded footer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Footer {
@@ -183,6 +200,18 @@ pub struct Footer {
 impl Footer {
     /// Serializes the footer (64 bytes).
     pub fn encode(&self) -> [u8; FOOTER_LEN] {
+        self.encode_as(&TABLE_FOOTER)
+    }
+
+    /// Parses the footer read from `offset` of `file`. Checks, in order: the
+    /// magic number, the version (0 is corrupt, above [`FORMAT_VERSION`] is
+    /// [`Error::UnsupportedVersion`]), then the footer checksum.
+    pub fn decode(bytes: &[u8], file: &Path, offset: u64) -> Result<Footer> {
+        Footer::decode_as(&TABLE_FOOTER, bytes, file, offset)
+    }
+
+    /// [`Footer::encode`] for a file of `kind`.
+    pub(crate) fn encode_as(&self, kind: &FooterKind) -> [u8; FOOTER_LEN] {
         let mut out = [0u8; FOOTER_LEN];
         let fields = [
             self.index.offset,
@@ -198,14 +227,17 @@ impl Footer {
         let crc = crc32c(&out[..48]);
         out[48..52].copy_from_slice(&crc.to_le_bytes());
         out[52..56].copy_from_slice(&self.version.to_le_bytes());
-        out[56..64].copy_from_slice(&TABLE_MAGIC.to_le_bytes());
+        out[56..64].copy_from_slice(&kind.magic.to_le_bytes());
         out
     }
 
-    /// Parses the footer read from `offset` of `file`. Checks, in order: the
-    /// magic number, the version (0 is corrupt, above [`FORMAT_VERSION`] is
-    /// [`Error::UnsupportedVersion`]), then the footer checksum.
-    pub fn decode(bytes: &[u8], file: &Path, offset: u64) -> Result<Footer> {
+    /// [`Footer::decode`] for a file of `kind`.
+    pub(crate) fn decode_as(
+        kind: &FooterKind,
+        bytes: &[u8],
+        file: &Path,
+        offset: u64,
+    ) -> Result<Footer> {
         let corrupt = |reason: String| Error::corruption(file, offset, reason);
         if bytes.len() != FOOTER_LEN {
             return Err(corrupt(format!(
@@ -214,20 +246,21 @@ impl Footer {
             )));
         }
         let magic = decode_fixed64(&bytes[56..]).unwrap_or(0);
-        if magic != TABLE_MAGIC {
+        if magic != kind.magic {
             return Err(corrupt(format!(
-                "not a Strata table file (magic {magic:#018x}, expected {TABLE_MAGIC:#018x})"
+                "not {} (magic {magic:#018x}, expected {:#018x})",
+                kind.name, kind.magic
             )));
         }
         let version = decode_fixed32(&bytes[52..]).unwrap_or(0);
         if version == 0 {
             return Err(corrupt("footer has format version 0".to_string()));
         }
-        if version > FORMAT_VERSION {
+        if version > kind.newest_version {
             return Err(Error::UnsupportedVersion {
                 file: file.to_path_buf(),
                 found: version,
-                supported: FORMAT_VERSION,
+                supported: kind.newest_version,
             });
         }
         let stored_crc = decode_fixed32(&bytes[48..]).unwrap_or(0);

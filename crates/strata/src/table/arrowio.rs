@@ -115,6 +115,24 @@ pub(crate) fn value_to_cell(v: &Value) -> Cell<'_> {
     }
 }
 
+/// A stored value of the wrong type for its column (damage).
+pub(crate) fn type_mismatch(c: Cell<'_>) -> Error {
+    Error::corruption(
+        "table row",
+        0,
+        format!("a stored value ({c:?}) does not match its column's type"),
+    )
+}
+
+/// Stored bytes of a utf8 column that are not UTF-8 (damage).
+pub(crate) fn not_utf8() -> Error {
+    Error::corruption(
+        "table row",
+        0,
+        "a utf8 column holds bytes that are not UTF-8",
+    )
+}
+
 /// Builds one outgoing column.
 pub(crate) enum ColumnBuilder {
     I32(Int32Builder),
@@ -163,21 +181,9 @@ impl ColumnBuilder {
             (ColumnBuilder::Binary(b), Cell::Bytes(x)) => b.append_value(x),
             (ColumnBuilder::Utf8(b), Cell::Bytes(x)) => match std::str::from_utf8(x) {
                 Ok(s) => b.append_value(s),
-                Err(_) => {
-                    return Err(Error::corruption(
-                        "table row",
-                        0,
-                        "a utf8 column holds bytes that are not UTF-8",
-                    ));
-                }
+                Err(_) => return Err(not_utf8()),
             },
-            (_, c) => {
-                return Err(Error::corruption(
-                    "table row",
-                    0,
-                    format!("a stored value ({c:?}) does not match its column's type"),
-                ));
-            }
+            (_, c) => return Err(type_mismatch(c)),
         }
         Ok(())
     }

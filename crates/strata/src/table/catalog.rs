@@ -151,8 +151,13 @@ impl TableRecord {
     }
 
     pub(crate) fn keyspace_name(&self) -> String {
-        format!("{TABLE_KEYSPACE_PREFIX}{}", self.id)
+        keyspace_name(self.id)
     }
+}
+
+/// The name of the keyspace holding the rows of table `id`.
+pub(crate) fn keyspace_name(id: u64) -> String {
+    format!("{TABLE_KEYSPACE_PREFIX}{id}")
 }
 
 fn record_key(name: &str) -> Vec<u8> {
@@ -302,14 +307,17 @@ impl Catalog {
         Ok(Table::new(t, self.core.clone()))
     }
 
-    pub(crate) fn get(&self, name: &str) -> Result<Table> {
-        let t = self
-            .tables
+    /// The open table `name`.
+    fn find(&self, name: &str) -> Result<Arc<TableInner>> {
+        self.tables
             .read()
             .get(name)
             .cloned()
-            .ok_or_else(|| Error::TableNotFound(name.to_string()))?;
-        Ok(Table::new(t, self.core.clone()))
+            .ok_or_else(|| Error::TableNotFound(name.to_string()))
+    }
+
+    pub(crate) fn get(&self, name: &str) -> Result<Table> {
+        Ok(Table::new(self.find(name)?, self.core.clone()))
     }
 
     /// The tables whose layout the advisor may change.
@@ -349,12 +357,7 @@ impl Catalog {
 
     pub(crate) fn drop_table(&self, name: &str) -> Result<()> {
         let _ddl = self.ddl.lock();
-        let t = self
-            .tables
-            .read()
-            .get(name)
-            .cloned()
-            .ok_or_else(|| Error::TableNotFound(name.to_string()))?;
+        let t = self.find(name)?;
         let ks = self.catalog_keyspace()?;
         write_record(&self.core, &ks, name, None)?;
         self.tables.write().remove(name);

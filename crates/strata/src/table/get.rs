@@ -15,7 +15,6 @@ use crate::error::Result;
 use crate::ids::Level;
 use crate::key::{SeekKey, SeqNo, ValueKind, parse_internal_key};
 use crate::table::piece::PieceSchema;
-use crate::table_format::GroupId;
 
 /// One entry of the row being read.
 enum Src {
@@ -65,6 +64,19 @@ fn collect_pieces<'a>(
     }
 }
 
+/// Collects the versions of `key` visible at `snap` from a column-group
+/// file (one block: a key's versions never span two).
+fn collect_rows(out: &mut Vec<Entry>, reader: &CgReader, key: &[u8], snap: SeqNo) -> Result<()> {
+    if let Some((block, rows)) = reader.find(key, snap_trailer(snap))? {
+        out.extend(rows.map(|row| Entry {
+            seq: block.seqno(row),
+            kind: block.kind(row),
+            src: Src::Row(Arc::clone(&block), row),
+        }));
+    }
+    Ok(())
+}
+
 fn offer_all(r: &mut Resolver, schema: &PieceSchema, entries: &mut Vec<Entry>) -> Result<()> {
     // Entries of one tier may come from several groups: newest first.
     entries.sort_by_key(|e| std::cmp::Reverse(e.seq));
@@ -96,10 +108,10 @@ pub(crate) fn get(
     let schema = &plan.state.shape.pieces;
     let mut cost = GetCost::default();
     // The lineage consulted when no column is wanted (an existence check).
-    let probe_cols: Vec<usize> = if want.is_empty() {
-        (0..schema.len().min(1)).collect()
-    } else {
-        want.to_vec()
+    let probe_cols: &[usize] = match want {
+        [] if schema.is_empty() => &[],
+        [] => &[0],
+        want => want,
     };
     let ambiguous = probe_cols.iter().any(|&v| plan.ambiguous[v]);
     let seek = SeekKey::new(key, snap);
@@ -143,49 +155,35 @@ pub(crate) fn get(
             continue;
         }
         let level = Level::from_index(l);
-        // Until the row's insert or delete is found, every wanted column's
-        // lineage is followed without a gap: the event sits in every
-        // lineage, at a different depth in each, and only a lineage read
-        // from the top shows its newest event first. Once it is known, a
-        // group is probed only for a column still unresolved.
-        let probe: Vec<GroupId> = groups
-            .iter()
-            .filter(|(_, cols)| {
-                cols.iter().any(|&v| {
-                    if ambiguous || r.event.is_none() {
-                        probe_cols.contains(&v)
-                    } else {
-                        r.needs(v)
-                    }
-                })
-            })
-            .map(|(g, _)| *g)
-            .collect();
-        for g in probe {
-            let Some(f) = sv.version.find_file(level, g, key) else {
+        for (g, cols) in groups {
+            // Until the row's insert or delete is found, every wanted
+            // column's lineage is followed without a gap: the event sits in
+            // every lineage, at a different depth in each, and only a
+            // lineage read from the top shows its newest event first. Once
+            // it is known, a group is probed only for a column still
+            // unresolved. (`r` changes only after the level's groups.)
+            let probed = cols.iter().any(|&v| {
+                if ambiguous || r.event.is_none() {
+                    probe_cols.contains(&v)
+                } else {
+                    r.needs(v)
+                }
+            });
+            if !probed {
+                continue;
+            }
+            let Some(f) = sv.version.find_file(level, *g, key) else {
                 continue;
             };
             cost.files += 1;
             cost.deepest = l;
-            match f
-                .table
-                .source_any()
-                .and_then(|a| a.downcast_ref::<CgReader>())
-            {
+            match CgReader::of(f) {
                 Some(reader) => {
                     if !reader.may_contain(key) {
                         continue;
                     }
                     cost.blocks += 1;
-                    if let Some((block, rows)) = reader.find(key, snap_trailer(snap))? {
-                        for row in rows {
-                            entries.push(Entry {
-                                seq: block.seqno(row),
-                                kind: block.kind(row),
-                                src: Src::Row(Arc::clone(&block), row),
-                            });
-                        }
-                    }
+                    collect_rows(&mut entries, reader, key, snap)?;
                 }
                 None => {
                     let mut visit = collect_pieces(&mut entries, key, snap);
@@ -283,21 +281,9 @@ pub(crate) fn debug_versions(sv: &SuperVersion, plan: &ReadPlan, key: &[u8]) -> 
             let Some(f) = sv.version.find_file(Level::from_index(l), *g, key) else {
                 continue;
             };
-            match f
-                .table
-                .source_any()
-                .and_then(|a| a.downcast_ref::<CgReader>())
-            {
+            match CgReader::of(f) {
                 Some(reader) => {
-                    if let Ok(Some((block, rows))) = reader.find(key, snap_trailer(snap)) {
-                        for row in rows {
-                            entries.push(Entry {
-                                seq: block.seqno(row),
-                                kind: block.kind(row),
-                                src: Src::Row(Arc::clone(&block), row),
-                            });
-                        }
-                    }
+                    let _ = collect_rows(&mut entries, reader, key, snap);
                 }
                 None => {
                     let mut visit = collect_pieces(&mut entries, key, snap);

@@ -214,6 +214,15 @@ impl TableLayout {
         &self.levels
     }
 
+    /// The index among the groups of `level - 1` of the group that holds
+    /// `group` of `level` (containment: there is one for a group of the
+    /// layout).
+    pub(crate) fn parent_of(&self, level: usize, group: &[usize]) -> Option<usize> {
+        self.groups(level - 1)
+            .iter()
+            .position(|p| group.iter().all(|c| p.binary_search(c).is_ok()))
+    }
+
     /// The group of `level` that holds value column `v`.
     pub fn group_of(&self, level: usize, v: usize) -> Option<&Group> {
         self.groups(level)

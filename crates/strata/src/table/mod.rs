@@ -16,7 +16,7 @@
 //!      ├─ catalog.rs   durable definitions (__catalog keyspace)
 //!      ├─ seam.rs      the keyspace's Layout: groups, formats, reducer
 //!      ├─ reduce.rs    which versions flush and compaction keep
-//!      ├─ stats.rs ─► cost.rs ─► advisor.rs    workload, cost model, advice
+//!      ├─ stats.rs ─► cost.rs ─► advisor/      workload, cost model, advice
 //!      └─ schema.rs, keycodec.rs, piece.rs, layout.rs, predicate.rs
 //! ```
 //!
@@ -187,7 +187,6 @@ impl Table {
         let i = &self.inner;
         write::put_rows(&i.schema, &i.pieces, i.keyspace.id(), batch, &mut wb)?;
         self.write(wb, sync)?;
-        TableStats::bump(&i.stats.rows_written, batch.num_rows() as u64);
         i.stats.record_inserts(batch.num_rows() as u64);
         Ok(())
     }
@@ -217,7 +216,6 @@ impl Table {
             }
         }
         self.write(wb, false)?;
-        TableStats::bump(&i.stats.rows_written, keys.len() as u64);
         i.stats.record_inserts(keys.len() as u64);
         Ok(())
     }
@@ -234,22 +232,22 @@ impl Table {
                 i.name
             )));
         }
-        let mut wb = WriteBatch::new();
-        wb.put_in(i.keyspace.id(), &key, &piece);
-        self.write(wb, false)?;
-        TableStats::bump(&i.stats.rows_written, 1);
-        i.stats.record_inserts(1);
-        Ok(())
+        self.put_row(&key, &piece)
     }
 
     /// Inserts or replaces one row (every column, in schema order).
     pub fn upsert_row(&self, row: &[Value]) -> Result<()> {
         let i = &self.inner;
         let (key, piece) = write::encode_row(&i.schema, &i.pieces, row)?;
+        self.put_row(&key, &piece)
+    }
+
+    /// Writes one encoded whole row.
+    fn put_row(&self, key: &[u8], piece: &[u8]) -> Result<()> {
+        let i = &self.inner;
         let mut wb = WriteBatch::new();
-        wb.put_in(i.keyspace.id(), &key, &piece);
+        wb.put_in(i.keyspace.id(), key, piece);
         self.write(wb, false)?;
-        TableStats::bump(&i.stats.rows_written, 1);
         i.stats.record_inserts(1);
         Ok(())
     }
@@ -264,8 +262,7 @@ impl Table {
         let mut wb = WriteBatch::new();
         wb.merge_in(i.keyspace.id(), &k, &piece);
         self.write(wb, false)?;
-        TableStats::bump(&i.stats.updates, 1);
-        i.stats.record_update(&cols);
+        i.stats.record_updates(&cols, 1);
         Ok(())
     }
 
@@ -276,10 +273,7 @@ impl Table {
         let mut wb = WriteBatch::new();
         let cols = write::update_rows(&i.schema, &i.pieces, i.keyspace.id(), batch, &mut wb)?;
         self.write(wb, false)?;
-        TableStats::bump(&i.stats.updates, batch.num_rows() as u64);
-        for _ in 0..batch.num_rows() {
-            i.stats.record_update(&cols);
-        }
+        i.stats.record_updates(&cols, batch.num_rows() as u64);
         Ok(())
     }
 

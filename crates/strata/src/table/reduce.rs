@@ -94,12 +94,44 @@ impl TableReducer {
             // A deleted row, or updates of a row that was never inserted.
             return Ok(());
         }
-        let n = self.pieces.len();
-        let mut set = vec![false; n];
+        if !updates.is_empty() {
+            self.reduce_updates(updates, emit)?;
+        }
+        let Some(e) = event else { return Ok(()) };
+        let ev = &vs[e];
+        if ev.kind == ValueKind::Delete {
+            return emit(ev.seqno, ValueKind::Delete, &[]);
+        }
+        // The insert: its pieces share its sequence number.
+        let pieces = vs[e..]
+            .iter()
+            .take_while(|v| v.seqno == ev.seqno && v.kind == ValueKind::Put)
+            .count();
+        if pieces == 1 {
+            return emit(ev.seqno, ValueKind::Put, ev.value);
+        }
+        let views = vs[e..e + pieces]
+            .iter()
+            .map(|u| PieceView::parse(&self.pieces, u.value))
+            .collect::<Result<Vec<_>>>()?;
+        let mut enc = PieceEncoder::new(&self.pieces);
+        for v in 0..self.pieces.len() {
+            if let Some(cell) = views.iter().find_map(|p| p.get(&self.pieces, v)) {
+                enc.push(&self.pieces, v, cell);
+            }
+        }
+        let mut out = Vec::new();
+        enc.finish(&self.pieces, &mut out);
+        emit(ev.seqno, ValueKind::Put, &out)
+    }
+
+    /// Emits the updates above a stripe's row event (newest first): for
+    /// each column only its newest value; pieces of one update (same
+    /// sequence number) are joined.
+    fn reduce_updates(&self, updates: &[KeyVersion<'_>], emit: &mut Emit<'_>) -> Result<()> {
+        let mut set = vec![false; self.pieces.len()];
         let mut enc = PieceEncoder::new(&self.pieces);
         let mut out = Vec::new();
-        // Updates, newest first; pieces of one update (same sequence
-        // number) are joined.
         let mut j = 0;
         while j < updates.len() {
             let seq = updates[j].seqno;
@@ -134,32 +166,7 @@ impl TableReducer {
             }
             j = k;
         }
-        let Some(e) = event else { return Ok(()) };
-        let ev = &vs[e];
-        if ev.kind == ValueKind::Delete {
-            return emit(ev.seqno, ValueKind::Delete, &[]);
-        }
-        // The insert: its pieces share its sequence number.
-        let pieces = vs[e..]
-            .iter()
-            .take_while(|v| v.seqno == ev.seqno && v.kind == ValueKind::Put)
-            .count();
-        if pieces == 1 {
-            return emit(ev.seqno, ValueKind::Put, ev.value);
-        }
-        let views = vs[e..e + pieces]
-            .iter()
-            .map(|u| PieceView::parse(&self.pieces, u.value))
-            .collect::<Result<Vec<_>>>()?;
-        enc.clear();
-        for v in 0..n {
-            if let Some(cell) = views.iter().find_map(|p| p.get(&self.pieces, v)) {
-                enc.push(&self.pieces, v, cell);
-            }
-        }
-        out.clear();
-        enc.finish(&self.pieces, &mut out);
-        emit(ev.seqno, ValueKind::Put, &out)
+        Ok(())
     }
 }
 

@@ -99,15 +99,14 @@ impl Layout for TableKvLayout {
         if l == 0 || self.shape.pieces.is_empty() {
             return vec![GroupSpec::whole()];
         }
-        let above = self.layout.groups(l - 1);
         self.layout
             .groups(l)
             .iter()
             .zip(self.ids(l))
             .map(|(g, &id)| {
-                let parent = above
-                    .iter()
-                    .position(|p| g.iter().all(|c| p.binary_search(c).is_ok()))
+                let parent = self
+                    .layout
+                    .parent_of(l, g)
                     .map_or(GroupId::WHOLE, |i| self.ids(l - 1)[i]);
                 GroupSpec {
                     id,

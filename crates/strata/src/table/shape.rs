@@ -116,9 +116,8 @@ impl TableShape {
                     ids.push(GroupId::WHOLE);
                     continue;
                 }
-                let parent = layout.levels()[l - 1]
-                    .iter()
-                    .position(|p| g.iter().all(|c| p.binary_search(c).is_ok()))
+                let parent = layout
+                    .parent_of(l, g)
                     .map_or(GroupId::WHOLE, |above| out[l - 1][above]);
                 let keeps = |id: GroupId| {
                     id.0 as usize >= first_new

@@ -235,15 +235,22 @@ impl TableStats {
         }
     }
 
-    /// A partial update of value columns `cols`.
-    pub(crate) fn record_update(&self, cols: &[usize]) {
+    /// `n` partial updates of value columns `cols`: counted, and logged
+    /// for the advisor.
+    pub(crate) fn record_updates(&self, cols: &[usize], n: u64) {
+        if n == 0 {
+            return;
+        }
+        Self::bump(&self.updates, n);
+        let n = n as f64;
         self.workload
             .lock()
-            .add(0, OpKind::Update, cols_of(cols), 1.0, 1.0);
+            .add(0, OpKind::Update, cols_of(cols), n, n);
     }
 
-    /// `n` rows inserted.
+    /// `n` rows inserted or upserted: counted, and logged for the advisor.
     pub(crate) fn record_inserts(&self, n: u64) {
+        Self::bump(&self.rows_written, n);
         self.workload.lock().inserts += n as f64;
     }
 }
@@ -257,7 +264,7 @@ mod tests {
         let s = TableStats::default();
         s.record_point(1, &[3, 4]);
         s.record_scan(&[10, 0, 300], &[0, 2]);
-        s.record_update(&[5]);
+        s.record_updates(&[5], 1);
         s.record_inserts(7);
         let stored = s.workload.lock().to_stored();
         let json = serde_json::to_vec(&stored).expect("json");
@@ -285,7 +292,7 @@ mod tests {
             s.record_point(1, &[i % 100, 100]);
         }
         s.record_scan(&[10, 0, 300], &[3, 4]);
-        s.record_update(&[7]);
+        s.record_updates(&[7], 1);
         s.record_inserts(50);
         let log = s.workload.lock();
         assert!(log.levels[1].len() <= MAX_CLASSES_PER_LEVEL);

@@ -158,7 +158,7 @@ impl TableInner {
     }
 
     pub(crate) fn keyspace_name(&self) -> String {
-        format!("{}{}", super::catalog::TABLE_KEYSPACE_PREFIX, self.id)
+        super::catalog::keyspace_name(self.id)
     }
 
     pub(crate) fn mark_dropped(&self) {

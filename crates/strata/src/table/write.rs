@@ -82,8 +82,6 @@ fn key_of(
     Ok(())
 }
 
-/// Adds whole rows (`Put`s) for every row of `batch`, which must have every
-/// column of the table. Returns the encoded keys.
 /// The largest encoded row (or update) a table takes: a column-group block
 /// holds every version of a key, and blocks are limited to 64 MiB.
 pub const MAX_ROW_BYTES: usize = 16 << 20;
@@ -98,6 +96,8 @@ fn check_size(piece: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// Adds whole rows (`Put`s) for every row of `batch`, which must have every
+/// column of the table. Returns the encoded keys.
 pub(crate) fn put_rows(
     schema: &Schema,
     pieces: &PieceSchema,

@@ -1,5 +1,8 @@
 //! The meta blocks of a column-group file: the index (one entry per data
-//! block, with column statistics), the properties and the footer.
+//! block, with column statistics) and the properties; and the kind of its
+//! footer, whose layout and code are the core's ([`Footer`]).
+//!
+//! [`Footer`]: crate::sst::format::Footer
 //!
 //! ```text
 //! index:      count: varint, then per data block:
@@ -26,12 +29,9 @@
 use std::path::Path;
 
 use super::block::ColumnStats;
-use crate::coding::{
-    crc32c, decode_fixed32, decode_fixed64, get_length_prefixed, get_varint64, put_length_prefixed,
-    put_varint64,
-};
+use crate::coding::{get_length_prefixed, get_varint64, put_length_prefixed, put_varint64};
 use crate::error::{Error, Result};
-use crate::sst::format::BlockHandle;
+use crate::sst::format::{BlockHandle, FooterKind};
 use crate::table::schema::ColumnType;
 
 /// The column-group file format version this build writes and reads.
@@ -40,8 +40,12 @@ pub const CG_FORMAT_VERSION: u32 = 1;
 /// Magic number of column-group files ("SRTATSCG" little-endian).
 pub const CG_MAGIC: u64 = u64::from_le_bytes(*b"SRTATSCG");
 
-/// Size of the footer.
-pub const FOOTER_LEN: usize = 64;
+/// The footer: the core table footer's layout under the magic above.
+pub(super) const CG_FOOTER: FooterKind = FooterKind {
+    magic: CG_MAGIC,
+    newest_version: CG_FORMAT_VERSION,
+    name: "a column-group file",
+};
 
 /// What the index says of one data block.
 #[derive(Clone, Debug, PartialEq)]
@@ -320,90 +324,10 @@ fn decode_columns(mut v: &[u8]) -> Option<Vec<(usize, ColumnType)>> {
     v.is_empty().then_some(out)
 }
 
-/// The decoded footer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Footer {
-    /// The index block.
-    pub index: BlockHandle,
-    /// The filter block (`size == 0`: none).
-    pub filter: BlockHandle,
-    /// The properties block.
-    pub properties: BlockHandle,
-}
-
-impl Footer {
-    /// Serializes the footer.
-    pub fn encode(&self) -> [u8; FOOTER_LEN] {
-        let mut out = [0u8; FOOTER_LEN];
-        let fields = [
-            self.index.offset,
-            self.index.size,
-            self.filter.offset,
-            self.filter.size,
-            self.properties.offset,
-            self.properties.size,
-        ];
-        for (i, v) in fields.iter().enumerate() {
-            out[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes());
-        }
-        let crc = crc32c(&out[..48]);
-        out[48..52].copy_from_slice(&crc.to_le_bytes());
-        out[52..56].copy_from_slice(&CG_FORMAT_VERSION.to_le_bytes());
-        out[56..64].copy_from_slice(&CG_MAGIC.to_le_bytes());
-        out
-    }
-
-    /// Parses the footer read at `offset` of `file`.
-    pub fn decode(bytes: &[u8], file: &Path, offset: u64) -> Result<Footer> {
-        let corrupt = |reason: String| Error::corruption(file, offset, reason);
-        if bytes.len() != FOOTER_LEN {
-            return Err(corrupt(format!("footer is {} bytes", bytes.len())));
-        }
-        let magic = decode_fixed64(&bytes[56..]).unwrap_or(0);
-        if magic != CG_MAGIC {
-            return Err(corrupt(format!(
-                "not a column-group file (magic {magic:#018x}, expected {CG_MAGIC:#018x})"
-            )));
-        }
-        let version = decode_fixed32(&bytes[52..]).unwrap_or(0);
-        if version == 0 {
-            return Err(corrupt("footer has format version 0".into()));
-        }
-        if version > CG_FORMAT_VERSION {
-            return Err(Error::UnsupportedVersion {
-                file: file.to_path_buf(),
-                found: version,
-                supported: CG_FORMAT_VERSION,
-            });
-        }
-        let stored = decode_fixed32(&bytes[48..]).unwrap_or(0);
-        let crc = crc32c(&bytes[..48]);
-        if stored != crc {
-            return Err(corrupt(format!(
-                "footer checksum mismatch (stored {stored:#010x}, computed {crc:#010x})"
-            )));
-        }
-        let f = |i: usize| decode_fixed64(&bytes[i * 8..]).unwrap_or(0);
-        Ok(Footer {
-            index: BlockHandle {
-                offset: f(0),
-                size: f(1),
-            },
-            filter: BlockHandle {
-                offset: f(2),
-                size: f(3),
-            },
-            properties: BlockHandle {
-                offset: f(4),
-                size: f(5),
-            },
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sst::format::{FOOTER_LEN, Footer};
 
     #[test]
     fn index_and_properties_round_trip_and_truncations_are_errors() {
@@ -508,13 +432,20 @@ mod tests {
             index: BlockHandle { offset: 1, size: 2 },
             filter: BlockHandle { offset: 3, size: 0 },
             properties: BlockHandle { offset: 5, size: 6 },
+            version: CG_FORMAT_VERSION,
         };
-        let bytes = footer.encode();
-        assert_eq!(Footer::decode(&bytes, p, 0).expect("footer"), footer);
+        let bytes = footer.encode_as(&CG_FOOTER);
+        assert_eq!(
+            Footer::decode_as(&CG_FOOTER, &bytes, p, 0).expect("footer"),
+            footer
+        );
         for i in 0..FOOTER_LEN {
             let mut bad = bytes;
             bad[i] ^= 1;
-            assert!(Footer::decode(&bad, p, 0).is_err(), "byte {i}");
+            assert!(
+                Footer::decode_as(&CG_FOOTER, &bad, p, 0).is_err(),
+                "byte {i}"
+            );
         }
     }
 }

@@ -6,17 +6,19 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::block::CgBlock;
-use super::meta::{BlockMeta, CgProperties, FOOTER_LEN, Footer, decode_index};
+use super::meta::{BlockMeta, CG_FOOTER, CgProperties, decode_index};
 use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{KIND_SEEK, ValueKind, pack_trailer, trailer, user_key};
 use crate::sst::bloom::BloomFilter;
+use crate::sst::format::{FOOTER_LEN, Footer};
 use crate::sst::reader::read_block_contents;
 use crate::stats::Statistics;
 use crate::table::piece::PieceEncoder;
 use crate::table::shape::TableShape;
 use crate::table_format::{OpenContext, TableSource};
+use crate::version::FileMeta;
 use crate::vfs::RandomAccessFile;
 
 /// An open column-group file. Its index, filter and properties stay in
@@ -65,7 +67,7 @@ impl CgReader {
         let footer_offset = len - FOOTER_LEN as u64;
         let mut buf = [0u8; FOOTER_LEN];
         file.read_exact_at(&mut buf, footer_offset)?;
-        let footer = Footer::decode(&buf, &path, footer_offset)?;
+        let footer = Footer::decode_as(&CG_FOOTER, &buf, &path, footer_offset)?;
         let props_raw = read_block_contents(&*file, &path, footer.properties, footer_offset)?;
         let properties = CgProperties::decode(&props_raw, &path, footer.properties.offset)?;
         let bad = |why: String| Error::corruption(&path, footer.properties.offset, why);
@@ -124,6 +126,11 @@ impl CgReader {
             properties,
             columns,
         })
+    }
+
+    /// `file`'s reader, if `file` is a column-group file.
+    pub fn of(file: &FileMeta) -> Option<&CgReader> {
+        file.table.source_any()?.downcast_ref()
     }
 
     /// The group's value-column numbers, ascending.
@@ -213,6 +220,25 @@ impl CgReader {
         Ok((end > start).then_some((block, start..end)))
     }
 
+    /// Row `r` of `block` as an entry: its internal key into `key` and its
+    /// row piece (empty for a tombstone) into `value`.
+    fn encode_entry(
+        &self,
+        block: &CgBlock,
+        r: usize,
+        enc: &mut PieceEncoder,
+        key: &mut Vec<u8>,
+        value: &mut Vec<u8>,
+    ) {
+        key.clear();
+        key.extend_from_slice(block.user_key(r));
+        key.extend_from_slice(&block.trailer(r).to_le_bytes());
+        value.clear();
+        if block.kind(r) != ValueKind::Delete {
+            self.encode_piece(block, r, enc, value);
+        }
+    }
+
     /// Encodes row `r` of `block` as a row piece into `out` (cleared).
     pub fn encode_piece(
         &self,
@@ -262,13 +288,7 @@ impl TableSource for CgReader {
         let mut enc = PieceEncoder::new(&self.shape.pieces);
         let (mut key, mut value) = (Vec::new(), Vec::new());
         for r in rows {
-            key.clear();
-            key.extend_from_slice(block.user_key(r));
-            key.extend_from_slice(&block.trailer(r).to_le_bytes());
-            value.clear();
-            if block.kind(r) != ValueKind::Delete {
-                self.encode_piece(&block, r, &mut enc, &mut value);
-            }
+            self.encode_entry(&block, r, &mut enc, &mut key, &mut value);
             if !f(&key, &value) {
                 break;
             }
@@ -351,16 +371,8 @@ impl CgIter {
     /// Fills key and value for the current row.
     fn fill(&mut self) {
         let Some(b) = &self.block else { return };
-        let r = self.row;
-        self.key.clear();
-        self.key.extend_from_slice(b.user_key(r));
-        self.key.extend_from_slice(&b.trailer(r).to_le_bytes());
-        self.value.clear();
-        if b.kind(r) != ValueKind::Delete {
-            let b = Arc::clone(b);
-            self.reader
-                .encode_piece(&b, r, &mut self.enc, &mut self.value);
-        }
+        self.reader
+            .encode_entry(b, self.row, &mut self.enc, &mut self.key, &mut self.value);
     }
 
     /// Moves forward over empty blocks until a row or the end.
@@ -437,8 +449,7 @@ impl InternalIterator for CgIter {
 
     fn seek_for_prev(&mut self, target: &[u8]) {
         self.seek(target);
-        if let Some(e) = self.error.take() {
-            self.error = Some(e);
+        if self.error.is_some() {
             return;
         }
         if !self.valid() {

@@ -4,13 +4,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::block_builder::BlockBuilder;
-use super::meta::{BlockMeta, CgProperties, Footer, encode_index};
+use super::meta::{BlockMeta, CG_FOOTER, CG_FORMAT_VERSION, CgProperties, encode_index};
 use crate::error::{Error, Result};
 use crate::key::{SeqNo, ValueKind, parse_internal_key};
 use crate::sst::bloom::BloomFilterBuilder;
 use crate::sst::format::{
-    BLOCK_TRAILER_LEN, BlockCompressor, BlockHandle, COMPRESSION_NONE, Compression, MAX_BLOCK_SIZE,
-    block_trailer,
+    BLOCK_TRAILER_LEN, BlockCompressor, BlockHandle, COMPRESSION_NONE, Compression, Footer,
+    MAX_BLOCK_SIZE, block_trailer,
 };
 use crate::sst::{TableBuilderOptions, TableSummary};
 use crate::table::piece::PieceView;
@@ -249,8 +249,9 @@ impl TableWriter for CgWriter {
             index,
             filter,
             properties,
+            version: CG_FORMAT_VERSION,
         }
-        .encode();
+        .encode_as(&CG_FOOTER);
         let r = self
             .file
             .append(&footer)

@@ -6,32 +6,16 @@ use arrow_array::ArrowPrimitiveType;
 use arrow_array::builder::PrimitiveBuilder;
 
 use super::window::{Ref, Window};
-use crate::error::{Error, Result};
-use crate::table::arrowio::ColumnBuilder;
+use crate::error::Result;
+use crate::table::arrowio::{ColumnBuilder, not_utf8, type_mismatch};
 use crate::table::cgfile::block::ColumnView;
 use crate::table::piece::Cell;
-
-fn mismatch(c: Cell<'_>) -> Error {
-    Error::corruption(
-        "table row",
-        0,
-        format!("a stored value ({c:?}) does not match its column's type"),
-    )
-}
 
 fn int64(c: Cell<'_>) -> Option<i64> {
     match c {
         Cell::Int64(x) => Some(x),
         _ => None,
     }
-}
-
-fn not_utf8() -> Error {
-    Error::corruption(
-        "table row",
-        0,
-        "a utf8 column holds bytes that are not UTF-8",
-    )
 }
 
 /// Slot `slot`'s column in each of the window's segments (`None` where
@@ -80,7 +64,7 @@ where
             Some(None) => (T::Native::default(), false),
             None => match w.cell(slot, r) {
                 Cell::Null => (T::Native::default(), false),
-                c => (from_cell(c).ok_or_else(|| mismatch(c))?, true),
+                c => (from_cell(c).ok_or_else(|| type_mismatch(c))?, true),
             },
         };
         values.push(v);
@@ -123,7 +107,7 @@ fn fill(
                     None => match w.cell(slot, r) {
                         Cell::Null => b.append_null(),
                         Cell::Bool(x) => b.append_value(x),
-                        c => return Err(mismatch(c)),
+                        c => return Err(type_mismatch(c)),
                     },
                 }
             }
@@ -139,7 +123,7 @@ fn fill(
                     None => match w.cell(slot, r) {
                         Cell::Null => b.append_null(),
                         Cell::Bytes(x) => b.append_value(x),
-                        c => return Err(mismatch(c)),
+                        c => return Err(type_mismatch(c)),
                     },
                 }
             }
@@ -153,7 +137,7 @@ fn fill(
                     None => match w.cell(slot, r) {
                         Cell::Null => None,
                         Cell::Bytes(x) => Some(x),
-                        c => return Err(mismatch(c)),
+                        c => return Err(type_mismatch(c)),
                     },
                 };
                 match bytes {

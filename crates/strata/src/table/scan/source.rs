@@ -46,21 +46,18 @@ impl Chunk {
 }
 
 fn reader(f: &FileMeta) -> Result<&CgReader> {
-    f.table
-        .source_any()
-        .and_then(|a| a.downcast_ref::<CgReader>())
-        .ok_or_else(|| {
-            Error::corruption(
-                &f.path,
-                0,
-                "a column-group run holds a file that is not a column-group file",
-            )
-        })
+    CgReader::of(f).ok_or_else(|| {
+        Error::corruption(
+            &f.path,
+            0,
+            "a column-group run holds a file that is not a column-group file",
+        )
+    })
 }
 
 /// Whether `f` is a column-group file.
 pub(super) fn is_cg(f: &FileMeta) -> bool {
-    f.table.source_any().is_some_and(|a| a.is::<CgReader>())
+    CgReader::of(f).is_some()
 }
 
 /// A run of column-group files, read block by block.
