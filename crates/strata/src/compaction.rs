@@ -491,13 +491,6 @@ pub struct DropStats {
     pub merges_folded: u64,
 }
 
-/// The stripe of a sequence number: the index of the oldest snapshot that
-/// sees it, or `snapshots.len()` when only the latest state does. Two
-/// versions in the same stripe are seen by exactly the same readers.
-fn stripe(snapshots: &[SeqNo], seqno: SeqNo) -> usize {
-    snapshots.partition_point(|&s| s < seqno)
-}
-
 /// Reduces the versions of one user key (newest first) to those some reader
 /// can still see, calling `emit(seqno, kind, value)` for each survivor in
 /// order: the core's rule, in the shape of a layout's
@@ -509,12 +502,16 @@ fn reduce_key(
     stats: &mut DropStats,
     emit: &mut EmitVersion<'_>,
 ) -> Result<()> {
+    let ctx = ReduceContext {
+        snapshots: policy.snapshots,
+        bottommost: policy.bottommost,
+    };
     let mut i = 0;
     while i < versions.len() {
-        let s = stripe(policy.snapshots, versions[i].seqno);
+        let s = ctx.stripe(versions[i].seqno);
         let end = i + versions[i..]
             .iter()
-            .take_while(|v| stripe(policy.snapshots, v.seqno) == s)
+            .take_while(|v| ctx.stripe(v.seqno) == s)
             .count();
         let group = &versions[i..end];
         let is_last_group = end == versions.len();

@@ -125,6 +125,16 @@ pub struct ReduceContext<'a> {
     pub bottommost: bool,
 }
 
+impl ReduceContext<'_> {
+    /// The stripe of `seqno`: the index of the oldest snapshot that sees it,
+    /// or `snapshots.len()` when only the latest state does. Two versions
+    /// in the same stripe are seen by exactly the same readers, so a
+    /// reducer may combine them; across stripes it must keep both.
+    pub fn stripe(&self, seqno: SeqNo) -> usize {
+        self.snapshots.partition_point(|&s| s < seqno)
+    }
+}
+
 /// Receives each version a [`VersionReducer`] keeps: sequence number, kind
 /// and value.
 pub type EmitVersion<'a> = dyn FnMut(SeqNo, ValueKind, &[u8]) -> Result<()> + 'a;

@@ -24,7 +24,7 @@
 //! row.
 
 use crate::error::Result;
-use crate::key::{SeqNo, ValueKind};
+use crate::key::ValueKind;
 use crate::layout::{KeyVersion, ReduceContext, VersionReducer};
 use crate::table::piece::{PieceEncoder, PieceSchema, PieceView};
 
@@ -40,10 +40,6 @@ impl TableReducer {
     }
 }
 
-fn stripe(snapshots: &[SeqNo], seqno: SeqNo) -> usize {
-    snapshots.partition_point(|&s| s < seqno)
-}
-
 use crate::layout::EmitVersion as Emit;
 
 impl VersionReducer for TableReducer {
@@ -56,7 +52,7 @@ impl VersionReducer for TableReducer {
     ) -> Result<()> {
         // The common case: one version, nothing to combine.
         if let [v] = versions {
-            let oldest = stripe(ctx.snapshots, v.seqno) == 0;
+            let oldest = ctx.stripe(v.seqno) == 0;
             let gone = ctx.bottommost && oldest && v.kind != ValueKind::Put;
             return if gone {
                 Ok(())
@@ -66,10 +62,10 @@ impl VersionReducer for TableReducer {
         }
         let mut i = 0;
         while i < versions.len() {
-            let s = stripe(ctx.snapshots, versions[i].seqno);
+            let s = ctx.stripe(versions[i].seqno);
             let end = i + versions[i..]
                 .iter()
-                .take_while(|v| stripe(ctx.snapshots, v.seqno) == s)
+                .take_while(|v| ctx.stripe(v.seqno) == s)
                 .count();
             self.reduce_stripe(&versions[i..end], ctx.bottommost && s == 0, emit)?;
             i = end;
@@ -173,6 +169,7 @@ impl TableReducer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::key::SeqNo;
     use crate::table::piece::Cell;
     use crate::table::schema::ColumnType;
 
