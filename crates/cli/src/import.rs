@@ -13,10 +13,10 @@ use std::io::{self, BufReader, Read};
 use std::path::Path;
 
 use arrow_array::RecordBatch;
-use strata::table::{Column, ColumnType, Table, Value};
+use strata::table::{Column, ColumnType, Table, Value, values_to_array};
 
 use crate::app::Failure;
-use crate::cells::{build_array, parse_cell};
+use crate::cells::parse_cell;
 
 fn rows(n: u64) -> String {
     format!("{n} row{}", if n == 1 { "" } else { "s" })
@@ -54,11 +54,11 @@ impl Import<'_> {
             .iter()
             .zip(&mut self.columns)
             .map(|(c, v)| {
-                let a = build_array(c.ty, v);
+                let a = values_to_array(c.ty, v);
                 v.clear();
                 a
             })
-            .collect();
+            .collect::<strata::Result<Vec<_>>>();
         let failed = |m: String| {
             Failure::Other(format!(
                 "{m}; {} imported, none from line {} on: import again from that line",
@@ -66,6 +66,7 @@ impl Import<'_> {
                 self.first_line
             ))
         };
+        let arrays = arrays.map_err(|e| failed(e.to_string()))?;
         let batch = RecordBatch::try_new(schema.arrow_schema(), arrays)
             .map_err(|e| failed(e.to_string()))?;
         self.table

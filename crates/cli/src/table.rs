@@ -13,11 +13,12 @@ use std::path::PathBuf;
 use clap::{Subcommand, ValueEnum};
 use strata::table::{
     Column, ColumnType, Predicate, ScanOptions, Schema, Table, TableLayout, TableOptions, Value,
+    array_to_values,
 };
 use strata::{Db, Error};
 
 use crate::app::{EXIT_FAILURE, Failure};
-use crate::cells::{column_values, is_numeric, message, parse_cell};
+use crate::cells::{is_numeric, message, parse_cell};
 use crate::encoding::decode_token;
 use crate::import;
 use crate::tabular::{Align, TextTable, write_record};
@@ -590,9 +591,8 @@ fn for_each_row(
             .columns()
             .iter()
             .zip(cols)
-            .map(|(a, c)| column_values(a.as_ref(), c.ty).map(Vec::into_iter))
-            .collect::<Result<_, _>>()
-            .map_err(Failure::Other)?;
+            .map(|(a, c)| array_to_values(a.as_ref(), c.ty).map(Vec::into_iter))
+            .collect::<Result<_, _>>()?;
         for _ in 0..n {
             row.clear();
             row.extend(values.iter_mut().map(|v| v.next().unwrap_or(Value::Null)));

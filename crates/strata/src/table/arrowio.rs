@@ -31,17 +31,7 @@ pub(crate) enum ColumnReader<'a> {
 impl<'a> ColumnReader<'a> {
     /// Views `array` as column `column`'s type, or says why it cannot.
     pub(crate) fn new(array: &'a dyn Array, column: &Column) -> Result<ColumnReader<'a>> {
-        let any = array.as_any();
-        let r = match column.ty {
-            ColumnType::Int32 => any.downcast_ref().map(ColumnReader::I32),
-            ColumnType::Int64 => any.downcast_ref().map(ColumnReader::I64),
-            ColumnType::Float64 => any.downcast_ref().map(ColumnReader::F64),
-            ColumnType::Bool => any.downcast_ref().map(ColumnReader::Bool),
-            ColumnType::Utf8 => any.downcast_ref().map(ColumnReader::Utf8),
-            ColumnType::Binary => any.downcast_ref().map(ColumnReader::Binary),
-            ColumnType::Timestamp => any.downcast_ref().map(ColumnReader::Ts),
-        };
-        let r = r.ok_or_else(|| {
+        let r = Self::of_type(array, column.ty).ok_or_else(|| {
             Error::InvalidArgument(format!(
                 "column {:?} is {} ({}); the batch has {}",
                 column.name,
@@ -58,6 +48,20 @@ impl<'a> ColumnReader<'a> {
             )));
         }
         Ok(r)
+    }
+
+    /// Views `array` as type `ty`, if it is of that type.
+    fn of_type(array: &'a dyn Array, ty: ColumnType) -> Option<ColumnReader<'a>> {
+        let any = array.as_any();
+        match ty {
+            ColumnType::Int32 => any.downcast_ref().map(ColumnReader::I32),
+            ColumnType::Int64 => any.downcast_ref().map(ColumnReader::I64),
+            ColumnType::Float64 => any.downcast_ref().map(ColumnReader::F64),
+            ColumnType::Bool => any.downcast_ref().map(ColumnReader::Bool),
+            ColumnType::Utf8 => any.downcast_ref().map(ColumnReader::Utf8),
+            ColumnType::Binary => any.downcast_ref().map(ColumnReader::Binary),
+            ColumnType::Timestamp => any.downcast_ref().map(ColumnReader::Ts),
+        }
     }
 
     /// Row `i`'s cell.
@@ -82,6 +86,39 @@ impl<'a> ColumnReader<'a> {
             ColumnReader::Ts(a) => get!(a, Cell::Int64),
         }
     }
+}
+
+/// An Arrow array of column type `ty` from `values`, each of exactly that
+/// type or null: a column of a batch for [`super::Table::upsert`] built
+/// from rows in hand. A value of another type is
+/// [`Error::InvalidArgument`].
+pub fn values_to_array(ty: ColumnType, values: &[Value]) -> Result<ArrayRef> {
+    let mut b = ColumnBuilder::new(ty, values.len());
+    for v in values {
+        if let Some(t) = v.column_type()
+            && t != ty
+        {
+            return Err(Error::InvalidArgument(format!(
+                "a {t} value ({v}) for a column of type {ty}"
+            )));
+        }
+        b.append(value_to_cell(v))?;
+    }
+    Ok(b.finish())
+}
+
+/// The values of `array`, a column of type `ty` as a scan returns it.
+/// An array of another Arrow type is [`Error::InvalidArgument`].
+pub fn array_to_values(array: &dyn Array, ty: ColumnType) -> Result<Vec<Value>> {
+    let r = ColumnReader::of_type(array, ty).ok_or_else(|| {
+        Error::InvalidArgument(format!(
+            "an array of {} for a column of type {ty}",
+            array.data_type()
+        ))
+    })?;
+    Ok((0..array.len())
+        .map(|i| cell_to_value(r.cell(i), ty))
+        .collect())
 }
 
 /// A cell as a [`Value`] of column type `ty` (text that is not UTF-8, which
@@ -199,5 +236,36 @@ impl ColumnBuilder {
             ColumnBuilder::Binary(b) => Arc::new(b.finish()),
             ColumnBuilder::Ts(b) => Arc::new(b.finish()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arrays_round_trip_through_values() {
+        for (ty, vals) in [
+            (ColumnType::Int32, vec![Value::Int32(1), Value::Null]),
+            (ColumnType::Int64, vec![Value::Int64(-1), Value::Null]),
+            (ColumnType::Float64, vec![Value::Float64(0.5)]),
+            (ColumnType::Bool, vec![Value::Null, Value::Bool(true)]),
+            (ColumnType::Utf8, vec![Value::Utf8("a".into()), Value::Null]),
+            (
+                ColumnType::Binary,
+                vec![Value::Binary(vec![0]), Value::Null],
+            ),
+            (ColumnType::Timestamp, vec![Value::Timestamp(7)]),
+        ] {
+            let a = values_to_array(ty, &vals).expect("array");
+            assert_eq!(
+                array_to_values(a.as_ref(), ty).expect("values"),
+                vals,
+                "{ty}"
+            );
+        }
+        let a = values_to_array(ColumnType::Int32, &[Value::Int32(1)]).expect("array");
+        assert!(array_to_values(a.as_ref(), ColumnType::Utf8).is_err());
+        assert!(values_to_array(ColumnType::Int32, &[Value::Utf8("x".into())]).is_err());
     }
 }

@@ -72,6 +72,7 @@ use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 
+pub use arrowio::{array_to_values, values_to_array};
 pub use describe::{LayoutAdvice, LevelDescription, TableDescription, TableStatistics};
 pub use layout::TableLayout;
 pub use options::TableOptions;
