@@ -14,8 +14,15 @@ use crate::vfs::{StdVfs, Vfs};
 
 /// Largest accepted key (bytes).
 pub const MAX_KEY_BYTES: usize = 64 * 1024;
-/// Largest accepted value (bytes).
-pub const MAX_VALUE_BYTES: usize = 1 << 30;
+/// Largest accepted value (bytes): 63 MiB. A flush writes each entry into
+/// one table block, and a block may not exceed 64 MiB (the reader refuses
+/// larger ones), so a larger value would be acknowledged and then fail
+/// every flush, leaving the database read-only at each reopen.
+pub const MAX_VALUE_BYTES: usize = 63 << 20;
+
+// A largest key and value, with their entry header, fit one block.
+const _: () =
+    assert!(MAX_KEY_BYTES + MAX_VALUE_BYTES + 64 <= crate::sst::format::MAX_BLOCK_SIZE as usize);
 
 /// Options of a whole database.
 #[derive(Clone)]

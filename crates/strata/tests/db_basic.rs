@@ -108,6 +108,26 @@ fn oversized_key_and_value_are_refused_and_nothing_is_written() {
         .expect("a key of exactly 64 KiB is fine");
 }
 
+/// A value is accepted only if a flush can write it: the largest key with
+/// the largest value goes through a flush and reads back from the table;
+/// one byte more is refused at the write.
+#[test]
+fn the_largest_value_flushes_and_a_larger_one_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), Options::default()).expect("open");
+    let too_big = vec![7u8; strata::options::MAX_VALUE_BYTES + 1];
+    assert!(matches!(
+        db.put(b"big", &too_big),
+        Err(Error::InvalidArgument(_))
+    ));
+    let key = vec![b'k'; strata::options::MAX_KEY_BYTES];
+    let value = &too_big[..strata::options::MAX_VALUE_BYTES];
+    db.put(&key, value).expect("the largest value");
+    db.flush().expect("flush");
+    assert_eq!(db.get(&key).expect("get").as_deref(), Some(value));
+    assert_eq!(db.get(b"big").expect("get"), None);
+}
+
 #[test]
 fn merge_operands_combine_across_flushes() {
     let dir = tempfile::tempdir().expect("tempdir");
