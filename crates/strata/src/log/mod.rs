@@ -32,7 +32,7 @@
 //!
 //! Reading: [`LogReader`] loads the whole file (logs are bounded by the write
 //! buffer size / manifest rollover) and hands back owned logical records.
-//! Under [`TailPolicy::Strict`] any damage is [`Error::Corruption`]; under
+//! Under [`TailPolicy::Strict`] any damage is [`Error::Corruption`](crate::Error::Corruption); under
 //! [`TailPolicy::StopAtDamage`] the first damage ends the log and is reported
 //! through [`LogReader::dropped`].
 

@@ -50,7 +50,7 @@
 //! **Prefix extractors** (hash kinds; see [`prefix`]) return a prefix
 //! *length*. A key whose prefix would be longer than the key (or that the
 //! extractor rejects) is refused by the write path with
-//! [`Error::InvalidArgument`] ([`MemTableOptions::check_key`]); a hash kind
+//! [`Error::InvalidArgument`](crate::Error::InvalidArgument) ([`MemTableOptions::check_key`]); a hash kind
 //! without an extractor is refused when the keyspace is opened
 //! ([`MemTableOptions::validate`]). Nothing panics: such a key reaching a
 //! memtable anyway (log replay under changed options) goes to an overflow
