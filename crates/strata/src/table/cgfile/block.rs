@@ -70,6 +70,12 @@ impl<'a> ColumnView<'a> {
         self.presence.is_none_or(|p| get_bit(p, r)) && self.nulls.is_none_or(|n| !get_bit(n, r))
     }
 
+    /// The fixed-width values and the presence bitmap (`None`: every row
+    /// carries the column), when no value is null.
+    pub fn without_nulls(&self) -> Option<(&'a [u8], Option<&'a [u8]>)> {
+        self.nulls.is_none().then_some((self.values, self.presence))
+    }
+
     /// Row `r`'s value read as `N` little-endian bytes (fixed-width types).
     #[inline]
     pub fn fixed<const N: usize>(&self, r: usize) -> [u8; N] {
@@ -424,6 +430,14 @@ impl CgBlock {
             return u64::from_be_bytes(b);
         }
         prefix_of(self.user_key(r))
+    }
+
+    /// Whether row `r` carries every column of the block.
+    pub fn row_whole(&self, r: usize) -> bool {
+        self.columns.iter().all(|c| match c.presence {
+            Some((a, _)) => get_bit(&self.data[a..], r),
+            None => true,
+        })
     }
 
     /// Whether row `r` carries the block's `i`-th column (null or not).

@@ -18,13 +18,52 @@ fn int64(c: Cell<'_>) -> Option<i64> {
     }
 }
 
-/// Slot `slot`'s column in each of the window's segments (`None` where
-/// the segment's group does not hold it).
-pub(super) fn views(w: &Window, slot: usize) -> Vec<Option<ColumnView<'_>>> {
+/// A segment's view of one slot's column: the column of the block that
+/// holds it (its own, or a zipped partner's, `shift` rows on).
+#[derive(Clone, Copy)]
+pub(super) struct SlotView<'a> {
+    view: ColumnView<'a>,
+    shift: isize,
+}
+
+impl<'a> SlotView<'a> {
+    #[inline]
+    fn at(&self, r: usize) -> usize {
+        r.wrapping_add_signed(self.shift)
+    }
+
+    /// Whether the segment's row `r` has a non-null value.
+    #[inline]
+    pub fn valid(&self, r: usize) -> bool {
+        self.view.valid(self.at(r))
+    }
+
+    /// The segment's row `r`'s value (fixed-width types).
+    #[inline]
+    pub fn fixed<const N: usize>(&self, r: usize) -> [u8; N] {
+        self.view.fixed::<N>(self.at(r))
+    }
+
+    /// The segment's row `r`'s bytes (utf8 and binary).
+    #[inline]
+    pub fn var(&self, r: usize) -> &'a [u8] {
+        self.view.var(self.at(r))
+    }
+}
+
+/// Slot `slot`'s column for each of the window's segments (`None` where
+/// no block of the segment holds it).
+pub(super) fn views(w: &Window, slot: usize) -> Vec<Option<SlotView<'_>>> {
     let v = w.want_column(slot);
-    w.segs
-        .iter()
-        .map(|s| s.chunk.map[v].map(|i| s.chunk.block.column_view(i)))
+    (0..w.segs.len())
+        .map(|s| {
+            let h = w.holder(s, slot);
+            let c = &w.segs[h.seg as usize].chunk;
+            c.map[v].map(|i| SlotView {
+                view: c.block.column_view(i),
+                shift: h.shift as isize,
+            })
+        })
         .collect()
 }
 
@@ -44,7 +83,7 @@ fn fixed<T, const N: usize>(
     w: &Window,
     slot: usize,
     refs: &[Ref],
-    views: &[Option<ColumnView<'_>>],
+    views: &[Option<SlotView<'_>>],
     b: &mut PrimitiveBuilder<T>,
     from_bytes: fn([u8; N]) -> T::Native,
     from_cell: fn(Cell<'_>) -> Option<T::Native>,
@@ -52,6 +91,10 @@ fn fixed<T, const N: usize>(
 where
     T: ArrowPrimitiveType,
 {
+    if let Some(values) = dense::<T, N>(w, refs, views, from_bytes) {
+        b.append_slice(&values);
+        return Ok(());
+    }
     let mut values: Vec<T::Native> = Vec::with_capacity(refs.len());
     let mut valid: Vec<bool> = Vec::with_capacity(refs.len());
     for &r in refs {
@@ -78,11 +121,81 @@ where
     Ok(())
 }
 
+/// A segment's values in [`dense`]'s copy.
+#[derive(Clone, Copy)]
+struct DenseSeg<'a> {
+    /// Where its row 0 is in the copy.
+    at: isize,
+    /// Its holder's presence bits, if some rows lack the column.
+    presence: Option<&'a [u8]>,
+    /// Its holder's rows are this far from its own.
+    shift: isize,
+}
+
+/// Where every value `refs` point at is present and not null (the common
+/// case), the values: each segment's rows are copied out in one pass,
+/// then picked by position. `None` sends the caller to the general loop.
+fn dense<T, const N: usize>(
+    w: &Window,
+    refs: &[Ref],
+    views: &[Option<SlotView<'_>>],
+    from_bytes: fn([u8; N]) -> T::Native,
+) -> Option<Vec<T::Native>>
+where
+    T: ArrowPrimitiveType,
+{
+    // Per segment: where its row 0 is in `flat`, and its holder's presence
+    // bits and shift; `None` where the holder has nulls (a reference to it
+    // means the general loop).
+    let mut segs: Vec<Option<DenseSeg<'_>>> = Vec::with_capacity(views.len());
+    let mut flat: Vec<T::Native> = Vec::new();
+    for (v, seg) in views.iter().zip(&w.segs) {
+        let dense = v.as_ref().and_then(|v| {
+            let (a, b) = (v.at(seg.start), v.at(seg.end));
+            let (values, presence) = v.view.without_nulls()?;
+            Some((values.get(a * N..b * N)?, presence, v.shift))
+        });
+        segs.push(dense.map(|(vals, presence, shift)| {
+            let at = flat.len() as isize - seg.start as isize;
+            flat.extend(vals.chunks_exact(N).map(|c| {
+                let mut b = [0u8; N];
+                b.copy_from_slice(c);
+                from_bytes(b)
+            }));
+            DenseSeg {
+                at,
+                presence,
+                shift,
+            }
+        }));
+    }
+    let mut out = Vec::with_capacity(refs.len());
+    for &r in refs {
+        let (s, row) = r.parts();
+        let DenseSeg {
+            at,
+            presence,
+            shift,
+        } = (*segs.get(s as usize)?)?;
+        if let Some(p) = presence
+            && !get_bit(p, (row as usize).wrapping_add_signed(shift))?
+        {
+            return None;
+        }
+        out.push(*flat.get(at.wrapping_add(row as isize) as usize)?);
+    }
+    Some(out)
+}
+
+fn get_bit(bitmap: &[u8], r: usize) -> Option<bool> {
+    Some(bitmap.get(r / 8)? & (1 << (r % 8)) != 0)
+}
+
 fn fill(
     w: &Window,
     slot: usize,
     refs: &[Ref],
-    views: &[Option<ColumnView<'_>>],
+    views: &[Option<SlotView<'_>>],
     b: &mut ColumnBuilder,
 ) -> Result<()> {
     match b {

@@ -10,6 +10,12 @@
 //! level that its insert was split into) are resolved here without copying
 //! a value; keys with partial updates or deletes go through the general
 //! [`Resolver`] and their values are kept in the window.
+//!
+//! Segments of one level's groups that hold the same rows are zipped: the
+//! first (the lead) is merged, the others (its partners) are read through
+//! its rows, so a scan of many groups of a level merges one run per level,
+//! not one per group. A reference to a lead's row then reaches a partner's
+//! column through the window's holders (segment and row shift per slot).
 
 use std::cmp::Ordering;
 
@@ -53,6 +59,12 @@ pub(super) struct Segment {
     /// The slots every row carries, as bits (`None`: row by row, or more
     /// than 64 slots).
     slots: Option<u64>,
+    /// The slots its group holds, as bits (`None`: more than 64 slots).
+    group_slots: Option<u64>,
+    /// Whether its group holds an event column.
+    holds_event: bool,
+    /// Whether some row lacks some of the group's columns.
+    partial: bool,
     level: usize,
     /// Segments of other groups of the same level holding the same rows
     /// (keys and trailers, row for row): LASER's column-merging iterator,
@@ -60,6 +72,27 @@ pub(super) struct Segment {
     partners: Vec<u32>,
     /// Read through another segment's `partners`.
     follower: bool,
+    /// Its partners' columns are read through its rows: an entry that is
+    /// a whole insert in it and every partner stands for theirs without
+    /// being expanded, and [`Window::holder`] says where each slot is.
+    merged: bool,
+}
+
+/// Where segment rows' values of one slot are: in segment `seg`, `shift`
+/// rows further on (a zipped partner's rows are aligned with its lead's
+/// but may start elsewhere in its block).
+#[derive(Clone, Copy)]
+pub(super) struct Holder {
+    pub seg: u32,
+    pub shift: i32,
+}
+
+/// Whether a segment's lone insert of a key is a row by itself.
+#[derive(Clone, Copy)]
+enum Simple {
+    Always,
+    IfEvent,
+    Never,
 }
 
 /// A row of a segment in the merge: its key's prefix and its trailer.
@@ -91,6 +124,9 @@ pub(super) struct Window {
     pub cols: Vec<Vec<Ref>>,
     /// Per output row: where its key is.
     pub keys: Vec<Ref>,
+    /// Per segment and slot (`seg * want.len() + slot`): where the values
+    /// are.
+    holders: Vec<Holder>,
     /// Per slot: the values of rows the resolver produced.
     resolved: Vec<Vec<OwnedCell>>,
     resolved_rows: usize,
@@ -98,6 +134,8 @@ pub(super) struct Window {
     pub rows: usize,
     pub taken: usize,
     items: Vec<Item>,
+    /// Per segment: whether its entries resolve alone (see `resolve`).
+    simple: Vec<Simple>,
     scratch: Vec<Item>,
     runs: Vec<usize>,
     expanded: Vec<Item>,
@@ -111,11 +149,13 @@ impl Window {
             segs: Vec::new(),
             cols: vec![Vec::new(); want.len()],
             keys: Vec::new(),
+            holders: Vec::new(),
             resolved: vec![Vec::new(); want.len()],
             resolved_rows: 0,
             rows: 0,
             taken: 0,
             items: Vec::new(),
+            simple: Vec::new(),
             scratch: Vec::new(),
             runs: Vec::new(),
             expanded: Vec::new(),
@@ -148,23 +188,28 @@ impl Window {
                 (true, false) => Some(true),
                 (true, true) => None,
             };
-            let slots = (!chunk.block.partial() && self.want.len() <= 64).then(|| {
+            let group_slots = (self.want.len() <= 64).then(|| {
                 self.want
                     .iter()
                     .enumerate()
                     .filter(|&(_, &v)| chunk.map[v].is_some())
                     .fold(0u64, |m, (slot, _)| m | (1 << slot))
             });
+            let partial = chunk.block.partial();
             self.segs.push(Segment {
                 chunk,
                 start,
                 end,
                 short,
                 events,
-                slots,
+                slots: group_slots.filter(|_| !partial),
+                group_slots,
+                holds_event,
+                partial,
                 level,
                 partners: Vec::new(),
                 follower: false,
+                merged: false,
             });
         }
     }
@@ -186,16 +231,28 @@ impl Window {
         self.cell(slot, self.cols[slot][i])
     }
 
+    /// Where segment `seg`'s rows' values of slot `slot` are.
+    #[inline]
+    pub fn holder(&self, seg: usize, slot: usize) -> Holder {
+        self.holders[seg * self.want.len() + slot]
+    }
+
     /// The value a reference of slot `slot` points at.
     #[inline]
     pub fn cell(&self, slot: usize, r: Ref) -> Cell<'_> {
         match r.parts() {
             (NULL_SEG, _) => Cell::Null,
             (RESOLVED_SEG, i) => self.resolved[slot][i as usize].as_cell(),
-            (s, row) => self.segs[s as usize]
-                .chunk
-                .cell(self.want[slot], row as usize)
-                .unwrap_or(Cell::Null),
+            (s, row) => {
+                let h = self.holder(s as usize, slot);
+                self.segs[h.seg as usize]
+                    .chunk
+                    .cell(
+                        self.want[slot],
+                        (i64::from(row) + i64::from(h.shift)) as usize,
+                    )
+                    .unwrap_or(Cell::Null)
+            }
         }
     }
 
@@ -259,6 +316,18 @@ impl Window {
         }
         self.merge_runs(&mut items, &mut runs);
         self.runs = runs;
+        // Per segment, whether a key's lone insert there is a row by
+        // itself: always (every row carries an event column, and a merged
+        // lead's rows are whole), never (its lone inserts are no rows, or a
+        // merged lead's rows may lack columns), or if it carries an event
+        // column.
+        let mut simple = std::mem::take(&mut self.simple);
+        simple.clear();
+        simple.extend(self.segs.iter().map(|s| match s.events {
+            Some(true) if !(s.merged && s.partial) => Simple::Always,
+            None if !s.merged => Simple::IfEvent,
+            _ => Simple::Never,
+        }));
         let mut i = 0;
         while i < items.len() {
             let first = items[i];
@@ -269,14 +338,43 @@ impl Window {
             {
                 j += 1;
             }
-            self.resolve_key(&items[i..j], snap, resolver);
+            // The common case, a key with one version, an insert: the row
+            // is that entry, read in place.
+            if j == i + 1
+                && first.trailer & 0xff == ValueKind::Put as u64
+                && SeqNo(first.trailer >> 8) <= snap
+                && match simple[first.seg as usize] {
+                    Simple::Always => true,
+                    Simple::IfEvent => self.carries_event(first),
+                    Simple::Never => false,
+                }
+            {
+                let r = Ref::at(first.seg, first.row);
+                for c in &mut self.cols {
+                    c.push(r);
+                }
+                self.keys.push(r);
+                self.rows += 1;
+            } else {
+                self.resolve_key(&items[i..j], snap, resolver);
+            }
             i = j;
         }
+        self.simple = simple;
         self.items = items;
     }
 
-    /// Pairs the segments of one level's groups that hold the same rows.
+    /// Pairs the segments of one level's groups that hold the same rows,
+    /// and says per segment and slot where the values are.
     fn zip_groups(&mut self) {
+        let n = self.want.len();
+        self.holders.clear();
+        for s in 0..self.segs.len() {
+            self.holders.extend((0..n).map(|_| Holder {
+                seg: s as u32,
+                shift: 0,
+            }));
+        }
         for i in 0..self.segs.len() {
             if self.segs[i].level == 0 || self.segs[i].follower {
                 continue;
@@ -290,7 +388,63 @@ impl Window {
                     self.segs[i].partners.push(j as u32);
                 }
             }
+            self.merge_partners(i);
         }
+    }
+
+    /// Lets lead `i`'s rows carry its partners' columns, so that an
+    /// insert's entries need not be expanded: the lead's row then stands
+    /// for the whole rows of all their groups (rows that lack a column,
+    /// updates and tombstones, are still expanded: [`Self::whole`]).
+    fn merge_partners(&mut self, i: usize) {
+        let lead = &self.segs[i];
+        if lead.partners.is_empty() || lead.group_slots.is_none() {
+            return;
+        }
+        let mut slots = lead.group_slots.unwrap_or(0);
+        let mut events = lead.holds_event;
+        let mut partial = lead.partial;
+        let n = self.want.len();
+        for k in 0..lead.partners.len() {
+            let p = self.segs[i].partners[k] as usize;
+            let partner = &self.segs[p];
+            // The first segment of the key's entries that holds a column
+            // supplies it, as `stitch` would choose.
+            let new = partner.group_slots.unwrap_or(0) & !slots;
+            slots |= new;
+            events |= partner.holds_event;
+            partial |= partner.partial;
+            let shift = partner.start as i64 - self.segs[i].start as i64;
+            for slot in (0..n).filter(|&slot| new & (1 << slot) != 0) {
+                self.holders[i * n + slot] = Holder {
+                    seg: p as u32,
+                    shift: shift as i32,
+                };
+            }
+        }
+        let lead = &mut self.segs[i];
+        lead.slots = Some(slots);
+        lead.events = Some(events);
+        lead.partial = partial;
+        lead.merged = true;
+    }
+
+    /// Whether a merged lead's entry `e` is an insert whose row is whole
+    /// in the lead and every partner (so the lead's row stands for all).
+    fn whole(&self, e: Item) -> bool {
+        if (e.trailer & 0xff) as u8 != ValueKind::Put as u8 {
+            return false;
+        }
+        let lead = &self.segs[e.seg as usize];
+        if !lead.partial {
+            return true;
+        }
+        let row = e.row as usize;
+        lead.chunk.block.row_whole(row)
+            && lead.partners.iter().all(|&p| {
+                let p = &self.segs[p as usize];
+                p.chunk.block.row_whole(row - lead.start + p.start)
+            })
     }
 
     /// Whether segments `i` and `j` hold the same keys and trailers, row
@@ -371,10 +525,26 @@ impl Window {
 
     /// Resolves one key from its entries, newest first.
     fn resolve_key(&mut self, entries: &[Item], snap: SeqNo, resolver: &mut Resolver) {
-        if entries
+        // A merged lead's entry claims its partners' columns. Where that
+        // does not hold (the row is not a whole insert), or where the key
+        // needs the general resolver (which reads each entry's own block),
+        // its partners' entries are expanded and the key resolved in full.
+        let non_put = entries
             .iter()
-            .any(|e| !self.segs[e.seg as usize].partners.is_empty())
-        {
+            .any(|e| (e.trailer & 0xff) as u8 != ValueKind::Put as u8);
+        let (mut unmerged, mut general) = (false, false);
+        for &e in entries {
+            let seg = &self.segs[e.seg as usize];
+            if seg.partners.is_empty() {
+                continue;
+            }
+            if !seg.merged {
+                unmerged = true;
+            } else if non_put || !self.whole(e) {
+                general = true;
+            }
+        }
+        if unmerged || general {
             // Each entry of a zipped segment stands for its partners' rows
             // too.
             let mut all = std::mem::take(&mut self.expanded);
@@ -382,6 +552,9 @@ impl Window {
             for &e in entries {
                 all.push(e);
                 let lead = &self.segs[e.seg as usize];
+                if lead.merged && !general {
+                    continue;
+                }
                 for &p in &lead.partners {
                     let row = e.row as usize - lead.start + self.segs[p as usize].start;
                     all.push(Item {
@@ -391,7 +564,11 @@ impl Window {
                     });
                 }
             }
-            self.resolve_entries(&all, snap, resolver);
+            if general {
+                self.resolve_general(&all, snap, resolver);
+            } else {
+                self.resolve_entries(&all, snap, resolver);
+            }
             self.expanded = all;
         } else {
             self.resolve_entries(entries, snap, resolver);
@@ -457,9 +634,17 @@ impl Window {
             return;
         }
         for (slot, &v) in want.iter().enumerate() {
+            // Where a segment's slots are known (as for a merged lead,
+            // whose partners hold some), they say; else its row does.
             let r = same
                 .clone()
-                .find(|e| segs[e.seg as usize].chunk.carries(v, e.row as usize))
+                .find(|e| {
+                    let seg = &segs[e.seg as usize];
+                    match seg.slots {
+                        Some(bits) if slot < 64 => bits & (1 << slot) != 0,
+                        _ => seg.chunk.carries(v, e.row as usize),
+                    }
+                })
                 .map_or(Ref::NULL, |e| Ref::at(e.seg, e.row));
             cols[slot].push(r);
         }
