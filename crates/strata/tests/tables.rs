@@ -920,3 +920,48 @@ fn scans_of_aligned_groups_see_every_update_and_delete() {
         assert_eq!(got, want, "layout {layout}, c3 >= 0");
     }
 }
+
+/// The automatic layout moves a table from pure row to a layout that
+/// splits its columns once the recorded workload is single-column scans,
+/// and the table reads the same throughout.
+#[test]
+fn the_automatic_layout_switches_to_the_workload_s_layout() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), opts()).expect("open");
+    let t = db
+        .create_table(
+            "t",
+            schema(),
+            TableOptions {
+                auto_layout_threshold: Some(0.05),
+                auto_layout_interval_ms: 20,
+                ..small("row")
+            },
+        )
+        .expect("create");
+    let mut rng = StdRng::seed_from_u64(24);
+    let mut model: BTreeMap<i64, Row> = BTreeMap::new();
+    for k in 0..3000 {
+        let row = random_row(&mut rng);
+        t.upsert_row(&full(k, &row)).expect("upsert");
+        model.insert(k, row);
+    }
+    t.compact().expect("compact");
+    let before = t.layout();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while t.statistics().auto_switches == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no automatic switch in 60 s of single-column scans"
+        );
+        let n = t
+            .scan(ScanOptions::default().columns(&["c4"]))
+            .expect("scan")
+            .map(|b| b.expect("batch").num_rows())
+            .sum::<usize>();
+        assert_eq!(n, model.len());
+    }
+    assert_ne!(t.layout(), before, "a switch changes the layout");
+    t.compact().expect("compact");
+    assert_eq!(scan_rows(&t, ScanOptions::default()), model);
+}

@@ -2,8 +2,9 @@
 //! Real-Time LSM-tree). For each table with `auto_layout_threshold` set, a
 //! background thread re-runs the advisor on the recorded workload every
 //! `auto_layout_interval_ms`, switches to its layout when the predicted
-//! cost falls by more than the threshold, and halves the recorded counts so
-//! that the log follows a drifting workload.
+//! cost falls by more than the threshold in two rounds in a row (with the
+//! same layout: [`confirm`]), and halves the recorded counts so that the
+//! log follows a drifting workload.
 //!
 //! A switch only records the new layout (a catalog write and a manifest
 //! edit); compaction moves the data in the background, so writes never wait
@@ -15,6 +16,7 @@ use std::time::Duration;
 use parking_lot::{Condvar, Mutex};
 
 use super::catalog::Catalog;
+use super::layout::TableLayout;
 use super::stats::TableStats;
 
 /// How often (in ticks of the thread) the workload logs are saved.
@@ -66,6 +68,28 @@ pub(crate) fn start(catalog: &Arc<Catalog>, stop: Arc<Stop>, tick: Duration) {
         });
 }
 
+/// Whether to switch to `proposal` (`None`: the advisor proposes no
+/// switch): only when the round before proposed the same layout. One
+/// round's advice may follow a passing phase of the workload (a burst of
+/// scans at the end of a mix); switching on it and back would rewrite the
+/// data twice for nothing. `pending` carries the proposal between rounds.
+pub(crate) fn confirm(pending: &mut Option<TableLayout>, proposal: Option<&TableLayout>) -> bool {
+    match proposal {
+        Some(p) if pending.as_ref() == Some(p) => {
+            *pending = None;
+            true
+        }
+        Some(p) => {
+            *pending = Some(p.clone());
+            false
+        }
+        None => {
+            *pending = None;
+            false
+        }
+    }
+}
+
 impl Catalog {
     /// One round: every auto table whose interval passed is advised and
     /// maybe re-laid-out.
@@ -82,14 +106,51 @@ impl Catalog {
             if ops < MIN_OPERATIONS {
                 continue;
             }
-            if let Ok(advice) = t.advise()
-                && advice.gain() > threshold
-                && advice.proposed != advice.current
-                && t.set_layout(advice.proposed).is_ok()
-            {
-                TableStats::bump(&t.inner().stats.auto_switches, 1);
+            if let Ok(advice) = t.advise() {
+                let wanted = advice.gain() > threshold && advice.proposed != advice.current;
+                let confirmed = confirm(
+                    &mut t.inner().auto_pending.lock(),
+                    wanted.then_some(&advice.proposed),
+                );
+                if confirmed && t.set_layout(advice.proposed).is_ok() {
+                    TableStats::bump(&t.inner().stats.auto_switches, 1);
+                }
             }
             t.inner().stats.workload.lock().decay(0.5);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(spec: &str) -> TableLayout {
+        let schema = crate::table::Schema::new(
+            vec![
+                crate::table::Column::new("k", crate::table::ColumnType::Int64),
+                crate::table::Column::new("a", crate::table::ColumnType::Int32),
+                crate::table::Column::new("b", crate::table::ColumnType::Int32),
+            ],
+            &["k"],
+        )
+        .expect("schema");
+        TableLayout::parse(spec, &schema, 3).expect("layout")
+    }
+
+    #[test]
+    fn a_switch_needs_the_same_proposal_twice_in_a_row() {
+        let (row, col) = (layout("row"), layout("column"));
+        let mut pending = None;
+        assert!(!confirm(&mut pending, Some(&col)), "first proposal");
+        assert!(confirm(&mut pending, Some(&col)), "confirmed");
+        // Confirmed once, it starts over.
+        assert!(!confirm(&mut pending, Some(&col)));
+        // A different proposal, or none, in between resets it.
+        assert!(!confirm(&mut pending, Some(&row)));
+        assert!(!confirm(&mut pending, Some(&col)));
+        assert!(!confirm(&mut pending, None));
+        assert!(!confirm(&mut pending, Some(&col)));
+        assert!(confirm(&mut pending, Some(&col)));
     }
 }

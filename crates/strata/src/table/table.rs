@@ -66,6 +66,8 @@ pub(crate) struct TableInner {
     pub insert_lock: Mutex<()>,
     /// When the automatic layout last asked the advisor.
     auto_checked: Mutex<Option<std::time::Instant>>,
+    /// The automatic layout's proposal awaiting confirmation.
+    pub auto_pending: Mutex<Option<super::layout::TableLayout>>,
 }
 
 impl TableInner {
@@ -131,6 +133,7 @@ impl TableInner {
             dropped: AtomicBool::new(false),
             insert_lock: Mutex::new(()),
             auto_checked: Mutex::new(None),
+            auto_pending: Mutex::new(None),
         })
     }
 
