@@ -417,6 +417,7 @@ impl Scanner {
         if self.window.segs.is_empty() {
             return Ok(false);
         }
+
         self.window.resolve(self.spec.snap, &mut self.resolver);
         self.counters.rows_read += self.window.rows as u64;
         if self.spec.predicate.is_some() {
@@ -526,10 +527,16 @@ impl Scanner {
         if rows == 0 {
             return Ok(None);
         }
+        // Fresh builders with room for a whole batch: a finished arrow
+        // builder starts over with no capacity and would grow by doubling.
         let columns = self
             .builders
             .iter_mut()
-            .map(ColumnBuilder::finish)
+            .zip(&self.spec.projection)
+            .map(|(b, &i)| {
+                let ty = self.schema.columns()[i].ty;
+                std::mem::replace(b, ColumnBuilder::new(ty, self.spec.batch_rows)).finish()
+            })
             .collect();
         RecordBatch::try_new(Arc::clone(&self.out_schema), columns)
             .map(Some)

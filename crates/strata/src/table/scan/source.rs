@@ -254,6 +254,9 @@ impl PieceRun {
         if rows == 0 {
             return Ok(None);
         }
+        // (The block moves into the chunk, so each chunk's buffer is new:
+        // sized once rather than grown.)
+        self.buf.reserve(self.builder.size_estimate() + 64);
         self.builder.finish(&mut self.buf);
         let block = CgBlock::parse(std::mem::take(&mut self.buf), &self.pieces, &self.group)
             .map_err(|r| Error::corruption("a scan's staged rows", 0, r))?;
