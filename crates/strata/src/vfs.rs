@@ -32,6 +32,15 @@ pub trait WritableFile: Send {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// Asks the file to grow its size ahead of the appends, `step` bytes at
+    /// a time (zero-filled past what was written), so that most appends
+    /// land inside the file's size and a sync has no size change to make
+    /// durable. A hint: a file system that ignores it stays correct.
+    /// Readers of such a file must take zeros after the last record as
+    /// its end.
+    fn preallocate_in_steps(&mut self, step: u64) {
+        let _ = step;
+    }
 }
 
 /// A file opened for positional reads; shared by many readers.
@@ -107,6 +116,44 @@ struct StdWritableFile {
     path: PathBuf,
     buf: Vec<u8>,
     len: u64,
+    /// Bytes handed to the operating system.
+    written: u64,
+    /// The step the size grows by ahead of the writes (0: it does not).
+    prealloc_step: u64,
+    /// The file's size as set ahead of the writes.
+    allocated: u64,
+}
+
+impl StdWritableFile {
+    /// Writes `data` at the end of what was written, first growing the
+    /// file's size past it when preallocating.
+    fn write_out(&mut self, data: &[u8]) -> Result<()> {
+        let end = self.written + data.len() as u64;
+        if self.prealloc_step > 0 && end > self.allocated {
+            let size = end.div_ceil(self.prealloc_step) * self.prealloc_step;
+            // Extending the size allocates nothing (the file is sparse past
+            // the data); the write position does not move.
+            self.file
+                .set_len(size)
+                .map_err(|e| io_err("preallocate", &self.path, e))?;
+            self.allocated = size;
+        }
+        self.file
+            .write_all(data)
+            .map_err(|e| io_err("write", &self.path, e))?;
+        self.written = end;
+        Ok(())
+    }
+}
+
+impl Drop for StdWritableFile {
+    fn drop(&mut self) {
+        // Gives a closed file back the size of what was written. Best
+        // effort: zeros past the data read as the end of a log anyway.
+        if self.allocated > self.written {
+            let _ = self.file.set_len(self.written);
+        }
+    }
 }
 
 impl WritableFile for StdWritableFile {
@@ -115,10 +162,7 @@ impl WritableFile for StdWritableFile {
         if self.buf.len() + data.len() > WRITE_BUFFER_BYTES {
             self.flush()?;
             if data.len() >= WRITE_BUFFER_BYTES {
-                return self
-                    .file
-                    .write_all(data)
-                    .map_err(|e| io_err("write", &self.path, e));
+                return self.write_out(data);
             }
         }
         self.buf.extend_from_slice(data);
@@ -127,11 +171,17 @@ impl WritableFile for StdWritableFile {
 
     fn flush(&mut self) -> Result<()> {
         if !self.buf.is_empty() {
-            let r = self.file.write_all(&self.buf);
+            let buf = std::mem::take(&mut self.buf);
+            let r = self.write_out(&buf);
+            self.buf = buf;
             self.buf.clear();
-            r.map_err(|e| io_err("write", &self.path, e))?;
+            r?;
         }
         Ok(())
+    }
+
+    fn preallocate_in_steps(&mut self, step: u64) {
+        self.prealloc_step = step;
     }
 
     fn sync(&mut self) -> Result<()> {
@@ -195,6 +245,9 @@ impl Vfs for StdVfs {
             path: path.to_path_buf(),
             buf: Vec::with_capacity(WRITE_BUFFER_BYTES),
             len: 0,
+            written: 0,
+            prealloc_step: 0,
+            allocated: 0,
         }))
     }
 

@@ -398,6 +398,10 @@ impl WritableFile for FaultWritableFile {
     fn len(&self) -> u64 {
         self.inner.len()
     }
+
+    fn preallocate_in_steps(&mut self, step: u64) {
+        self.inner.preallocate_in_steps(step);
+    }
 }
 
 struct FaultRandomAccessFile {

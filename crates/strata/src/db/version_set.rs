@@ -38,6 +38,9 @@ pub(super) fn write_current(vfs: &dyn Vfs, dir: &Path, number: FileNumber) -> Re
     vfs.sync_dir(dir)
 }
 
+/// How far ahead of its appends a write-ahead log's size is set.
+const WAL_PREALLOCATION_STEP: u64 = 4 << 20;
+
 /// Creates write-ahead log `number` and writes its header (naming the
 /// database and the log), handed to the OS at once so that a log on disk
 /// without its header is one a crash cut at creation.
@@ -47,7 +50,12 @@ pub(super) fn create_wal(
     number: FileNumber,
     db_id: &DbId,
 ) -> Result<LogWriter> {
-    let mut w = LogWriter::new(vfs.create(&filename::log_path(dir, number))?);
+    let mut file = vfs.create(&filename::log_path(dir, number))?;
+    // Synced appends that grow a file also make its new size durable (a
+    // journal commit on ext4): about a quarter of a synced write's time
+    // here. Growing the size ahead in steps spares most of them.
+    file.preallocate_in_steps(WAL_PREALLOCATION_STEP);
+    let mut w = LogWriter::new(file);
     w.add_record(&recovery::wal_header(db_id, number))?;
     w.flush()?;
     Ok(w)

@@ -131,7 +131,8 @@ impl LogReader {
                                 .to_string(),
                         );
                     }
-                    if self.pos > self.good_end {
+                    // (Padding and then only zeros is the unwritten rest.)
+                    if self.pos > self.good_end && !self.rest_is_zero(self.good_end) {
                         return self.damage(
                             self.good_end,
                             "log ends in block padding with no record after it".to_string(),
@@ -339,12 +340,13 @@ impl LogReader {
             if leftover < HEADER_SIZE {
                 let end = at + leftover;
                 if end > len {
-                    let reason = if self.rest_is_zero(at) {
-                        "log ends inside block padding (torn tail)".to_string()
-                    } else {
-                        "non-zero bytes in block padding".to_string()
+                    if self.rest_is_zero(at) {
+                        return Physical::Eof;
+                    }
+                    return Physical::Bad {
+                        at,
+                        reason: "non-zero bytes in block padding".to_string(),
                     };
-                    return Physical::Bad { at, reason };
                 }
                 if self.data[at..end].iter().any(|&b| b != 0) {
                     return Physical::Bad {
@@ -355,16 +357,22 @@ impl LogReader {
                 self.pos = end;
                 continue;
             }
+            // Zeros from here to the end are where the writer has not
+            // written yet: a log's size is set ahead of its appends
+            // (`WritableFile::preallocate_in_steps`), and a crash can leave
+            // an appended page unwritten. Neither held an acknowledged
+            // record, so the log ends here.
+            if self.rest_is_zero(at) {
+                return Physical::Eof;
+            }
             if len - at < HEADER_SIZE {
-                let reason = if self.rest_is_zero(at) {
-                    "zero-filled tail (preallocated or torn write)".to_string()
-                } else {
-                    format!(
+                return Physical::Bad {
+                    at,
+                    reason: format!(
                         "truncated record header ({} of {HEADER_SIZE} bytes)",
                         len - at
-                    )
+                    ),
                 };
-                return Physical::Bad { at, reason };
             }
             let header = &self.data[at..at + HEADER_SIZE];
             let (Some(masked), Some(length)) =
@@ -378,12 +386,10 @@ impl LogReader {
             };
             let ty = header[8];
             if masked == 0 && length == 0 && ty == 0 {
-                let reason = if self.rest_is_zero(at) {
-                    "zero-filled tail (preallocated or torn write)".to_string()
-                } else {
-                    "zero-filled record header".to_string()
+                return Physical::Bad {
+                    at,
+                    reason: "zero-filled record header".to_string(),
                 };
-                return Physical::Bad { at, reason };
             }
             let room = leftover - HEADER_SIZE;
             let length = usize::try_from(length).unwrap_or(usize::MAX);
