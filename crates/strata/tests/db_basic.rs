@@ -392,7 +392,7 @@ fn a_preallocated_log_recovers_every_synced_write_and_nothing_else() {
     for i in 0..100u32 {
         let mut b = WriteBatch::new();
         b.put(format!("key{i:03}").as_bytes(), b"value");
-        db.write(sync.clone(), b).expect("write");
+        db.write(sync, b).expect("write");
     }
     // The crash image: every file as it is now, the open log included.
     let mut preallocated = false;
