@@ -119,19 +119,27 @@ pub trait Engine: Send + Sync {
 pub enum EngineKind {
     Strata,
     RocksDb,
+    /// RocksDB with its own defaults for the tree's shape (dynamic level
+    /// sizing on), rather than the settings mapped from Strata's.
+    RocksDbDefaults,
     Fjall,
 }
 
 impl EngineKind {
     /// Every engine, compiled in or not.
-    pub const ALL: &'static [EngineKind] =
-        &[EngineKind::Strata, EngineKind::RocksDb, EngineKind::Fjall];
+    pub const ALL: &'static [EngineKind] = &[
+        EngineKind::Strata,
+        EngineKind::RocksDb,
+        EngineKind::RocksDbDefaults,
+        EngineKind::Fjall,
+    ];
 
     /// The name used in flags and results.
     pub fn name(self) -> &'static str {
         match self {
             EngineKind::Strata => "strata",
             EngineKind::RocksDb => "rocksdb",
+            EngineKind::RocksDbDefaults => "rocksdb-defaults",
             EngineKind::Fjall => "fjall",
         }
     }
@@ -140,7 +148,7 @@ impl EngineKind {
     pub fn compiled(self) -> bool {
         match self {
             EngineKind::Strata => true,
-            EngineKind::RocksDb => cfg!(feature = "rocksdb"),
+            EngineKind::RocksDb | EngineKind::RocksDbDefaults => cfg!(feature = "rocksdb"),
             EngineKind::Fjall => cfg!(feature = "fjall"),
         }
     }
@@ -149,7 +157,7 @@ impl EngineKind {
     pub fn feature(self) -> Option<&'static str> {
         match self {
             EngineKind::Strata => None,
-            EngineKind::RocksDb => Some("rocksdb"),
+            EngineKind::RocksDb | EngineKind::RocksDbDefaults => Some("rocksdb"),
             EngineKind::Fjall => Some("fjall"),
         }
     }
@@ -231,6 +239,10 @@ pub fn open_engine(
         EngineKind::RocksDb => Ok(Arc::new(crate::engines::rocksdb::RocksEngine::open(
             settings, dir,
         )?)),
+        #[cfg(feature = "rocksdb")]
+        EngineKind::RocksDbDefaults => Ok(Arc::new(
+            crate::engines::rocksdb::RocksEngine::open_with_shipped_shape(settings, dir)?,
+        )),
         #[cfg(feature = "fjall")]
         EngineKind::Fjall => Ok(Arc::new(crate::engines::fjall::FjallEngine::open(
             settings, dir,

@@ -55,13 +55,30 @@ pub struct RocksEngine {
     disable_wal: bool,
     /// Iterators use `total_order_seek` (a prefix extractor is set).
     total_order: bool,
+    /// The tree's shape is RocksDB's own (see `open_with_shipped_shape`).
+    shipped: bool,
     // Keeps the block cache alive as long as the database.
     _cache: Cache,
 }
 
 impl RocksEngine {
-    /// Opens (creating if missing) the database in `dir`.
+    /// Opens (creating if missing) the database in `dir`, its tree shaped
+    /// as Strata's (the settings mapped above).
     pub fn open(s: &BenchSettings, dir: &Path) -> Result<RocksEngine> {
+        Self::open_shaped(s, dir, false)
+    }
+
+    /// Opens the database with RocksDB's own defaults for the tree's shape
+    /// (`level_compaction_dynamic_level_bytes` on, its level base, size
+    /// ratio, file size, level-0 triggers and background jobs): what a
+    /// RocksDB user gets out of the box. The workload's settings (write
+    /// buffer, block size and cache, bloom filter, compression, WAL and
+    /// sync) still apply.
+    pub fn open_with_shipped_shape(s: &BenchSettings, dir: &Path) -> Result<RocksEngine> {
+        Self::open_shaped(s, dir, true)
+    }
+
+    fn open_shaped(s: &BenchSettings, dir: &Path, shipped: bool) -> Result<RocksEngine> {
         let mut notes = Vec::new();
         let mut opts = Options::default();
         opts.create_if_missing(true);
@@ -69,16 +86,24 @@ impl RocksEngine {
             usize::try_from(s.write_buffer_size)
                 .map_err(|_| Error::msg("--write-buffer-size is too large"))?,
         );
-        opts.set_max_write_buffer_number(2);
-        opts.set_max_bytes_for_level_multiplier(s.size_ratio as f64);
-        opts.set_level_compaction_dynamic_level_bytes(false);
-        opts.set_max_bytes_for_level_base(256 << 20);
-        opts.set_target_file_size_base(64 << 20);
-        opts.set_num_levels(7);
-        opts.set_level_zero_file_num_compaction_trigger(4);
-        opts.set_level_zero_slowdown_writes_trigger(20);
-        opts.set_level_zero_stop_writes_trigger(36);
-        opts.set_max_background_jobs(2);
+        if shipped {
+            notes.push(
+                "rocksdb-defaults: the tree's shape is RocksDB's own \
+                 (level_compaction_dynamic_level_bytes = true, size ratio 10)"
+                    .into(),
+            );
+        } else {
+            opts.set_max_write_buffer_number(2);
+            opts.set_max_bytes_for_level_multiplier(s.size_ratio as f64);
+            opts.set_level_compaction_dynamic_level_bytes(false);
+            opts.set_max_bytes_for_level_base(256 << 20);
+            opts.set_target_file_size_base(64 << 20);
+            opts.set_num_levels(7);
+            opts.set_level_zero_file_num_compaction_trigger(4);
+            opts.set_level_zero_slowdown_writes_trigger(20);
+            opts.set_level_zero_stop_writes_trigger(36);
+            opts.set_max_background_jobs(2);
+        }
         opts.set_compression_type(match s.compression {
             CompressionKind::None => DBCompressionType::None,
             CompressionKind::Lz4 => DBCompressionType::Lz4,
@@ -104,11 +129,13 @@ impl RocksEngine {
              (cache_index_and_filter_blocks = false, RocksDB's default; Strata also keeps them in its table readers)"
                 .into(),
         );
-        notes.push(
+        notes.push(if shipped {
+            "rocksdb: statistics enabled (tickers only, for write amplification)".into()
+        } else {
             "rocksdb: statistics enabled (tickers only, for write amplification); \
              level_compaction_dynamic_level_bytes = false to match Strata's static level targets"
-                .into(),
-        );
+                .into()
+        });
         let total_order = match &s.memtable {
             Some(m) => set_memtable(&mut opts, s, m, &mut notes)?,
             None => false,
@@ -129,6 +156,7 @@ impl RocksEngine {
             notes,
             disable_wal: s.disable_wal,
             total_order,
+            shipped,
             _cache: cache,
         })
     }
@@ -206,7 +234,11 @@ fn set_memtable(
 
 impl Engine for RocksEngine {
     fn name(&self) -> &'static str {
-        "rocksdb"
+        if self.shipped {
+            "rocksdb-defaults"
+        } else {
+            "rocksdb"
+        }
     }
 
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
