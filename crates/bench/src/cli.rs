@@ -11,7 +11,7 @@ use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand}
 use crate::engine::{EngineKind, parse_engines};
 use crate::record::{latest_medians, read_all};
 use crate::runner::{RunPlan, run};
-use crate::settings::{BenchSettings, CompressionKind, Distribution, parse_count, parse_size};
+use crate::settings::{BenchSettings, parse_count, parse_size};
 use crate::workload::{Workload, parse_workloads};
 use crate::{Error, Result, advisorsuite, htap, memsuite, plot, report, shortsuite, sysinfo};
 
@@ -381,12 +381,46 @@ pub fn find_suite(name: &str) -> Result<&'static Suite> {
     })
 }
 
+/// The settings a run takes from the flags, unvalidated (a suite may
+/// change some before it validates them).
+pub fn settings_from_args(a: &BenchArgs) -> Result<BenchSettings> {
+    Ok(BenchSettings {
+        num: a.num,
+        reads: a.reads.unwrap_or(a.num),
+        writes: a.writes.unwrap_or(a.num),
+        key_size: a.key_size,
+        value_size: a.value_size,
+        value_random_fraction: a.value_random_fraction,
+        write_buffer_size: a.write_buffer_size,
+        size_ratio: a.size_ratio,
+        bloom_bits: a.bloom_bits,
+        block_size: usize::try_from(a.block_size)
+            .map_err(|_| Error::msg("--block-size is too large"))?,
+        cache_size: a.cache_size,
+        compression: a.compression.parse()?,
+        disable_wal: a.disable_wal,
+        sync: a.sync,
+        threads: a.threads,
+        seed: a.seed,
+        memtable: None,
+        scan_length: a.scan_length,
+        miss_ratio: a.miss_ratio,
+        distribution: a.distribution.parse()?,
+        prefix_len: a.prefix_len,
+        hash_buckets: a.hash_buckets,
+        linklist_threshold: a.linklist_threshold,
+        retain_memtables: a.retain_memtables,
+        iterator_reduction: a.iterator_reduction,
+        level_filter_bytes: a.level_filter_bytes,
+        reduction_gates: a.reduction_gates,
+    })
+}
+
 /// Turns flags into a run plan, validating every name and value.
 pub fn plan_from_args(a: &BenchArgs, suite: Option<&str>) -> Result<RunPlan> {
     let workloads = parse_workloads(&a.workloads)?;
     let engines = parse_engines(&a.engines)?;
-    let compression: CompressionKind = a.compression.parse()?;
-    let distribution: Distribution = a.distribution.parse()?;
+    let settings = settings_from_args(a)?;
     let memtables = match a.memtable.as_deref() {
         None => Vec::new(),
         Some("all") => strata::MemTableKind::ALL
@@ -410,36 +444,6 @@ pub fn plan_from_args(a: &BenchArgs, suite: Option<&str>) -> Result<RunPlan> {
             "--memtable applies to Strata only; add strata to --engines",
         ));
     }
-    let settings = BenchSettings {
-        num: a.num,
-        reads: a.reads.unwrap_or(a.num),
-        writes: a.writes.unwrap_or(a.num),
-        key_size: a.key_size,
-        value_size: a.value_size,
-        value_random_fraction: a.value_random_fraction,
-        write_buffer_size: a.write_buffer_size,
-        size_ratio: a.size_ratio,
-        bloom_bits: a.bloom_bits,
-        block_size: usize::try_from(a.block_size)
-            .map_err(|_| Error::msg("--block-size is too large"))?,
-        cache_size: a.cache_size,
-        compression,
-        disable_wal: a.disable_wal,
-        sync: a.sync,
-        threads: a.threads,
-        seed: a.seed,
-        memtable: None,
-        scan_length: a.scan_length,
-        miss_ratio: a.miss_ratio,
-        distribution,
-        prefix_len: a.prefix_len,
-        hash_buckets: a.hash_buckets,
-        linklist_threshold: a.linklist_threshold,
-        retain_memtables: a.retain_memtables,
-        iterator_reduction: a.iterator_reduction,
-        level_filter_bytes: a.level_filter_bytes,
-        reduction_gates: a.reduction_gates,
-    };
     settings.validate()?;
     if a.repeat == 0 {
         return Err(Error::msg("--repeat must be at least 1"));
@@ -814,6 +818,7 @@ pub fn plot_from_json(json: &Path, dir: &Path) -> Result<Vec<PathBuf>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::settings::{CompressionKind, Distribution};
 
     fn parse(args: &[&str]) -> Cli {
         let v: Vec<String> = std::iter::once("strata-bench")

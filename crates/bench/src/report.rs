@@ -332,25 +332,50 @@ pub fn markdown_report(records: &[Record], ctx: &ReportContext<'_>) -> String {
         .collect();
     notes.sort();
     notes.dedup();
-    if !notes.is_empty() {
-        let _ = writeln!(s, "#### Notes\n");
-        for n in notes {
-            let _ = writeln!(s, "- {n}");
-        }
-        let _ = writeln!(s);
-    }
-    if !ctx.charts.is_empty() {
-        let _ = writeln!(s, "#### Charts\n");
-        for c in &ctx.charts {
-            let name = Path::new(c)
-                .file_stem()
-                .and_then(|n| n.to_str())
-                .unwrap_or(c);
-            let _ = writeln!(s, "- [{name}]({c})");
-        }
-        let _ = writeln!(s);
-    }
+    notes_section(&mut s, &notes);
+    charts_section(&mut s, &ctx.charts, ChartLinks::List);
     s
+}
+
+/// Appends a "Notes" section listing `notes` (nothing when there are none).
+pub fn notes_section<N: std::fmt::Display>(s: &mut String, notes: &[N]) {
+    if notes.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "#### Notes\n");
+    for n in notes {
+        let _ = writeln!(s, "- {n}");
+    }
+    let _ = writeln!(s);
+}
+
+/// How a report shows its charts.
+#[derive(Clone, Copy)]
+pub enum ChartLinks {
+    /// A list of links.
+    List,
+    /// Images embedded in the page.
+    Embedded,
+}
+
+/// Appends a "Charts" section for the chart files `charts` (nothing when
+/// there are none), each named by its file stem.
+pub fn charts_section(s: &mut String, charts: &[String], links: ChartLinks) {
+    if charts.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "#### Charts\n");
+    for c in charts {
+        let name = Path::new(c)
+            .file_stem()
+            .and_then(|n| n.to_str())
+            .unwrap_or(c);
+        let _ = match links {
+            ChartLinks::List => writeln!(s, "- [{name}]({c})"),
+            ChartLinks::Embedded => writeln!(s, "![{name}]({c})"),
+        };
+    }
+    let _ = writeln!(s);
 }
 
 #[cfg(test)]

@@ -99,7 +99,7 @@ use crate::keys::{ValueGen, decode_key, encode_key};
 use crate::record::{Record, append, median_of};
 use crate::report::ReportInfo;
 use crate::runner::{Target, make_named_record, summary_line};
-use crate::settings::{BenchSettings, CompressionKind, Distribution};
+use crate::settings::BenchSettings;
 use crate::sysinfo;
 use crate::workload::{Outcome, RunState, new_hist};
 use crate::{Error, Result, plot, report};
@@ -343,32 +343,12 @@ pub fn plan(
         Vec::new()
     };
     let settings = BenchSettings {
-        num: a.num,
         reads: a
             .reads
             .unwrap_or_else(|| scaled(STUDY_POINT_QUERIES, a.num, 1)),
         writes: a.num,
-        key_size: a.key_size,
-        value_size: a.value_size,
-        value_random_fraction: a.value_random_fraction,
-        write_buffer_size: a.write_buffer_size,
-        size_ratio: a.size_ratio,
-        bloom_bits: a.bloom_bits,
-        block_size: usize::try_from(a.block_size)
-            .map_err(|_| Error::msg("--block-size is too large"))?,
-        cache_size: a.cache_size,
-        compression: a.compression.parse::<CompressionKind>()?,
-        disable_wal: a.disable_wal,
-        sync: a.sync,
         threads: 1,
-        seed: a.seed,
-        memtable: None,
-        scan_length: a.scan_length,
         miss_ratio: 0.0,
-        distribution: a.distribution.parse::<Distribution>()?,
-        prefix_len: a.prefix_len,
-        hash_buckets: a.hash_buckets,
-        linklist_threshold: a.linklist_threshold,
         retain_memtables: false,
         // The study measures the memtable alone: no short-scan mechanism
         // (its range queries are 0.1 % of the keys, where reduction idles
@@ -376,6 +356,7 @@ pub fn plan(
         iterator_reduction: false,
         level_filter_bytes: None,
         reduction_gates: true,
+        ..crate::cli::settings_from_args(a)?
     };
     settings.validate()?;
     let mix_buffer = if a.num >= STUDY_INSERTS {

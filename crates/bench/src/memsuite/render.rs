@@ -530,24 +530,9 @@ pub fn markdown(records: &[Record], info: &ReportInfo<'_, MemSuite>) -> String {
             )
         })
         .collect();
-    if !notes.is_empty() || !stopped.is_empty() {
-        let _ = writeln!(s, "#### Notes\n");
-        for n in notes.iter().chain(&stopped) {
-            let _ = writeln!(s, "- {n}");
-        }
-        let _ = writeln!(s);
-    }
-    if !info.charts.is_empty() {
-        let _ = writeln!(s, "#### Charts\n");
-        for c in &info.charts {
-            let name = Path::new(c)
-                .file_stem()
-                .and_then(|n| n.to_str())
-                .unwrap_or(c);
-            let _ = writeln!(s, "![{name}]({c})");
-        }
-        let _ = writeln!(s);
-    }
+    notes.extend(stopped);
+    report::notes_section(&mut s, &notes);
+    report::charts_section(&mut s, &info.charts, report::ChartLinks::Embedded);
     s
 }
 

@@ -448,15 +448,7 @@ fn sequential(suite: &MemSuite, data: &Data, target: &Target, run_id: &str) -> R
         .elapsed()
         .saturating_sub(run.tracker.take_probe_time());
     let inserted = ph.ops as usize;
-    let wall = ph.wall;
-    out.push(run.record(
-        "mem-insert",
-        describe_phase("mem-insert"),
-        &ph,
-        wall,
-        order_extra("sequential"),
-        BTreeMap::new(),
-    ));
+    out.push(sequential_record(&mut run, "mem-insert", &ph));
 
     // Empty point queries.
     let mut ph = Phase::new(data.misses.len() as u64);
@@ -470,15 +462,7 @@ fn sequential(suite: &MemSuite, data: &Data, target: &Target, run_id: &str) -> R
         }
     }
     ph.wall = start.elapsed();
-    let wall = ph.wall;
-    out.push(run.record(
-        "mem-get-miss",
-        describe_phase("mem-get-miss"),
-        &ph,
-        wall,
-        order_extra("sequential"),
-        BTreeMap::new(),
-    ));
+    out.push(sequential_record(&mut run, "mem-get-miss", &ph));
 
     // Non-empty point queries, uniform among the inserted keys.
     let mut rng = StdRng::seed_from_u64(suite.settings.seed ^ 0x417);
@@ -494,15 +478,7 @@ fn sequential(suite: &MemSuite, data: &Data, target: &Target, run_id: &str) -> R
         }
     }
     ph.wall = start.elapsed();
-    let wall = ph.wall;
-    out.push(run.record(
-        "mem-get-hit",
-        describe_phase("mem-get-hit"),
-        &ph,
-        wall,
-        order_extra("sequential"),
-        BTreeMap::new(),
-    ));
+    out.push(sequential_record(&mut run, "mem-get-hit", &ph));
 
     // Range queries.
     let mut rng = StdRng::seed_from_u64(suite.settings.seed ^ 0x4a7e);
@@ -519,17 +495,21 @@ fn sequential(suite: &MemSuite, data: &Data, target: &Target, run_id: &str) -> R
         }
     }
     ph.wall = start.elapsed();
-    let wall = ph.wall;
-    out.push(run.record(
-        "mem-range",
-        describe_phase("mem-range"),
-        &ph,
-        wall,
-        order_extra("sequential"),
-        BTreeMap::new(),
-    ));
+    out.push(sequential_record(&mut run, "mem-range", &ph));
     run.close()?;
     Ok(out)
+}
+
+/// The record of one phase of the sequential run.
+fn sequential_record(run: &mut Run, workload: &str, ph: &Phase) -> Record {
+    run.record(
+        workload,
+        describe_phase(workload),
+        ph,
+        ph.wall,
+        order_extra("sequential"),
+        BTreeMap::new(),
+    )
 }
 
 fn order_extra(order: &str) -> serde_json::Map<String, serde_json::Value> {
@@ -728,8 +708,7 @@ fn mix_run(suite: &MemSuite, mix: &Mix, kind: &str, run_id: &str) -> Result<Reco
     extra.insert("mix_buffer_bytes".into(), json!(suite.mix_buffer));
     extra.insert("recent_window".into(), json!(window));
     extra.insert("throughput_basis".into(), json!("wall time of the mix"));
-    let wall = ph.wall;
-    let r = run.record(mix.name, mix.describe, &ph, wall, extra, by_kind);
+    let r = run.record(mix.name, mix.describe, &ph, ph.wall, extra, by_kind);
     run.close()?;
     Ok(r)
 }

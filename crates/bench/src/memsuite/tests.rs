@@ -1,6 +1,7 @@
 use super::render::{find, median_f64, paired_ratios, reps_summary, truncated};
 use super::run::Data;
 use super::*;
+use crate::settings::Distribution;
 
 fn tiny(dir: &Path) -> MemSuite {
     let settings = BenchSettings {

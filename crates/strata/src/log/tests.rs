@@ -1,3 +1,12 @@
+//! Tests of the record log: round trips, every truncation and bit flip of
+//! written logs, zero tails, fault injection.
+//!
+//! `expect` and `unwrap` here are assertions of the tests, on what the tests
+//! themselves write and read back. The reader's code under test never
+//! panics on damaged input: it returns `Error::Corruption` (or reports the
+//! damage through `dropped()`), which is what `check_cut`, `check_flip` and
+//! the zero-tail tests assert.
+
 use std::path::Path;
 
 use super::*;
