@@ -82,6 +82,13 @@ mod compaction;
 #[cfg(feature = "testing")]
 #[doc(hidden)]
 #[allow(missing_docs)]
+pub mod dict;
+#[cfg(not(feature = "testing"))]
+#[allow(dead_code, unused_imports)]
+mod dict;
+#[cfg(feature = "testing")]
+#[doc(hidden)]
+#[allow(missing_docs)]
 pub mod filename;
 #[cfg(not(feature = "testing"))]
 #[allow(dead_code, unused_imports)]
