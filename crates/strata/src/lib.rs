@@ -110,6 +110,13 @@ mod iter;
 #[cfg(feature = "testing")]
 #[doc(hidden)]
 #[allow(missing_docs)]
+pub mod keyblock;
+#[cfg(not(feature = "testing"))]
+#[allow(dead_code, unused_imports)]
+mod keyblock;
+#[cfg(feature = "testing")]
+#[doc(hidden)]
+#[allow(missing_docs)]
 pub mod level_filter;
 #[cfg(not(feature = "testing"))]
 #[allow(dead_code, unused_imports)]

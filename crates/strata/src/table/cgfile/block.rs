@@ -1,4 +1,5 @@
-//! PAX data blocks of column-group files: the keys once, then each column
+//! PAX data blocks of column-group files: the keys once (the shared key
+//! section, `crate::keyblock`), then each column
 //! of the group as its own typed vector.
 //!
 //! ```text
@@ -22,13 +23,13 @@
 //! Integers are little-endian. A tombstone row has no column; a merge row
 //! only the columns its update set.
 
-use crate::coding::get_varint64;
 use crate::key::{SeqNo, ValueKind};
+pub use crate::keyblock::BlockError;
+use crate::keyblock::{KeyRows, u32_at};
 use crate::table::piece::{Cell, PieceSchema};
 use crate::table::schema::ColumnType;
 
 pub(super) const PARTIAL: u8 = 1;
-pub(super) const FIXED_KEYS: u8 = 2;
 pub(super) const COL_PRESENCE: u8 = 1;
 pub(super) const COL_NULLS: u8 = 2;
 
@@ -42,15 +43,6 @@ pub(super) fn set_bit(bitmap: &mut Vec<u8>, r: usize) {
 #[inline]
 fn get_bit(bitmap: &[u8], r: usize) -> bool {
     bitmap[r / 8] & (1 << (r % 8)) != 0
-}
-
-/// The first eight bytes of `key` as a big-endian integer, zero-padded.
-#[inline]
-pub fn prefix_of(key: &[u8]) -> u64 {
-    let mut b = [0u8; 8];
-    let n = key.len().min(8);
-    b[..n].copy_from_slice(&key[..n]);
-    u64::from_be_bytes(b)
 }
 
 /// One column of a block as slices (see [`CgBlock::column_view`]). Row
@@ -149,77 +141,8 @@ struct ColumnSlices {
 #[derive(Debug)]
 pub struct CgBlock {
     data: Vec<u8>,
-    rows: usize,
-    key_len: Option<usize>,
-    keys: (usize, usize),
-    key_offsets: (usize, usize),
-    trailers: (usize, usize),
+    keys: KeyRows,
     columns: Vec<ColumnSlices>,
-}
-
-/// Why a block does not parse (the caller adds the file and offset).
-pub type BlockError = String;
-
-struct Cursor<'a> {
-    data: &'a [u8],
-    pos: usize,
-}
-
-impl Cursor<'_> {
-    fn take(&mut self, n: usize, what: &str) -> Result<(usize, usize), BlockError> {
-        let end = self
-            .pos
-            .checked_add(n)
-            .filter(|&e| e <= self.data.len())
-            .ok_or_else(|| format!("block too short for its {what}"))?;
-        let r = (self.pos, end);
-        self.pos = end;
-        Ok(r)
-    }
-
-    fn varint(&mut self, what: &str) -> Result<u64, BlockError> {
-        let mut s = &self.data[self.pos..];
-        let before = s.len();
-        let v = get_varint64(&mut s).ok_or_else(|| format!("bad varint for {what}"))?;
-        self.pos += before - s.len();
-        Ok(v)
-    }
-
-    fn byte(&mut self, what: &str) -> Result<u8, BlockError> {
-        let (a, _) = self.take(1, what)?;
-        Ok(self.data[a])
-    }
-}
-
-fn u32_at(d: &[u8], at: usize) -> u32 {
-    let mut b = [0u8; 4];
-    b.copy_from_slice(&d[at..at + 4]);
-    u32::from_le_bytes(b)
-}
-
-fn check_offsets(
-    d: &[u8],
-    offs: (usize, usize),
-    bytes_len: usize,
-    what: &str,
-) -> Result<(), BlockError> {
-    let mut prev = 0u32;
-    let n = (offs.1 - offs.0) / 4;
-    for i in 0..n {
-        let o = u32_at(d, offs.0 + i * 4);
-        if (i == 0 && o != 0) || o < prev || o as usize > bytes_len {
-            return Err(format!(
-                "{what} offsets are not increasing within the block"
-            ));
-        }
-        prev = o;
-    }
-    if n > 0 && prev as usize != bytes_len {
-        return Err(format!(
-            "{what} offsets do not end at the end of their bytes"
-        ));
-    }
-    Ok(())
 }
 
 impl CgBlock {
@@ -231,31 +154,12 @@ impl CgBlock {
         schema: &PieceSchema,
         group: &[usize],
     ) -> Result<CgBlock, BlockError> {
-        let mut c = Cursor {
-            data: &data,
-            pos: 0,
-        };
-        let rows = usize::try_from(c.varint("row count")?).map_err(|_| "row count")?;
-        if rows > data.len() {
-            return Err(format!("block claims {rows} rows in {} bytes", data.len()));
-        }
-        let flags = c.byte("flags")?;
-        if flags & !(PARTIAL | FIXED_KEYS) != 0 {
+        let (keys, flags, mut c) = KeyRows::parse(&data)?;
+        let rows = keys.rows();
+        if flags & !PARTIAL != 0 {
             return Err(format!("unknown block flags {flags:#04x}"));
         }
         let partial = flags & PARTIAL != 0;
-        let (key_len, keys, key_offsets) = if flags & FIXED_KEYS != 0 {
-            let l = usize::try_from(c.varint("key length")?).map_err(|_| "key length")?;
-            let n = l.checked_mul(rows).ok_or("key bytes overflow")?;
-            (Some(l), c.take(n, "keys")?, (0, 0))
-        } else {
-            let offs = c.take((rows + 1) * 4, "key offsets")?;
-            let last = u32_at(&data, offs.1 - 4) as usize;
-            let keys = c.take(last, "keys")?;
-            check_offsets(&data, offs, last, "key")?;
-            (None, keys, offs)
-        };
-        let trailers = c.take(rows * 8, "trailers")?;
         let bitmap_len = rows.div_ceil(8);
         let mut columns = Vec::with_capacity(group.len());
         for &v in group {
@@ -276,13 +180,7 @@ impl CgBlock {
             };
             let (values, bytes) = match ty.fixed_width() {
                 Some(w) => (c.take(rows * w, "column values")?, (0, 0)),
-                None => {
-                    let offs = c.take((rows + 1) * 4, "column offsets")?;
-                    let last = u32_at(&data, offs.1 - 4) as usize;
-                    let bytes = c.take(last, "column bytes")?;
-                    check_offsets(&data, offs, last, "column")?;
-                    (offs, bytes)
-                }
+                None => c.offsets_and_bytes(rows, "column")?,
             };
             columns.push(ColumnSlices {
                 v,
@@ -293,46 +191,19 @@ impl CgBlock {
                 bytes,
             });
         }
-        if c.pos != data.len() {
+        if c.pos() != data.len() {
             return Err("bytes after the last column".into());
         }
-        let block = CgBlock {
+        Ok(CgBlock {
             data,
-            rows,
-            key_len,
             keys,
-            key_offsets,
-            trailers,
             columns,
-        };
-        for r in 0..rows {
-            let t = block.trailer(r);
-            if ValueKind::from_u8((t & 0xff) as u8).is_none() {
-                return Err(format!("row {r} has an unknown kind {}", t & 0xff));
-            }
-            if r > 0 && !block.row_before(r - 1, r) {
-                return Err(format!("rows {} and {r} are out of order", r - 1));
-            }
-        }
-        Ok(block)
-    }
-
-    fn row_before(&self, a: usize, b: usize) -> bool {
-        // Keys of at most eight bytes, all one length: the prefix is the key.
-        let keys = match self.key_len {
-            Some(l) if l <= 8 => self.key_prefix(a).cmp(&self.key_prefix(b)),
-            _ => self.user_key(a).cmp(self.user_key(b)),
-        };
-        match keys {
-            std::cmp::Ordering::Less => true,
-            std::cmp::Ordering::Equal => self.trailer(a) > self.trailer(b),
-            std::cmp::Ordering::Greater => false,
-        }
+        })
     }
 
     /// Number of rows.
     pub fn rows(&self) -> usize {
-        self.rows
+        self.keys.rows()
     }
 
     /// Bytes held (for the cache's weight).
@@ -343,67 +214,34 @@ impl CgBlock {
     /// Row `r`'s user key.
     #[inline]
     pub fn user_key(&self, r: usize) -> &[u8] {
-        match self.key_len {
-            Some(l) => &self.data[self.keys.0 + r * l..self.keys.0 + (r + 1) * l],
-            None => {
-                let a = u32_at(&self.data, self.key_offsets.0 + r * 4) as usize;
-                let b = u32_at(&self.data, self.key_offsets.0 + (r + 1) * 4) as usize;
-                &self.data[self.keys.0 + a..self.keys.0 + b]
-            }
-        }
+        self.keys.user_key(&self.data, r)
     }
 
     /// Row `r`'s trailer (sequence number << 8 | kind).
     #[inline]
     pub fn trailer(&self, r: usize) -> u64 {
-        let mut b = [0u8; 8];
-        let at = self.trailers.0 + r * 8;
-        b.copy_from_slice(&self.data[at..at + 8]);
-        u64::from_le_bytes(b)
+        self.keys.trailer(&self.data, r)
     }
 
     /// Row `r`'s sequence number.
     pub fn seqno(&self, r: usize) -> SeqNo {
-        SeqNo(self.trailer(r) >> 8)
+        self.keys.seqno(&self.data, r)
     }
 
     /// Row `r`'s kind (checked at parse).
     pub fn kind(&self, r: usize) -> ValueKind {
-        ValueKind::from_u8((self.trailer(r) & 0xff) as u8).unwrap_or(ValueKind::Put)
+        self.keys.kind(&self.data, r)
     }
 
     /// The first row at or after (`user_key`, `trailer`) in internal-key
     /// order (`rows()` if none).
     pub fn lower_bound(&self, user_key: &[u8], trailer: u64) -> usize {
-        let (mut lo, mut hi) = (0, self.rows);
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            let before = match self.user_key(mid).cmp(user_key) {
-                std::cmp::Ordering::Less => true,
-                std::cmp::Ordering::Equal => self.trailer(mid) > trailer,
-                std::cmp::Ordering::Greater => false,
-            };
-            if before {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
+        self.keys.lower_bound(&self.data, user_key, trailer)
     }
 
     /// The first row whose user key is after `user_key` (`rows()` if none).
     pub fn upper_bound_key(&self, user_key: &[u8]) -> usize {
-        let (mut lo, mut hi) = (0, self.rows);
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if self.user_key(mid) <= user_key {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
+        self.keys.upper_bound_key(&self.data, user_key)
     }
 
     /// Whether some row lacks some column (a tombstone or an update).
@@ -413,7 +251,7 @@ impl CgBlock {
 
     /// The length of every user key, when all have the same.
     pub fn fixed_key_len(&self) -> Option<usize> {
-        self.key_len
+        self.keys.fixed_key_len()
     }
 
     /// The first eight bytes of row `r`'s user key as a big-endian integer
@@ -421,15 +259,7 @@ impl CgBlock {
     /// compares whole keys only when prefixes tie.
     #[inline]
     pub fn key_prefix(&self, r: usize) -> u64 {
-        if let Some(l) = self.key_len
-            && l >= 8
-        {
-            let at = self.keys.0 + r * l;
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&self.data[at..at + 8]);
-            return u64::from_be_bytes(b);
-        }
-        prefix_of(self.user_key(r))
+        self.keys.key_prefix(&self.data, r)
     }
 
     /// Whether row `r` carries every column of the block.

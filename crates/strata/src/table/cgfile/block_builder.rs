@@ -4,10 +4,9 @@
 //! encoded when it is full.
 
 use super::block::{
-    COL_NULLS, COL_PRESENCE, ColumnStats, FIXED_KEYS, MAX_STAT_BYTES, PARTIAL, compare_stat,
-    set_bit,
+    COL_NULLS, COL_PRESENCE, ColumnStats, MAX_STAT_BYTES, PARTIAL, compare_stat, set_bit,
 };
-use crate::coding::put_varint64;
+use crate::keyblock::KeyRowsBuilder;
 use crate::table::piece::{Cell, PieceSchema, PieceView};
 use crate::table::schema::ColumnType;
 
@@ -148,10 +147,7 @@ impl ColumnBuf {
 
 /// Collects rows into one PAX block.
 pub struct BlockBuilder {
-    keys: Vec<u8>,
-    key_offsets: Vec<u32>,
-    key_len: Option<usize>,
-    trailers: Vec<u64>,
+    keys: KeyRowsBuilder,
     columns: Vec<ColumnBuf>,
     rows: usize,
     partial: bool,
@@ -162,10 +158,7 @@ impl BlockBuilder {
     /// table whose value columns are `schema`.
     pub fn new(schema: &PieceSchema, group: &[usize]) -> BlockBuilder {
         BlockBuilder {
-            keys: Vec::new(),
-            key_offsets: vec![0],
-            key_len: None,
-            trailers: Vec::new(),
+            keys: KeyRowsBuilder::default(),
             columns: group
                 .iter()
                 .map(|&v| ColumnBuf::new(v, schema.ty(v)))
@@ -194,14 +187,7 @@ impl BlockBuilder {
         piece: Option<(&PieceSchema, &PieceView<'_>)>,
     ) {
         let r = self.rows;
-        self.keys.extend_from_slice(user_key);
-        self.key_offsets.push(self.keys.len() as u32);
-        self.key_len = match (r, self.key_len) {
-            (0, _) => Some(user_key.len()),
-            (_, Some(l)) if l == user_key.len() => Some(l),
-            _ => None,
-        };
-        self.trailers.push(trailer);
+        self.keys.add(user_key, trailer);
         for c in &mut self.columns {
             let cell = piece.and_then(|(s, p)| p.get(s, c.v));
             if cell.is_none() {
@@ -219,9 +205,7 @@ impl BlockBuilder {
 
     /// Approximate encoded size.
     pub fn size_estimate(&self) -> usize {
-        self.keys.len()
-            + self.key_offsets.len() * 4
-            + self.trailers.len() * 8
+        self.keys.size_estimate()
             + self.columns.iter().map(ColumnBuf::size).sum::<usize>()
     }
 
@@ -241,41 +225,15 @@ impl BlockBuilder {
 
     /// The last user key added.
     pub fn last_key(&self) -> &[u8] {
-        let n = self.key_offsets.len();
-        if n < 2 {
-            return &[];
-        }
-        &self.keys[self.key_offsets[n - 2] as usize..self.key_offsets[n - 1] as usize]
+        self.keys.last_key()
     }
 
     /// Encodes the block into `out` (cleared first) and resets the builder.
     pub fn finish(&mut self, out: &mut Vec<u8>) {
         out.clear();
         let rows = self.rows;
-        put_varint64(out, rows as u64);
-        let mut flags = 0;
-        if self.partial {
-            flags |= PARTIAL;
-        }
-        if self.key_len.is_some() {
-            flags |= FIXED_KEYS;
-        }
-        out.push(flags);
-        match self.key_len {
-            Some(l) => {
-                put_varint64(out, l as u64);
-                out.extend_from_slice(&self.keys);
-            }
-            None => {
-                for o in &self.key_offsets {
-                    out.extend_from_slice(&o.to_le_bytes());
-                }
-                out.extend_from_slice(&self.keys);
-            }
-        }
-        for t in &self.trailers {
-            out.extend_from_slice(&t.to_le_bytes());
-        }
+        self.keys
+            .finish(if self.partial { PARTIAL } else { 0 }, out);
         let bitmap_len = rows.div_ceil(8);
         for c in &mut self.columns {
             c.presence.resize(bitmap_len, 0);
@@ -308,11 +266,6 @@ impl BlockBuilder {
     }
 
     fn reset(&mut self) {
-        self.keys.clear();
-        self.key_offsets.clear();
-        self.key_offsets.push(0);
-        self.key_len = None;
-        self.trailers.clear();
         for c in &mut self.columns {
             c.clear();
         }

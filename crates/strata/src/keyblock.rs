@@ -1,0 +1,353 @@
+//! The key section of columnar data blocks: a block's row count, its user
+//! keys stored once (fixed-length, or with an offset array) and its
+//! trailers as a `u64` array. Column-group files (`table::cgfile`) and
+//! dictionary-encoded key-value files (`dictfile`) both start their data
+//! blocks with it and add their values after it.
+//!
+//! ```text
+//!   rows: varint64
+//!   flags: u8            bit 1 FIXED_KEYS: every user key has the same
+//!                        length; the other bits belong to the format
+//!   keys                 FIXED_KEYS: varint length, then rows × length bytes
+//!                        otherwise:  (rows + 1) × u32 offsets, then the bytes
+//!   trailers             rows × u64 (sequence number << 8 | kind)
+//! ```
+//!
+//! Integers are little-endian. Specified in `docs/format/cgfile.md`
+//! ("Data blocks").
+
+use crate::coding::{get_varint64, put_varint64};
+use crate::key::{SeqNo, ValueKind};
+
+/// Block flag: every user key has the same length.
+pub const FIXED_KEYS: u8 = 2;
+
+/// Why a block does not parse (the caller adds the file and offset).
+pub type BlockError = String;
+
+/// Reads a block front to back, every step bounds-checked.
+pub struct Cursor<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    /// A cursor at `pos` of `data`.
+    pub fn new(data: &'a [u8], pos: usize) -> Cursor<'a> {
+        Cursor { data, pos }
+    }
+
+    /// The position of the next unread byte.
+    pub fn pos(&self) -> usize {
+        self.pos
+    }
+
+    /// The range of the next `n` bytes, consumed.
+    pub fn take(&mut self, n: usize, what: &str) -> Result<(usize, usize), BlockError> {
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|&e| e <= self.data.len())
+            .ok_or_else(|| format!("block too short for its {what}"))?;
+        let r = (self.pos, end);
+        self.pos = end;
+        Ok(r)
+    }
+
+    /// A varint64, consumed.
+    pub fn varint(&mut self, what: &str) -> Result<u64, BlockError> {
+        let mut s = &self.data[self.pos..];
+        let before = s.len();
+        let v = get_varint64(&mut s).ok_or_else(|| format!("bad varint for {what}"))?;
+        self.pos += before - s.len();
+        Ok(v)
+    }
+
+    /// One byte, consumed.
+    pub fn byte(&mut self, what: &str) -> Result<u8, BlockError> {
+        let (a, _) = self.take(1, what)?;
+        Ok(self.data[a])
+    }
+
+    /// An offset array of `n + 1` entries and the byte area it indexes,
+    /// checked (starts at 0, never decreases, ends at the area's end):
+    /// the ranges of the array and of the area.
+    pub fn offsets_and_bytes(
+        &mut self,
+        n: usize,
+        what: &str,
+    ) -> Result<((usize, usize), (usize, usize)), BlockError> {
+        let offs = self.take(
+            n.checked_add(1)
+                .and_then(|m| m.checked_mul(4))
+                .ok_or("offsets overflow")?,
+            what,
+        )?;
+        let last = u32_at(self.data, offs.1 - 4) as usize;
+        let bytes = self.take(last, what)?;
+        let mut prev = 0u32;
+        for i in 0..=n {
+            let o = u32_at(self.data, offs.0 + i * 4);
+            if (i == 0 && o != 0) || o < prev {
+                return Err(format!("{what} offsets are not increasing within the block"));
+            }
+            prev = o;
+        }
+        Ok((offs, bytes))
+    }
+}
+
+/// The little-endian `u32` at `at` (in bounds: checked by the parser).
+#[inline]
+pub fn u32_at(d: &[u8], at: usize) -> u32 {
+    let mut b = [0u8; 4];
+    b.copy_from_slice(&d[at..at + 4]);
+    u32::from_le_bytes(b)
+}
+
+/// The first eight bytes of `key` as a big-endian integer, zero-padded.
+#[inline]
+pub fn prefix_of(key: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = key.len().min(8);
+    b[..n].copy_from_slice(&key[..n]);
+    u64::from_be_bytes(b)
+}
+
+/// A parsed key section: ranges into the block's bytes, which every
+/// accessor takes. Rows are in strict internal-key order and their kinds
+/// are known (checked by [`KeyRows::parse`]).
+#[derive(Clone, Debug)]
+pub struct KeyRows {
+    rows: usize,
+    key_len: Option<usize>,
+    keys: (usize, usize),
+    key_offsets: (usize, usize),
+    trailers: (usize, usize),
+}
+
+impl KeyRows {
+    /// Parses the key section at the start of `data`: the section, the
+    /// block flags (the format checks its own bits; FIXED_KEYS is
+    /// consumed) and the cursor after the trailers.
+    pub fn parse(data: &[u8]) -> Result<(KeyRows, u8, Cursor<'_>), BlockError> {
+        let mut c = Cursor::new(data, 0);
+        let rows = usize::try_from(c.varint("row count")?).map_err(|_| "row count")?;
+        if rows > data.len() {
+            return Err(format!("block claims {rows} rows in {} bytes", data.len()));
+        }
+        let flags = c.byte("flags")?;
+        let (key_len, keys, key_offsets) = if flags & FIXED_KEYS != 0 {
+            let l = usize::try_from(c.varint("key length")?).map_err(|_| "key length")?;
+            let n = l.checked_mul(rows).ok_or("key bytes overflow")?;
+            (Some(l), c.take(n, "keys")?, (0, 0))
+        } else {
+            let (offs, keys) = c.offsets_and_bytes(rows, "key")?;
+            (None, keys, offs)
+        };
+        let trailers = c.take(rows * 8, "trailers")?;
+        let k = KeyRows {
+            rows,
+            key_len,
+            keys,
+            key_offsets,
+            trailers,
+        };
+        for r in 0..rows {
+            let t = k.trailer(data, r);
+            if ValueKind::from_u8((t & 0xff) as u8).is_none() {
+                return Err(format!("row {r} has an unknown kind {}", t & 0xff));
+            }
+            if r > 0 && !k.row_before(data, r - 1, r) {
+                return Err(format!("rows {} and {r} are out of order", r - 1));
+            }
+        }
+        Ok((k, flags & !FIXED_KEYS, c))
+    }
+
+    fn row_before(&self, d: &[u8], a: usize, b: usize) -> bool {
+        // Keys of at most eight bytes, all one length: the prefix is the key.
+        let keys = match self.key_len {
+            Some(l) if l <= 8 => self.key_prefix(d, a).cmp(&self.key_prefix(d, b)),
+            _ => self.user_key(d, a).cmp(self.user_key(d, b)),
+        };
+        match keys {
+            std::cmp::Ordering::Less => true,
+            std::cmp::Ordering::Equal => self.trailer(d, a) > self.trailer(d, b),
+            std::cmp::Ordering::Greater => false,
+        }
+    }
+
+    /// Number of rows.
+    #[inline]
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Row `r`'s user key.
+    #[inline]
+    pub fn user_key<'d>(&self, d: &'d [u8], r: usize) -> &'d [u8] {
+        match self.key_len {
+            Some(l) => &d[self.keys.0 + r * l..self.keys.0 + (r + 1) * l],
+            None => {
+                let a = u32_at(d, self.key_offsets.0 + r * 4) as usize;
+                let b = u32_at(d, self.key_offsets.0 + (r + 1) * 4) as usize;
+                &d[self.keys.0 + a..self.keys.0 + b]
+            }
+        }
+    }
+
+    /// Row `r`'s trailer (sequence number << 8 | kind).
+    #[inline]
+    pub fn trailer(&self, d: &[u8], r: usize) -> u64 {
+        let mut b = [0u8; 8];
+        let at = self.trailers.0 + r * 8;
+        b.copy_from_slice(&d[at..at + 8]);
+        u64::from_le_bytes(b)
+    }
+
+    /// Row `r`'s sequence number.
+    pub fn seqno(&self, d: &[u8], r: usize) -> SeqNo {
+        SeqNo(self.trailer(d, r) >> 8)
+    }
+
+    /// Row `r`'s kind (checked at parse).
+    pub fn kind(&self, d: &[u8], r: usize) -> ValueKind {
+        ValueKind::from_u8((self.trailer(d, r) & 0xff) as u8).unwrap_or(ValueKind::Put)
+    }
+
+    /// The first row at or after (`user_key`, `trailer`) in internal-key
+    /// order (`rows()` if none).
+    pub fn lower_bound(&self, d: &[u8], user_key: &[u8], trailer: u64) -> usize {
+        let (mut lo, mut hi) = (0, self.rows);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            let before = match self.user_key(d, mid).cmp(user_key) {
+                std::cmp::Ordering::Less => true,
+                std::cmp::Ordering::Equal => self.trailer(d, mid) > trailer,
+                std::cmp::Ordering::Greater => false,
+            };
+            if before {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// The first row whose user key is after `user_key` (`rows()` if none).
+    pub fn upper_bound_key(&self, d: &[u8], user_key: &[u8]) -> usize {
+        let (mut lo, mut hi) = (0, self.rows);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.user_key(d, mid) <= user_key {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// The length of every user key, when all have the same.
+    pub fn fixed_key_len(&self) -> Option<usize> {
+        self.key_len
+    }
+
+    /// The first eight bytes of row `r`'s user key as a big-endian integer
+    /// (zero-padded): keys with smaller prefixes sort first, so a merge
+    /// compares whole keys only when prefixes tie.
+    #[inline]
+    pub fn key_prefix(&self, d: &[u8], r: usize) -> u64 {
+        if let Some(l) = self.key_len
+            && l >= 8
+        {
+            let at = self.keys.0 + r * l;
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&d[at..at + 8]);
+            return u64::from_be_bytes(b);
+        }
+        prefix_of(self.user_key(d, r))
+    }
+}
+
+/// Collects the key section of one block.
+#[derive(Debug)]
+pub struct KeyRowsBuilder {
+    keys: Vec<u8>,
+    key_offsets: Vec<u32>,
+    key_len: Option<usize>,
+    trailers: Vec<u64>,
+}
+
+impl Default for KeyRowsBuilder {
+    fn default() -> Self {
+        KeyRowsBuilder {
+            keys: Vec::new(),
+            key_offsets: vec![0],
+            key_len: None,
+            trailers: Vec::new(),
+        }
+    }
+}
+
+impl KeyRowsBuilder {
+    /// Adds a row's user key and trailer.
+    pub fn add(&mut self, user_key: &[u8], trailer: u64) {
+        self.key_len = match (self.trailers.len(), self.key_len) {
+            (0, _) => Some(user_key.len()),
+            (_, Some(l)) if l == user_key.len() => Some(l),
+            _ => None,
+        };
+        self.keys.extend_from_slice(user_key);
+        self.key_offsets.push(self.keys.len() as u32);
+        self.trailers.push(trailer);
+    }
+
+    /// Rows added since the last reset.
+    pub fn rows(&self) -> usize {
+        self.trailers.len()
+    }
+
+    /// Approximate encoded size.
+    pub fn size_estimate(&self) -> usize {
+        self.keys.len() + self.key_offsets.len() * 4 + self.trailers.len() * 8
+    }
+
+    /// The last user key added.
+    pub fn last_key(&self) -> &[u8] {
+        let n = self.key_offsets.len();
+        if n < 2 {
+            return &[];
+        }
+        &self.keys[self.key_offsets[n - 2] as usize..self.key_offsets[n - 1] as usize]
+    }
+
+    /// Appends the section with the format's `flags` (FIXED_KEYS is added
+    /// when it applies) and resets the builder.
+    pub fn finish(&mut self, flags: u8, out: &mut Vec<u8>) {
+        put_varint64(out, self.rows() as u64);
+        match self.key_len {
+            Some(l) => {
+                out.push(flags | FIXED_KEYS);
+                put_varint64(out, l as u64);
+            }
+            None => {
+                out.push(flags & !FIXED_KEYS);
+                for o in &self.key_offsets {
+                    out.extend_from_slice(&o.to_le_bytes());
+                }
+            }
+        }
+        out.extend_from_slice(&self.keys);
+        for t in &self.trailers {
+            out.extend_from_slice(&t.to_le_bytes());
+        }
+        self.keys.clear();
+        self.key_offsets.clear();
+        self.key_offsets.push(0);
+        self.key_len = None;
+        self.trailers.clear();
+    }
+}
