@@ -31,8 +31,8 @@ use std::path::PathBuf;
 use super::block::BlockBuilder;
 use super::bloom::BloomFilterBuilder;
 use super::format::{
-    BLOCK_TRAILER_LEN, BlockCompressor, BlockHandle, COMPRESSION_NONE, Compression, FORMAT_VERSION,
-    Footer, MAX_BLOCK_SIZE, block_trailer,
+    BLOCK_TRAILER_LEN, BlockCompressor, BlockHandle, Compression, FORMAT_VERSION, Footer,
+    MAX_BLOCK_SIZE, write_block,
 };
 use super::properties::TableProperties;
 use crate::error::{Error, Result};
@@ -105,33 +105,6 @@ pub struct TableBuilder {
     failed: Option<Error>,
 }
 
-/// Appends `raw` (compressing it when asked and worthwhile) plus its trailer.
-fn write_block(
-    file: &mut dyn WritableFile,
-    offset: &mut u64,
-    compressor: &mut BlockCompressor,
-    compression: Compression,
-    raw: &[u8],
-) -> Result<(BlockHandle, bool)> {
-    let (ctype, stored) = compressor
-        .compress(compression, raw)
-        .unwrap_or((COMPRESSION_NONE, raw));
-    if stored.len() as u64 > MAX_BLOCK_SIZE {
-        return Err(Error::InvalidArgument(format!(
-            "table block of {} bytes exceeds the {MAX_BLOCK_SIZE}-byte block limit",
-            stored.len()
-        )));
-    }
-    let trailer = block_trailer(stored, ctype);
-    file.append(stored)?;
-    file.append(&trailer)?;
-    let handle = BlockHandle {
-        offset: *offset,
-        size: stored.len() as u64,
-    };
-    *offset += (stored.len() + BLOCK_TRAILER_LEN) as u64;
-    Ok((handle, ctype != COMPRESSION_NONE))
-}
 
 /// Sets `dst` to a short key `k` with `start <= k < limit` (internal-key
 /// order), given `start < limit`.

@@ -8,45 +8,13 @@ use super::meta::{BlockMeta, CG_FOOTER, CG_FORMAT_VERSION, CgProperties, encode_
 use crate::error::{Error, Result};
 use crate::key::{SeqNo, ValueKind, parse_internal_key};
 use crate::sst::bloom::BloomFilterBuilder;
-use crate::sst::format::{
-    BLOCK_TRAILER_LEN, BlockCompressor, BlockHandle, COMPRESSION_NONE, Compression, Footer,
-    MAX_BLOCK_SIZE, block_trailer,
-};
+use crate::sst::format::{BlockCompressor, BlockHandle, Compression, Footer, write_block};
 use crate::sst::{TableBuilderOptions, TableSummary};
 use crate::table::piece::PieceView;
 use crate::table::shape::TableShape;
 use crate::table_format::{GroupId, TableWriter, WriterContext};
 use crate::vfs::WritableFile;
 
-/// Appends `raw` (compressed when asked and worthwhile) and its trailer.
-fn write_block(
-    file: &mut dyn WritableFile,
-    offset: &mut u64,
-    compressor: &mut BlockCompressor,
-    compression: Compression,
-    raw: &[u8],
-) -> Result<BlockHandle> {
-    // Readers refuse blocks that decompress to more than the limit, so the
-    // limit applies before compression.
-    if raw.len() as u64 > MAX_BLOCK_SIZE {
-        return Err(Error::InvalidArgument(format!(
-            "column-group block of {} bytes exceeds the {MAX_BLOCK_SIZE}-byte limit",
-            raw.len()
-        )));
-    }
-    let (ctype, stored) = compressor
-        .compress(compression, raw)
-        .unwrap_or((COMPRESSION_NONE, raw));
-    let trailer = block_trailer(stored, ctype);
-    file.append(stored)?;
-    file.append(&trailer)?;
-    let handle = BlockHandle {
-        offset: *offset,
-        size: stored.len() as u64,
-    };
-    *offset += (stored.len() + BLOCK_TRAILER_LEN) as u64;
-    Ok(handle)
-}
 
 /// Writes one column-group file (see the module docs of `cgfile`).
 pub struct CgWriter {
@@ -131,7 +99,7 @@ impl CgWriter {
             self.options.compression,
             &self.scratch,
         );
-        let handle = r.map_err(|e| self.fail(e))?;
+        let (handle, _) = r.map_err(|e| self.fail(e))?;
         self.blocks.push(BlockMeta {
             handle,
             rows,
@@ -150,7 +118,7 @@ impl CgWriter {
             Compression::None,
             contents,
         );
-        r.map_err(|e| self.fail(e))
+        r.map(|(h, _)| h).map_err(|e| self.fail(e))
     }
 }
 
