@@ -206,6 +206,11 @@ impl CgBlock {
         self.keys.rows()
     }
 
+    /// The key section and the bytes it indexes.
+    pub fn key_rows(&self) -> (&KeyRows, &[u8]) {
+        (&self.keys, &self.data)
+    }
+
     /// Bytes held (for the cache's weight).
     pub fn size_bytes(&self) -> usize {
         self.data.len() + self.columns.len() * std::mem::size_of::<ColumnSlices>()

@@ -10,7 +10,8 @@ use super::meta::{BlockMeta, CG_FOOTER, CgProperties, decode_index};
 use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
-use crate::key::{KIND_SEEK, ValueKind, pack_trailer, trailer, user_key};
+use crate::key::{KIND_SEEK, ValueKind, pack_trailer};
+use crate::keyblock::{KeyRows, RowIter, RowSource, find_rows, get_rows, verify_rows};
 use crate::sst::bloom::BloomFilter;
 use crate::sst::format::{FOOTER_LEN, Footer};
 use crate::sst::reader::read_block_contents;
@@ -207,36 +208,7 @@ impl CgReader {
         user_key: &[u8],
         snap_trailer: u64,
     ) -> Result<Option<(Arc<CgBlock>, std::ops::Range<usize>)>> {
-        let i = self.block_for(user_key);
-        if i >= self.blocks.len() {
-            return Ok(None);
-        }
-        let block = self.block(i)?;
-        let start = block.lower_bound(user_key, snap_trailer);
-        let mut end = start;
-        while end < block.rows() && block.user_key(end) == user_key {
-            end += 1;
-        }
-        Ok((end > start).then_some((block, start..end)))
-    }
-
-    /// Row `r` of `block` as an entry: its internal key into `key` and its
-    /// row piece (empty for a tombstone) into `value`.
-    fn encode_entry(
-        &self,
-        block: &CgBlock,
-        r: usize,
-        enc: &mut PieceEncoder,
-        key: &mut Vec<u8>,
-        value: &mut Vec<u8>,
-    ) {
-        key.clear();
-        key.extend_from_slice(block.user_key(r));
-        key.extend_from_slice(&block.trailer(r).to_le_bytes());
-        value.clear();
-        if block.kind(r) != ValueKind::Delete {
-            self.encode_piece(block, r, enc, value);
-        }
+        find_rows(self, user_key, snap_trailer)
     }
 
     /// Encodes row `r` of `block` as a row piece into `out` (cleared).
@@ -259,16 +231,49 @@ impl CgReader {
 
     /// Iterates every row as (internal key, row piece).
     pub fn iter(self: &Arc<Self>) -> CgIter {
-        CgIter {
-            reader: Arc::clone(self),
-            enc: PieceEncoder::new(&self.shape.pieces),
-            block_index: self.blocks.len(),
-            block: None,
-            row: 0,
-            key: Vec::new(),
-            value: Vec::new(),
-            error: None,
+        RowIter::new(Arc::clone(self))
+    }
+}
+
+/// Iterates a column-group file's rows as (internal key, row piece).
+pub type CgIter = RowIter<CgReader>;
+
+impl RowSource for CgReader {
+    type Block = CgBlock;
+    type Scratch = PieceEncoder;
+
+    fn num_blocks(&self) -> usize {
+        self.blocks.len()
+    }
+    fn block(&self, i: usize) -> Result<Arc<CgBlock>> {
+        CgReader::block(self, i)
+    }
+    fn read_block(&self, i: usize) -> Result<CgBlock> {
+        CgReader::read_block(self, i)
+    }
+    fn block_for(&self, user_key: &[u8]) -> usize {
+        CgReader::block_for(self, user_key)
+    }
+    fn may_contain(&self, user_key: &[u8]) -> bool {
+        CgReader::may_contain(self, user_key)
+    }
+    fn key_rows(block: &CgBlock) -> (&KeyRows, &[u8]) {
+        block.key_rows()
+    }
+    fn scratch(&self) -> PieceEncoder {
+        PieceEncoder::new(&self.shape.pieces)
+    }
+    fn value_into(&self, block: &CgBlock, r: usize, enc: &mut PieceEncoder, value: &mut Vec<u8>) {
+        value.clear();
+        if block.kind(r) != ValueKind::Delete {
+            self.encode_piece(block, r, enc, value);
         }
+    }
+    fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+    fn block_offset(&self, i: usize) -> u64 {
+        self.blocks[i].handle.offset
     }
 }
 
@@ -279,21 +284,7 @@ impl TableSource for CgReader {
         seek_key: &[u8],
         f: &mut dyn FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<bool> {
-        if !self.may_contain(user_key) {
-            return Ok(false);
-        }
-        let Some((block, rows)) = self.find(user_key, trailer(seek_key))? else {
-            return Ok(true);
-        };
-        let mut enc = PieceEncoder::new(&self.shape.pieces);
-        let (mut key, mut value) = (Vec::new(), Vec::new());
-        for r in rows {
-            self.encode_entry(&block, r, &mut enc, &mut key, &mut value);
-            if !f(&key, &value) {
-                break;
-            }
-        }
-        Ok(true)
+        get_rows(self, user_key, seek_key, f)
     }
 
     fn iter(self: Arc<Self>) -> Box<dyn InternalIterator> {
@@ -305,193 +296,11 @@ impl TableSource for CgReader {
     }
 
     fn verify(&self) -> Result<()> {
-        let mut last: Option<Vec<u8>> = None;
-        // From the file: a block read earlier may since have been damaged.
-        for i in 0..self.blocks.len() {
-            let b = self.read_block(i)?;
-            if b.rows() > 0 {
-                let first = b.user_key(0);
-                // Strictly: one key's versions share a block.
-                if last.as_deref().is_some_and(|l| l >= first) {
-                    return Err(Error::corruption(
-                        &self.path,
-                        self.blocks[i].handle.offset,
-                        "a block does not start after the previous block's last key",
-                    ));
-                }
-                last = Some(b.user_key(b.rows() - 1).to_vec());
-            }
-        }
-        Ok(())
+        verify_rows(self)
     }
 
     fn as_any(&self) -> Option<&(dyn Any + Send + Sync)> {
         Some(self)
-    }
-}
-
-/// Iterates a column-group file's rows as (internal key, row piece).
-pub struct CgIter {
-    reader: Arc<CgReader>,
-    enc: PieceEncoder,
-    /// `blocks.len()` when not positioned.
-    block_index: usize,
-    block: Option<Arc<CgBlock>>,
-    row: usize,
-    key: Vec<u8>,
-    value: Vec<u8>,
-    error: Option<Error>,
-}
-
-impl CgIter {
-    fn invalidate(&mut self) {
-        self.block_index = self.reader.blocks.len();
-        self.block = None;
-    }
-
-    fn load(&mut self, i: usize) -> bool {
-        if i >= self.reader.blocks.len() {
-            self.invalidate();
-            return false;
-        }
-        match self.reader.block(i) {
-            Ok(b) => {
-                self.block_index = i;
-                self.block = Some(b);
-                true
-            }
-            Err(e) => {
-                self.error = Some(e);
-                self.invalidate();
-                false
-            }
-        }
-    }
-
-    /// Fills key and value for the current row.
-    fn fill(&mut self) {
-        let Some(b) = &self.block else { return };
-        self.reader
-            .encode_entry(b, self.row, &mut self.enc, &mut self.key, &mut self.value);
-    }
-
-    /// Moves forward over empty blocks until a row or the end.
-    fn settle_forward(&mut self) {
-        while let Some(b) = &self.block {
-            if self.row < b.rows() {
-                self.fill();
-                return;
-            }
-            let next = self.block_index + 1;
-            if !self.load(next) {
-                return;
-            }
-            self.row = 0;
-        }
-    }
-
-    /// Moves backward until a row or the start (`row` may be one past
-    /// the current block's start, as `usize::MAX`). Blocks are never empty
-    /// (the index refuses them).
-    fn settle_backward(&mut self) {
-        while let Some(b) = &self.block {
-            if self.row < b.rows() {
-                self.fill();
-                return;
-            }
-            if self.block_index == 0 {
-                self.invalidate();
-                return;
-            }
-            let prev = self.block_index - 1;
-            if !self.load(prev) {
-                return;
-            }
-            self.row = self.block.as_ref().map_or(0, |b| b.rows() - 1);
-        }
-    }
-}
-
-impl InternalIterator for CgIter {
-    fn valid(&self) -> bool {
-        self.block.is_some() && self.error.is_none()
-    }
-
-    fn seek_to_first(&mut self) {
-        self.error = None;
-        if self.load(0) {
-            self.row = 0;
-            self.settle_forward();
-        }
-    }
-
-    fn seek_to_last(&mut self) {
-        self.error = None;
-        let n = self.reader.blocks.len();
-        if n > 0 && self.load(n - 1) {
-            self.row = self.block.as_ref().map_or(0, |b| b.rows().wrapping_sub(1));
-            self.settle_backward();
-        } else {
-            self.invalidate();
-        }
-    }
-
-    fn seek(&mut self, target: &[u8]) {
-        self.error = None;
-        let ukey = user_key(target);
-        let i = self.reader.block_for(ukey);
-        if self.load(i) {
-            let t = trailer(target);
-            self.row = self.block.as_ref().map_or(0, |b| b.lower_bound(ukey, t));
-            self.settle_forward();
-        }
-    }
-
-    fn seek_for_prev(&mut self, target: &[u8]) {
-        self.seek(target);
-        if self.error.is_some() {
-            return;
-        }
-        if !self.valid() {
-            self.seek_to_last();
-        } else if crate::key::compare_internal(&self.key, target) == std::cmp::Ordering::Greater {
-            self.prev();
-        }
-    }
-
-    fn next(&mut self) {
-        if self.block.is_none() {
-            return;
-        }
-        self.row += 1;
-        self.settle_forward();
-    }
-
-    fn prev(&mut self) {
-        if self.block.is_none() {
-            return;
-        }
-        self.row = self.row.wrapping_sub(1);
-        self.settle_backward();
-    }
-
-    fn key(&self) -> &[u8] {
-        &self.key
-    }
-
-    fn value(&self) -> &[u8] {
-        &self.value
-    }
-
-    fn may_contain_user_key(&self, user_key: &[u8]) -> bool {
-        self.reader.may_contain(user_key)
-    }
-
-    fn status(&self) -> Result<()> {
-        match &self.error {
-            Some(e) => Err(e.duplicate()),
-            None => Ok(()),
-        }
     }
 }
 

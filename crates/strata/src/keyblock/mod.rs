@@ -351,3 +351,6 @@ impl KeyRowsBuilder {
         self.trailers.clear();
     }
 }
+
+mod rows;
+pub use rows::{RowIter, RowSource, find_rows, get_rows, verify_rows};
