@@ -319,6 +319,11 @@ impl GroupPlan {
         for f in layout.extra_formats() {
             formats.entry(f.name().to_string()).or_insert(f);
         }
+        // Dictionary-encoded files need no option to be read: a keyspace
+        // opened without its dictionary layout still reads them.
+        formats
+            .entry(crate::dictfile::DICT_FORMAT.to_string())
+            .or_insert_with(|| Arc::new(crate::dictfile::DictFormat::default()));
         let deepest = &levels[num_levels - 1];
         if deepest.len() > MAX_LINEAGES {
             return bad(format!(

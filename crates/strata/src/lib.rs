@@ -89,6 +89,13 @@ mod dict;
 #[cfg(feature = "testing")]
 #[doc(hidden)]
 #[allow(missing_docs)]
+pub mod dictfile;
+#[cfg(not(feature = "testing"))]
+#[allow(dead_code, unused_imports)]
+mod dictfile;
+#[cfg(feature = "testing")]
+#[doc(hidden)]
+#[allow(missing_docs)]
 pub mod filename;
 #[cfg(not(feature = "testing"))]
 #[allow(dead_code, unused_imports)]
@@ -199,6 +206,8 @@ pub use cache::BlockCache;
 pub use database::Db;
 pub use db::{DEFAULT_KEYSPACE, DbStats, Keyspace, KeyspaceStats, Snapshot};
 pub use db_iter::DbIter;
+pub use dict::ValuePredicate;
+pub use dictfile::ValueDictionaryLayout;
 pub use error::{Error, Result};
 pub use ids::{FileNumber, KeyspaceId, Level};
 pub use iter::InternalIterator;

@@ -395,6 +395,16 @@ impl KeyspaceOptions {
         self.group_plan().map(|_| ())
     }
 
+    /// These options with values stored dictionary-encoded at every level
+    /// (seed 002): each file keeps its distinct values once, sorted, and a
+    /// bit-packed code per entry, when at most a quarter of its values are
+    /// distinct (plainly otherwise). For another threshold, set `layout` to
+    /// a [`crate::ValueDictionaryLayout`] yourself. Replaces the layout.
+    pub fn with_value_dictionary(mut self) -> KeyspaceOptions {
+        self.layout = Arc::new(crate::dictfile::ValueDictionaryLayout::default());
+        self
+    }
+
     /// The layout, checked and precomputed for this keyspace's levels.
     pub(crate) fn group_plan(&self) -> Result<crate::layout::GroupPlan> {
         crate::layout::GroupPlan::new(&*self.layout, self.num_levels)

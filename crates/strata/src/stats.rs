@@ -51,6 +51,17 @@ pub struct Statistics {
     /// the range it covered: the seeks a perfect per-file range filter
     /// would spare.
     pub scan_levels_unused: AtomicU64,
+    /// Dictionaries of open dictionary-encoded files, held in memory.
+    pub dictionaries_open: AtomicU64,
+    /// Bytes those dictionaries take.
+    pub dictionary_bytes: AtomicU64,
+    /// Files written with a dictionary, and with plain values (too many
+    /// distinct values for a dictionary to pay).
+    pub dictionary_files_written: AtomicU64,
+    /// See `dictionary_files_written`.
+    pub plain_value_files_written: AtomicU64,
+    /// Time writers spent sorting distinct values into dictionaries.
+    pub dictionary_build_micros: AtomicU64,
 }
 
 impl Statistics {
@@ -58,6 +69,12 @@ impl Statistics {
     #[inline]
     pub fn add(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Subtracts `n` from a gauge.
+    #[inline]
+    pub fn sub(counter: &AtomicU64, n: u64) {
+        counter.fetch_sub(n, Ordering::Relaxed);
     }
 
     /// Reads a counter.

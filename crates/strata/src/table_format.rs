@@ -63,6 +63,8 @@ pub struct WriterContext<'a> {
     pub owner_db_id: &'a [u8],
     /// The file's number.
     pub file_number: FileNumber,
+    /// Counters shared with the database.
+    pub stats: &'a Arc<Statistics>,
 }
 
 /// What a reader is given when a file is opened.

@@ -301,9 +301,12 @@ impl DbInner {
             if o.builder.is_none() {
                 let number = self.allocate_file_number()?;
                 o.builder = Some(TableOutput::create(
-                    &self.vfs,
-                    &self.path,
-                    &self.db_id,
+                    FileTarget {
+                        vfs: &self.vfs,
+                        dir: &self.path,
+                        db_id: &self.db_id,
+                        stats: &self.stats,
+                    },
                     number,
                     opts,
                     &o.format,

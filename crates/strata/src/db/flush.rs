@@ -34,31 +34,38 @@ pub(super) struct TableOutput {
     format: String,
 }
 
+/// Where table files are written, and for whom.
+#[derive(Clone, Copy)]
+pub(super) struct FileTarget<'a> {
+    pub vfs: &'a Arc<dyn Vfs>,
+    pub dir: &'a Path,
+    pub db_id: &'a DbId,
+    pub stats: &'a Arc<Statistics>,
+}
+
 impl TableOutput {
     /// Creates table `number` for `group` of `level`, in `format`.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn create(
-        vfs: &Arc<dyn Vfs>,
-        dir: &Path,
-        db_id: &DbId,
+        target: FileTarget<'_>,
         number: FileNumber,
         opts: &KeyspaceOptions,
         format: &Arc<dyn TableFormat>,
         level: Level,
         group: GroupId,
     ) -> Result<TableOutput> {
-        let path = filename::table_path(dir, number);
-        let file = vfs.create(&path)?;
+        let path = filename::table_path(target.dir, number);
+        let file = target.vfs.create(&path)?;
         let table_opts = opts.table_options(level);
         let ctx = WriterContext {
             options: &table_opts,
             level,
             group,
-            owner_db_id: db_id.as_slice(),
+            owner_db_id: target.db_id.as_slice(),
             file_number: number,
+            stats: target.stats,
         };
         let writer = format.writer(file, path.clone(), &ctx).inspect_err(|_| {
-            let _ = vfs.remove(&path);
+            let _ = target.vfs.remove(&path);
         })?;
         Ok(TableOutput {
             writer,
@@ -100,9 +107,7 @@ impl TableOutput {
 /// `None` if nothing survived (the file is removed).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn build_table(
-    vfs: &Arc<dyn Vfs>,
-    dir: &Path,
-    db_id: &DbId,
+    target: FileTarget<'_>,
     number: FileNumber,
     input: &mut dyn InternalIterator,
     opts: &KeyspaceOptions,
@@ -111,15 +116,13 @@ pub(super) fn build_table(
     stop: &dyn Fn() -> bool,
     mut copy: Option<&mut RetainedTableBuilder>,
 ) -> Result<Option<TableFile>> {
-    let p = filename::table_path(dir, number);
+    let p = filename::table_path(target.dir, number);
     let format = plan
         .group(Level::ZERO, GroupId::WHOLE)
         .map(|g| Arc::clone(&g.format))
         .ok_or_else(|| Error::InvalidArgument("a layout without level 0".into()))?;
     let mut b = TableOutput::create(
-        vfs,
-        dir,
-        db_id,
+        target,
         number,
         opts,
         &format,
@@ -151,7 +154,7 @@ pub(super) fn build_table(
         }
     });
     if !matches!(r, Ok(Some(_))) {
-        let _ = vfs.remove(&p);
+        let _ = target.vfs.remove(&p);
     }
     r
 }
@@ -305,9 +308,12 @@ impl DbInner {
             .retain_flushed_memtables
             .then(|| RetainedTableBuilder::new(imm.memory_usage().entry_bytes));
         let out = build_table(
-            &self.vfs,
-            &self.path,
-            &self.db_id,
+            FileTarget {
+                vfs: &self.vfs,
+                dir: &self.path,
+                db_id: &self.db_id,
+                stats: &self.stats,
+            },
             number,
             it.as_mut(),
             &opts,

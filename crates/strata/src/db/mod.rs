@@ -87,7 +87,7 @@ pub use handle::{Keyspace, Snapshot};
 pub use stats::{DbStats, KeyspaceStats};
 
 // Free functions that more than one stage uses.
-use flush::{TableOutput, build_table, open_table_meta};
+use flush::{FileTarget, TableOutput, build_table, open_table_meta};
 use open_files::take_number;
 use version_set::{create_wal, write_current, write_new_manifest};
 

@@ -413,9 +413,12 @@ impl DbInner {
             let number = take_number(&mut next_file_number, &mut taken_numbers);
             let mut it = mem.iter();
             let out = build_table(
-                &vfs,
-                path,
-                &db_id,
+                FileTarget {
+                    vfs: &vfs,
+                    dir: path,
+                    db_id: &db_id,
+                    stats: &stats,
+                },
                 number,
                 it.as_mut(),
                 &k.opts,

@@ -57,6 +57,18 @@ pub struct DbStats {
     pub iterators_created: u64,
     /// Sources (memtables, files, levels) those iterators merged.
     pub iterator_children: u64,
+    /// Dictionaries of open dictionary-encoded files (held in memory while
+    /// their files are open).
+    pub dictionaries_open: u64,
+    /// Bytes those dictionaries take.
+    pub dictionary_bytes: u64,
+    /// Files written with a dictionary of their values.
+    pub dictionary_files_written: u64,
+    /// Files of dictionary-encoded keyspaces written with plain values
+    /// (too many distinct values for a dictionary to pay).
+    pub plain_value_files_written: u64,
+    /// Time spent sorting distinct values into dictionaries.
+    pub dictionary_build_micros: u64,
     /// Seeks the iterators issued to their sources.
     pub iterator_child_seeks: u64,
     /// Levels >= 1 merged into a finished forward scan that held no entry
@@ -196,6 +208,18 @@ impl DbStats {
             self.iterator_child_seeks,
             self.scan_levels_unused
         );
+        if self.dictionary_files_written + self.plain_value_files_written + self.dictionaries_open > 0
+        {
+            let _ = writeln!(
+                s,
+                "dictionaries: {} open ({} bytes); files written: {} with a dictionary, {} plain; {} us building them",
+                self.dictionaries_open,
+                self.dictionary_bytes,
+                self.dictionary_files_written,
+                self.plain_value_files_written,
+                self.dictionary_build_micros
+            );
+        }
         let gate = |active: bool| {
             if active {
                 "every scan"
@@ -315,6 +339,11 @@ impl DbInner {
             last_seqno: self.last_seqno(),
             live_snapshots: st.snapshots.values().sum(),
             background_error: st.bg_error.as_ref().map(|e| e.to_string()),
+            dictionaries_open: g(&s.dictionaries_open),
+            dictionary_bytes: g(&s.dictionary_bytes),
+            dictionary_files_written: g(&s.dictionary_files_written),
+            plain_value_files_written: g(&s.plain_value_files_written),
+            dictionary_build_micros: g(&s.dictionary_build_micros),
             iterators_created: g(&s.iterators_created),
             iterator_children: g(&s.iterator_children),
             iterator_child_seeks: g(&s.iterator_child_seeks),

@@ -1,0 +1,274 @@
+//! Reads dictionary-encoded files: point lookups and iteration through the
+//! shared keyed-block code (`keyblock::rows`), and block access for filters
+//! that run on codes.
+
+use std::any::Any;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::block::DictBlock;
+use super::meta::{BlockMeta, DICT_FOOTER, Index};
+use crate::cache::BlockCache;
+use crate::dict::Dictionary;
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+use crate::keyblock::{KeyRows, RowIter, RowSource, get_rows, verify_rows};
+use crate::sst::TableProperties;
+use crate::sst::bloom::BloomFilter;
+use crate::sst::format::{FOOTER_LEN, Footer};
+use crate::sst::reader::read_block_contents;
+use crate::stats::Statistics;
+use crate::table_format::{OpenContext, TableSource};
+use crate::vfs::RandomAccessFile;
+
+/// An open dictionary-encoded file. Its index, filter, properties and
+/// dictionary stay in memory while it is open (the dictionary is counted
+/// in the statistics); data blocks go through the block cache.
+pub struct DictReader {
+    file: Arc<dyn RandomAccessFile>,
+    path: PathBuf,
+    cache: Option<Arc<BlockCache>>,
+    cache_id: u64,
+    stats: Arc<Statistics>,
+    data_end: u64,
+    blocks: Vec<BlockMeta>,
+    filter: Option<BloomFilter>,
+    properties: TableProperties,
+    dictionary: Option<Arc<Dictionary>>,
+}
+
+impl std::fmt::Debug for DictReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DictReader")
+            .field("path", &self.path)
+            .field("blocks", &self.blocks.len())
+            .field("dictionary", &self.dictionary)
+            .finish()
+    }
+}
+
+impl DictReader {
+    /// Opens a dictionary-encoded file.
+    pub fn open(
+        file: Arc<dyn RandomAccessFile>,
+        path: PathBuf,
+        ctx: &OpenContext,
+    ) -> Result<DictReader> {
+        let len = file.len();
+        if len < FOOTER_LEN as u64 {
+            return Err(Error::corruption(
+                &path,
+                0,
+                format!("file of {len} bytes is shorter than a dictionary-encoded file's footer"),
+            ));
+        }
+        let footer_offset = len - FOOTER_LEN as u64;
+        let mut buf = [0u8; FOOTER_LEN];
+        file.read_exact_at(&mut buf, footer_offset)?;
+        let footer = Footer::decode_as(&DICT_FOOTER, &buf, &path, footer_offset)?;
+        let props_raw = read_block_contents(&*file, &path, footer.properties, footer_offset)?;
+        let properties = TableProperties::decode(&props_raw, &path, footer.properties.offset)?;
+        let index_raw = read_block_contents(&*file, &path, footer.index, footer_offset)?;
+        let index = Index::decode(&index_raw, &path, footer.index.offset)?;
+        let bad = |why: String| Error::corruption(&path, footer.index.offset, why);
+        // Data blocks end where the first meta block begins.
+        let mut data_end = footer.index.offset;
+        if footer.filter.size > 0 {
+            data_end = data_end.min(footer.filter.offset);
+        }
+        let dictionary = match index.dictionary {
+            None => None,
+            Some((h, values)) => {
+                data_end = data_end.min(h.offset);
+                let raw = read_block_contents(&*file, &path, h, footer_offset)?;
+                let d = Dictionary::decode(&raw)
+                    .map_err(|r| Error::corruption(&path, h.offset, format!("dictionary: {r}")))?;
+                if d.len() as u64 != values {
+                    return Err(Error::corruption(
+                        &path,
+                        h.offset,
+                        format!(
+                            "the dictionary has {} values; the index says {values}",
+                            d.len()
+                        ),
+                    ));
+                }
+                Statistics::add(&ctx.stats.dictionaries_open, 1);
+                Statistics::add(&ctx.stats.dictionary_bytes, d.memory_bytes() as u64);
+                Some(Arc::new(d))
+            }
+        };
+        let filter = if footer.filter.size == 0 {
+            None
+        } else {
+            let raw = read_block_contents(&*file, &path, footer.filter, footer_offset)?;
+            Some(
+                BloomFilter::from_block(raw)
+                    .map_err(|r| Error::corruption(&path, footer.filter.offset, r))?,
+            )
+        };
+        let rows = index
+            .blocks
+            .iter()
+            .try_fold(0u64, |a, b| a.checked_add(b.rows))
+            .ok_or_else(|| bad("the index's row counts overflow".into()))?;
+        if rows != properties.num_entries || index.blocks.len() as u64 != properties.num_data_blocks
+        {
+            return Err(bad(format!(
+                "the index lists {} blocks of {rows} rows; the properties say {} blocks of {}",
+                index.blocks.len(),
+                properties.num_data_blocks,
+                properties.num_entries
+            )));
+        }
+        Ok(DictReader {
+            file,
+            path,
+            cache: ctx.cache.clone(),
+            cache_id: BlockCache::new_id(),
+            stats: Arc::clone(&ctx.stats),
+            data_end,
+            blocks: index.blocks,
+            filter,
+            properties,
+            dictionary,
+        })
+    }
+
+    /// The file's dictionary, if its values are codes.
+    pub fn dictionary(&self) -> Option<&Arc<Dictionary>> {
+        self.dictionary.as_ref()
+    }
+
+    /// The data blocks' index entries.
+    pub fn blocks(&self) -> &[BlockMeta] {
+        &self.blocks
+    }
+
+    /// The properties block.
+    pub fn properties(&self) -> &TableProperties {
+        &self.properties
+    }
+
+    /// Iterates every entry.
+    pub fn iter(self: &Arc<Self>) -> RowIter<DictReader> {
+        RowIter::new(Arc::clone(self))
+    }
+}
+
+impl Drop for DictReader {
+    fn drop(&mut self) {
+        if let Some(d) = &self.dictionary {
+            Statistics::sub(&self.stats.dictionaries_open, 1);
+            Statistics::sub(&self.stats.dictionary_bytes, d.memory_bytes() as u64);
+        }
+    }
+}
+
+impl RowSource for DictReader {
+    type Block = DictBlock;
+    type Scratch = ();
+
+    fn num_blocks(&self) -> usize {
+        self.blocks.len()
+    }
+
+    fn block(&self, i: usize) -> Result<Arc<DictBlock>> {
+        let meta = &self.blocks[i];
+        if let Some(c) = &self.cache
+            && let Some(b) = c.get_other(self.cache_id, meta.handle.offset)
+            && let Ok(b) = b.downcast::<DictBlock>()
+        {
+            Statistics::add(&self.stats.block_cache_hits, 1);
+            return Ok(b);
+        }
+        Statistics::add(&self.stats.block_cache_misses, 1);
+        let block = Arc::new(self.read_block(i)?);
+        if let Some(c) = &self.cache {
+            let weight = block.size_bytes();
+            c.insert_other(self.cache_id, meta.handle.offset, block.clone(), weight);
+        }
+        Ok(block)
+    }
+
+    fn read_block(&self, i: usize) -> Result<DictBlock> {
+        let meta = &self.blocks[i];
+        let raw = read_block_contents(&*self.file, &self.path, meta.handle, self.data_end)?;
+        let block = DictBlock::parse(raw, self.dictionary.as_ref())
+            .map_err(|r| Error::corruption(&self.path, meta.handle.offset, r))?;
+        let (k, d) = block.key_rows();
+        if k.rows() as u64 != meta.rows || k.user_key(d, k.rows() - 1) != meta.last_key.as_slice()
+        {
+            return Err(Error::corruption(
+                &self.path,
+                meta.handle.offset,
+                "the block disagrees with its index entry (rows or last key)",
+            ));
+        }
+        Ok(block)
+    }
+
+    fn block_for(&self, user_key: &[u8]) -> usize {
+        self.blocks
+            .partition_point(|b| b.last_key.as_slice() < user_key)
+    }
+
+    fn may_contain(&self, user_key: &[u8]) -> bool {
+        match &self.filter {
+            None => true,
+            Some(f) => {
+                let hit = f.may_contain(user_key);
+                if !hit {
+                    Statistics::add(&self.stats.bloom_useful, 1);
+                }
+                hit
+            }
+        }
+    }
+
+    fn key_rows(block: &DictBlock) -> (&KeyRows, &[u8]) {
+        block.key_rows()
+    }
+
+    fn scratch(&self) {}
+
+    fn value_into(&self, block: &DictBlock, r: usize, _: &mut (), value: &mut Vec<u8>) {
+        value.clear();
+        value.extend_from_slice(block.value(r));
+    }
+
+    fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
+    fn block_offset(&self, i: usize) -> u64 {
+        self.blocks[i].handle.offset
+    }
+}
+
+impl TableSource for DictReader {
+    fn get(
+        &self,
+        user_key: &[u8],
+        seek_key: &[u8],
+        f: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<bool> {
+        get_rows(self, user_key, seek_key, f)
+    }
+
+    fn iter(self: Arc<Self>) -> Box<dyn InternalIterator> {
+        Box::new(DictReader::iter(&self))
+    }
+
+    fn may_contain(&self, user_key: &[u8]) -> bool {
+        RowSource::may_contain(self, user_key)
+    }
+
+    fn verify(&self) -> Result<()> {
+        verify_rows(self)
+    }
+
+    fn as_any(&self) -> Option<&(dyn Any + Send + Sync)> {
+        Some(self)
+    }
+}

@@ -1,0 +1,327 @@
+//! Writes a dictionary-encoded file.
+//!
+//! A value's code is its rank among the file's distinct values, which is
+//! known only once every entry has arrived. The writer therefore keeps the
+//! file's entries (keys and a provisional id per value) until `finish`,
+//! interning each distinct value once; `finish` sorts the distinct values
+//! (not the entries), remaps the ids to codes and writes the blocks. A file
+//! is at most the target file size, so this holds at most about one file's
+//! keys in memory. When the share of distinct values passes the keyspace's
+//! threshold the file stores its values plainly instead.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::block::DictBlockBuilder;
+use super::meta::{BlockMeta, DICT_FOOTER, DICT_FORMAT_VERSION, Index};
+use crate::dict::DictionaryBuilder;
+use crate::error::{Error, Result};
+use crate::key::{SeqNo, ValueKind, compare_internal, parse_internal_key, trailer};
+use crate::sst::bloom::BloomFilterBuilder;
+use crate::sst::format::{BlockCompressor, BlockHandle, Compression, Footer, write_block};
+use crate::sst::{TableBuilderOptions, TableProperties, TableSummary};
+use crate::stats::Statistics;
+use crate::table_format::{TableWriter, WriterContext};
+use crate::vfs::WritableFile;
+
+/// An entry's id when it has no value (a tombstone).
+const NO_VALUE: u32 = u32::MAX;
+
+/// Whether a file of `values` values, `distinct` of them distinct, gets a
+/// dictionary under `max_distinct_ratio`.
+pub fn use_dictionary(values: u64, distinct: u64, max_distinct_ratio: f64) -> bool {
+    values > 0
+        && distinct as usize <= crate::dict::dictionary::MAX_VALUES
+        && (distinct as f64) <= max_distinct_ratio * values as f64
+}
+
+/// Writes one dictionary-encoded file.
+pub struct DictWriter {
+    file: Box<dyn WritableFile>,
+    path: PathBuf,
+    options: TableBuilderOptions,
+    max_distinct_ratio: f64,
+    /// Internal keys, end to end; `key_ends[i]` is where entry `i`'s ends.
+    keys: Vec<u8>,
+    key_ends: Vec<usize>,
+    ids: Vec<u32>,
+    values: DictionaryBuilder,
+    props: TableProperties,
+    stats: Arc<Statistics>,
+    failed: Option<Error>,
+}
+
+impl DictWriter {
+    /// Starts a file for `ctx`, with a dictionary when at most
+    /// `max_distinct_ratio` of its values are distinct.
+    pub fn new(
+        file: Box<dyn WritableFile>,
+        path: PathBuf,
+        ctx: &WriterContext<'_>,
+        max_distinct_ratio: f64,
+    ) -> DictWriter {
+        let props = TableProperties {
+            owner_db_id: ctx.owner_db_id.to_vec(),
+            owner_file_number: ctx.file_number.get(),
+            compression: ctx.options.compression,
+            bloom_bits_per_key: ctx.options.bloom_bits_per_key,
+            ..Default::default()
+        };
+        DictWriter {
+            file,
+            path,
+            options: ctx.options.clone(),
+            max_distinct_ratio,
+            keys: Vec::new(),
+            key_ends: Vec::new(),
+            ids: Vec::new(),
+            values: DictionaryBuilder::new(),
+            props,
+            stats: Arc::clone(ctx.stats),
+            failed: None,
+        }
+    }
+
+    fn fail(&mut self, e: Error) -> Error {
+        if self.failed.is_none() {
+            self.failed = Some(e.duplicate());
+        }
+        e
+    }
+
+    fn append(
+        &mut self,
+        offset: &mut u64,
+        compressor: &mut BlockCompressor,
+        compression: Compression,
+        raw: &[u8],
+    ) -> Result<(BlockHandle, bool)> {
+        let r = write_block(self.file.as_mut(), offset, compressor, compression, raw);
+        r.map_err(|e| self.fail(e))
+    }
+
+    /// Writes the buffered entries, the dictionary, the filter, the index,
+    /// the properties and the footer; returns the file's size.
+    fn write_all(&mut self) -> Result<u64> {
+        let values = self.props.num_entries - self.props.num_deletions;
+        let distinct = self.values.distinct() as u64;
+        let builder = std::mem::take(&mut self.values);
+        let coded = use_dictionary(values, distinct, self.max_distinct_ratio);
+        // Sorting the distinct values also gives the plain path each id's
+        // value: code `remap[id]` of the sorted dictionary.
+        let started = Instant::now();
+        let (dict, remap) = builder.finish().ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "{}: over {} distinct values or 4 GiB of them in one file",
+                self.path.display(),
+                crate::dict::dictionary::MAX_VALUES
+            ))
+        })?;
+        let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        Statistics::add(&self.stats.dictionary_build_micros, micros);
+        // A file of tombstones only has neither.
+        if values > 0 {
+            Statistics::add(
+                if coded {
+                    &self.stats.dictionary_files_written
+                } else {
+                    &self.stats.plain_value_files_written
+                },
+                1,
+            );
+        }
+        let mut offset = 0u64;
+        let mut compressor = BlockCompressor::default();
+        let compression = self.options.compression;
+        let mut index = Index::default();
+        let mut filter = (self.options.bloom_bits_per_key > 0)
+            .then(|| BloomFilterBuilder::new(self.options.bloom_bits_per_key));
+        let mut block = DictBlockBuilder::default();
+        let mut raw = Vec::new();
+        let (keys, key_ends, ids) = (
+            std::mem::take(&mut self.keys),
+            std::mem::take(&mut self.key_ends),
+            std::mem::take(&mut self.ids),
+        );
+        let key = |i: usize| {
+            let start = if i == 0 { 0 } else { key_ends[i - 1] };
+            let ikey = &keys[start..key_ends[i]];
+            (&ikey[..ikey.len() - 8], trailer(ikey))
+        };
+        for (i, &id) in ids.iter().enumerate() {
+            let (ukey, t) = key(i);
+            let new_key = i == 0 || key(i - 1).0 != ukey;
+            if new_key {
+                // Blocks end between user keys, so one key's versions
+                // share a block.
+                if block.size_estimate() >= self.options.block_size {
+                    let last_key = block.last_key().to_vec();
+                    let rows = block.rows() as u64;
+                    let codes = block.finish(&mut raw);
+                    let (handle, compressed) =
+                        self.append(&mut offset, &mut compressor, compression, &raw)?;
+                    self.props.num_compressed_blocks += u64::from(compressed);
+                    index.blocks.push(BlockMeta {
+                        handle,
+                        rows,
+                        last_key,
+                        codes,
+                    });
+                }
+                if let Some(f) = filter.as_mut() {
+                    f.add_key(ukey);
+                }
+            }
+            match (id, coded) {
+                (NO_VALUE, true) => block.add_code(ukey, t, 0),
+                (NO_VALUE, false) => block.add_plain(ukey, t, &[]),
+                (id, true) => block.add_code(ukey, t, remap[id as usize]),
+                (id, false) => block.add_plain(ukey, t, dict.value(remap[id as usize])),
+            }
+        }
+        if block.rows() > 0 {
+            let last_key = block.last_key().to_vec();
+            let rows = block.rows() as u64;
+            let codes = block.finish(&mut raw);
+            let (handle, compressed) =
+                self.append(&mut offset, &mut compressor, compression, &raw)?;
+            self.props.num_compressed_blocks += u64::from(compressed);
+            index.blocks.push(BlockMeta {
+                handle,
+                rows,
+                last_key,
+                codes,
+            });
+        }
+        self.props.data_size = offset;
+        self.props.num_data_blocks = index.blocks.len() as u64;
+        if coded {
+            raw.clear();
+            dict.encode_to(&mut raw);
+            // The dictionary is compressed like data blocks, and only when
+            // that pays (the framing keeps it plain otherwise).
+            let (h, _) = self.append(&mut offset, &mut compressor, compression, &raw)?;
+            index.dictionary = Some((h, dict.len() as u64));
+        }
+        let mut filter_handle = BlockHandle::default();
+        if let Some(f) = filter.take()
+            && f.num_keys() > 0
+        {
+            let start = offset;
+            (filter_handle, _) =
+                self.append(&mut offset, &mut compressor, Compression::None, &f.finish())?;
+            self.props.filter_size = offset - start;
+        }
+        raw.clear();
+        index.encode_to(&mut raw);
+        let start = offset;
+        let (index_handle, _) =
+            self.append(&mut offset, &mut compressor, Compression::None, &raw)?;
+        self.props.index_size = offset - start;
+        raw.clear();
+        self.props.encode_to(&mut raw);
+        let (properties, _) = self.append(&mut offset, &mut compressor, Compression::None, &raw)?;
+        let footer = Footer {
+            index: index_handle,
+            filter: filter_handle,
+            properties,
+            version: DICT_FORMAT_VERSION,
+        }
+        .encode_as(&DICT_FOOTER);
+        let r = self
+            .file
+            .append(&footer)
+            .and_then(|()| self.file.flush())
+            .and_then(|()| self.file.sync());
+        r.map_err(|e| self.fail(e))?;
+        Ok(offset + footer.len() as u64)
+    }
+}
+
+impl TableWriter for DictWriter {
+    fn add(&mut self, internal_key: &[u8], value: &[u8]) -> Result<()> {
+        if let Some(e) = &self.failed {
+            return Err(e.duplicate());
+        }
+        let parsed = parse_internal_key(internal_key).ok_or_else(|| {
+            Error::corruption(&self.path, 0, "malformed internal key handed to the writer")
+        })?;
+        if self.props.num_entries > 0
+            && compare_internal(&self.props.largest, internal_key) != std::cmp::Ordering::Less
+        {
+            return Err(Error::InvalidArgument(format!(
+                "dictionary-encoded writer for {}: entries out of order ({:?} after {:?})",
+                self.path.display(),
+                internal_key,
+                self.props.largest
+            )));
+        }
+        let id = match parsed.kind {
+            ValueKind::Delete => {
+                self.props.num_deletions += 1;
+                NO_VALUE
+            }
+            kind => {
+                if kind == ValueKind::Merge {
+                    self.props.num_merges += 1;
+                }
+                self.values.intern(value)
+            }
+        };
+        self.keys.extend_from_slice(internal_key);
+        self.key_ends.push(self.keys.len());
+        self.ids.push(id);
+        self.props.raw_key_bytes += internal_key.len() as u64;
+        self.props.raw_value_bytes += value.len() as u64;
+        let seq = parsed.seqno.get();
+        if self.props.num_entries == 0 {
+            self.props.smallest = internal_key.to_vec();
+            self.props.smallest_seqno = seq;
+            self.props.largest_seqno = seq;
+        }
+        self.props.smallest_seqno = self.props.smallest_seqno.min(seq);
+        self.props.largest_seqno = self.props.largest_seqno.max(seq);
+        self.props.largest.clear();
+        self.props.largest.extend_from_slice(internal_key);
+        self.props.num_entries += 1;
+        Ok(())
+    }
+
+    fn num_entries(&self) -> u64 {
+        self.props.num_entries
+    }
+
+    fn estimated_file_size(&self) -> u64 {
+        // Keys as stored (the trailers apart, a little under the internal
+        // keys), about two bytes of code per entry, and the distinct
+        // values; or every value when the file would be plain.
+        let values = self.props.num_entries - self.props.num_deletions;
+        let value_bytes = if use_dictionary(
+            values,
+            self.values.distinct() as u64,
+            self.max_distinct_ratio,
+        ) {
+            self.values.value_bytes() as u64 + 2 * self.props.num_entries
+        } else {
+            self.props.raw_value_bytes
+        };
+        self.keys.len() as u64 + value_bytes
+    }
+
+    fn finish(mut self: Box<Self>) -> Result<TableSummary> {
+        if let Some(e) = &self.failed {
+            return Err(e.duplicate());
+        }
+        let file_size = self.write_all()?;
+        Ok(TableSummary {
+            file_size,
+            num_entries: self.props.num_entries,
+            num_deletions: self.props.num_deletions,
+            smallest: std::mem::take(&mut self.props.smallest),
+            largest: std::mem::take(&mut self.props.largest),
+            smallest_seqno: SeqNo(self.props.smallest_seqno),
+            largest_seqno: SeqNo(self.props.largest_seqno),
+        })
+    }
+}

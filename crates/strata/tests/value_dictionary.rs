@@ -1,0 +1,229 @@
+//! Dictionary-encoded values in key-value keyspaces (issue 21, seed 002):
+//! a keyspace whose files keep their distinct values once, sorted, with a
+//! code per entry reads exactly like one whose files store values plainly,
+//! through flushes, compactions, merges, deletes and reopens; damage to a
+//! dictionary is an error naming the file.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use strata::merge::AppendOperator;
+use strata::{Db, Error, KeyspaceOptions, Options, ValueDictionaryLayout};
+
+fn options(dictionary: bool) -> Options {
+    let mut o = Options::default();
+    let k = &mut o.default_keyspace;
+    k.write_buffer_size = 32 * 1024;
+    k.target_file_size = 32 * 1024;
+    k.level1_max_bytes = 128 * 1024;
+    k.block_size = 1024;
+    k.merge_operator = Some(Arc::new(AppendOperator { delimiter: b',' }));
+    if dictionary {
+        o.default_keyspace = o.default_keyspace.clone().with_value_dictionary();
+    }
+    o
+}
+
+/// Every file gets a dictionary, however many of its values are distinct.
+fn always_encoded() -> Options {
+    let mut o = options(false);
+    o.default_keyspace.layout = Arc::new(ValueDictionaryLayout::new(1.0).expect("valid"));
+    o.block_cache_bytes = 1 << 20;
+    o
+}
+
+fn contents(db: &Db) -> Vec<(Vec<u8>, Vec<u8>)> {
+    db.default_keyspace()
+        .scan(None, None, usize::MAX)
+        .expect("scan")
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Put(u16, Vec<u8>),
+    Merge(u16, Vec<u8>),
+    Delete(u16),
+    Flush,
+    Compact,
+    Reopen,
+}
+
+/// Values of the kinds the issue names: empty, very long, not UTF-8,
+/// sharing long prefixes, drawn from a small set (many repeats) or not.
+fn value() -> impl Strategy<Value = Vec<u8>> {
+    let long_prefix = vec![b'p'; 300];
+    prop_oneof![
+        Just(Vec::new()),
+        (0u8..6).prop_map(|i| format!("common-{i}").into_bytes()),
+        (0u8..4).prop_map(move |i| {
+            let mut v = long_prefix.clone();
+            v.push(i);
+            v
+        }),
+        proptest::collection::vec(any::<u8>(), 0..40),
+        (0u8..3).prop_map(|i| vec![0xff - i; 2000]),
+        Just(vec![0, 0xff, 0, 0xfe]),
+    ]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        10 => (0u16..300, value()).prop_map(|(k, v)| Op::Put(k, v)),
+        // Operands are never empty: the append operator folds empty
+        // operands differently depending on when they meet their base.
+        3 => (0u16..300, value()).prop_map(|(k, mut v)| { v.insert(0, b'm'); Op::Merge(k, v) }),
+        3 => (0u16..300).prop_map(Op::Delete),
+        1 => Just(Op::Flush),
+        1 => Just(Op::Compact),
+        1 => Just(Op::Reopen),
+    ]
+}
+
+fn key(k: u16) -> Vec<u8> {
+    format!("key{k:05}").into_bytes()
+}
+
+fn apply(db: Db, dir: &Path, op: &Op, opts: fn() -> Options) -> Db {
+    match op {
+        Op::Put(k, v) => db.put(&key(*k), v).expect("put"),
+        Op::Merge(k, v) => db.merge(&key(*k), v).expect("merge"),
+        Op::Delete(k) => db.delete(&key(*k)).expect("delete"),
+        Op::Flush => db.flush().expect("flush"),
+        Op::Compact => db.compact().expect("compact"),
+        Op::Reopen => {
+            db.close().expect("close");
+            return Db::open(dir, opts()).expect("reopen");
+        }
+    }
+    db
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    #[test]
+    fn encoded_and_plain_keyspaces_read_alike(ops in proptest::collection::vec(op(), 1..400)) {
+        let (dir_a, dir_b) = (tempfile::tempdir().expect("tempdir"), tempfile::tempdir().expect("tempdir"));
+        let plain_opts = || options(false);
+        let mut encoded = Db::open(dir_a.path(), always_encoded()).expect("open");
+        let mut plain = Db::open(dir_b.path(), plain_opts()).expect("open");
+        let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+        for op in &ops {
+            match op {
+                Op::Put(k, v) => { model.insert(key(*k), v.clone()); }
+                // AppendOperator: a delimiter between an existing value
+                // (even an empty one) and each operand.
+                Op::Merge(k, v) => match model.get_mut(&key(*k)) {
+                    Some(e) => { e.push(b','); e.extend_from_slice(v); }
+                    None => { model.insert(key(*k), v.clone()); }
+                },
+                Op::Delete(k) => { model.remove(&key(*k)); }
+                _ => {}
+            }
+            encoded = apply(encoded, dir_a.path(), op, always_encoded);
+            plain = apply(plain, dir_b.path(), op, plain_opts);
+        }
+        let got = contents(&encoded);
+        prop_assert_eq!(&got, &contents(&plain));
+        for k in (0u16..300).step_by(7) {
+            prop_assert_eq!(encoded.get(&key(k)).expect("get"), plain.get(&key(k)).expect("get"));
+        }
+        let want: Vec<(Vec<u8>, Vec<u8>)> = model.into_iter().collect();
+        prop_assert_eq!(got, want);
+        prop_assert_eq!(encoded.stats().plain_value_files_written, 0);
+    }
+}
+
+#[test]
+fn files_with_few_distinct_values_get_dictionaries_and_the_rest_do_not() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options(true)).expect("open");
+    for i in 0..2000u32 {
+        db.put(format!("a{i:05}").as_bytes(), format!("colour-{}", i % 5).as_bytes())
+            .expect("put");
+    }
+    db.flush().expect("flush");
+    let s = db.stats();
+    assert!(s.dictionary_files_written >= 1, "{s:?}");
+    assert_eq!(s.plain_value_files_written, 0, "{s:?}");
+    assert!(s.dictionaries_open >= 1 && s.dictionary_bytes > 0, "{s:?}");
+    for i in 0..2000u32 {
+        db.put(format!("b{i:05}").as_bytes(), format!("unique-{i}").as_bytes())
+            .expect("put");
+    }
+    db.flush().expect("flush");
+    let s = db.stats();
+    assert!(s.plain_value_files_written >= 1, "{s:?}");
+    assert_eq!(db.get(b"a00007").expect("get"), Some(b"colour-2".to_vec()));
+    assert_eq!(db.get(b"b01999").expect("get"), Some(b"unique-1999".to_vec()));
+}
+
+#[test]
+fn dictionaries_survive_reopening_even_without_the_option() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let db = Db::open(dir.path(), options(true)).expect("open");
+        for i in 0..3000u32 {
+            db.put(format!("k{i:05}").as_bytes(), format!("v{}", i % 7).as_bytes())
+                .expect("put");
+        }
+        db.compact().expect("compact");
+        db.close().expect("close");
+    }
+    let db = Db::open(dir.path(), options(false)).expect("reopen without the option");
+    assert!(db.stats().dictionaries_open >= 1);
+    let all = contents(&db);
+    assert_eq!(all.len(), 3000);
+    for (i, (k, v)) in all.iter().enumerate() {
+        assert_eq!(k, format!("k{i:05}").as_bytes());
+        assert_eq!(v, format!("v{}", i % 7).as_bytes());
+    }
+}
+
+#[test]
+fn a_threshold_outside_zero_to_one_is_refused() {
+    assert!(ValueDictionaryLayout::new(1.5).is_err());
+    assert!(ValueDictionaryLayout::new(-0.1).is_err());
+    assert!(ValueDictionaryLayout::new(f64::NAN).is_err());
+    let mut o = KeyspaceOptions::default();
+    o.layout = Arc::new(ValueDictionaryLayout::new(0.0).expect("zero: never a dictionary"));
+    o.validate().expect("valid");
+}
+
+#[test]
+fn a_damaged_dictionary_is_a_corruption_error_naming_the_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let db = Db::open(dir.path(), options(true)).expect("open");
+        for i in 0..500u32 {
+            db.put(format!("k{i:05}").as_bytes(), format!("shade-{}", i % 3).as_bytes())
+                .expect("put");
+        }
+        db.flush().expect("flush");
+        db.close().expect("close");
+    }
+    // The dictionary holds "shade-0", "shade-1", "shade-2": flip a byte of
+    // the first occurrence of "shade-" in the file (the data blocks hold
+    // codes only, so it is the dictionary's).
+    let table = std::fs::read_dir(dir.path())
+        .expect("dir")
+        .map(|e| e.expect("entry").path())
+        .find(|p| p.extension().is_some_and(|x| x == "sst"))
+        .expect("a table");
+    let mut bytes = std::fs::read(&table).expect("read");
+    let at = bytes
+        .windows(6)
+        .position(|w| w == b"shade-")
+        .expect("the dictionary's values are in the file");
+    bytes[at] ^= 0x20;
+    std::fs::write(&table, &bytes).expect("write");
+    let err = match Db::open(dir.path(), options(true)) {
+        Err(e) => e,
+        Ok(db) => db.get(b"k00001").expect_err("a read of the damaged file"),
+    };
+    match &err {
+        Error::Corruption { file, .. } => assert_eq!(file, &table, "{err}"),
+        other => panic!("expected a corruption error, got {other}"),
+    }
+}
