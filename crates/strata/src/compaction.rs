@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use crate::dict::{CodedValue, Dictionary};
 use crate::error::Result;
 use crate::ids::Level;
 use crate::iter::{InternalIterator, MergingIterator};
@@ -584,14 +585,16 @@ pub fn compact_entries(
         |_| None,
         1,
         policy,
-        &mut |_, k, v| emit(k, v),
+        &mut |_, k, v, _| emit(k, v),
         should_stop,
     )
 }
 
-/// Receives each surviving entry of one output: its index, the internal key
-/// and the value.
-pub type FanoutEmitFn<'a> = dyn FnMut(usize, &[u8], &[u8]) -> Result<()> + 'a;
+/// Receives each surviving entry of one output: its index, the internal key,
+/// the value and, when the survivor is an input entry unchanged whose
+/// source stored it as a dictionary code, that code.
+pub type FanoutEmitFn<'a> =
+    dyn FnMut(usize, &[u8], &[u8], Option<CodedValue<'_>>) -> Result<()> + 'a;
 
 /// Like [`compact_entries`], for a compaction with `outputs` outputs (the
 /// child groups a group's data moves into) read in one pass: `owner_of[c]`
@@ -621,6 +624,18 @@ pub fn compact_entries_fanout(
     )
 }
 
+/// One version of the key being compacted: its trailer, its value's bytes
+/// in the loop's buffer (or its code in an input dictionary) and the output
+/// that owns it.
+struct Span {
+    trailer: u64,
+    start: usize,
+    end: usize,
+    owner: Option<usize>,
+    /// (index into the loop's dictionaries, code).
+    code: Option<(usize, u32)>,
+}
+
 fn compact_core<I: InternalIterator + ?Sized>(
     input: &mut I,
     owner: impl Fn(&I) -> Option<usize>,
@@ -630,17 +645,32 @@ fn compact_core<I: InternalIterator + ?Sized>(
     should_stop: &dyn Fn() -> bool,
 ) -> Result<DropStats> {
     let mut stats = DropStats::default();
-    // Versions of the current user key: their bytes in `buf`, their spans
-    // and owners in `spans`. Reused across keys so the loop does not
-    // allocate per entry.
+    // Versions of the current user key: their bytes in `buf`, their spans,
+    // owners and codes in `spans`. Reused across keys so the loop does not
+    // allocate per entry. A version a dictionary-encoded source gives as a
+    // code is not copied: its bytes stay in the dictionary (`dicts`, the
+    // inputs' dictionaries met so far), and a survivor that is such a
+    // version unchanged reaches `emit` with its code, so a dictionary-encoded
+    // output can remap codes instead of taking in value bytes per entry.
     let mut buf: Vec<u8> = Vec::new();
-    let mut spans: Vec<(u64, usize, usize, Option<usize>)> = Vec::new();
+    let mut spans: Vec<Span> = Vec::new();
+    let mut dicts: Vec<Arc<Dictionary>> = Vec::new();
     let mut cur_key: Vec<u8> = Vec::new();
     let mut key_buf = Vec::new();
     let mut have_key = false;
     let ctx = ReduceContext {
         snapshots: policy.snapshots,
         bottommost: policy.bottommost,
+    };
+    let value_of = |buf: &'_ [u8], dicts: &'_ [Arc<Dictionary>], s: &Span| -> (usize, usize) {
+        // A (pointer, length) pair, to recognise a survivor's value.
+        match s.code {
+            Some((d, c)) => {
+                let v = dicts[d].value(c);
+                (v.as_ptr() as usize, v.len())
+            }
+            None => (buf[s.start..s.end].as_ptr() as usize, s.end - s.start),
+        }
     };
     input.seek_to_first();
     let mut n: u64 = 0;
@@ -650,16 +680,22 @@ fn compact_core<I: InternalIterator + ?Sized>(
         if !same_key && have_key {
             for out in 0..outputs {
                 let mut vs: Vec<KeyVersion<'_>> = Vec::with_capacity(spans.len());
-                vs.extend(
-                    spans
-                        .iter()
-                        .filter(|s| outputs == 1 || s.3.is_none_or(|o| o == out))
-                        .map(|&(t, s, e, _)| KeyVersion {
-                            seqno: SeqNo(t >> 8),
-                            kind: ValueKind::from_u8((t & 0xff) as u8).unwrap_or(ValueKind::Put),
-                            value: &buf[s..e],
-                        }),
-                );
+                let mut origin: Vec<&Span> = Vec::with_capacity(spans.len());
+                for s in spans
+                    .iter()
+                    .filter(|s| outputs == 1 || s.owner.is_none_or(|o| o == out))
+                {
+                    vs.push(KeyVersion {
+                        seqno: SeqNo(s.trailer >> 8),
+                        kind: ValueKind::from_u8((s.trailer & 0xff) as u8)
+                            .unwrap_or(ValueKind::Put),
+                        value: match s.code {
+                            Some((d, c)) => dicts[d].value(c),
+                            None => &buf[s.start..s.end],
+                        },
+                    });
+                    origin.push(s);
+                }
                 if vs.is_empty() {
                     continue;
                 }
@@ -670,7 +706,19 @@ fn compact_core<I: InternalIterator + ?Sized>(
                     key_buf.clear();
                     append_internal_key(&mut key_buf, &cur_key, seqno, kind as u8);
                     written += 1;
-                    emit(out, &key_buf, value)
+                    // The survivor is an input version unchanged when it
+                    // has that version's sequence number, kind and very
+                    // bytes (a merge result is a new value).
+                    let coded = origin
+                        .iter()
+                        .find(|s| s.trailer == (seqno.get() << 8 | kind as u64))
+                        .filter(|s| value_of(&buf, &dicts, s) == (value.as_ptr() as usize, value.len()))
+                        .and_then(|s| s.code)
+                        .map(|(d, code)| CodedValue {
+                            dictionary: &dicts[d],
+                            code,
+                        });
+                    emit(out, &key_buf, value, coded)
                 };
                 match policy.reducer {
                     None => reduce_key(&cur_key, &vs, policy, &mut stats, &mut write)?,
@@ -703,8 +751,31 @@ fn compact_core<I: InternalIterator + ?Sized>(
             have_key = true;
         }
         let start = buf.len();
-        buf.extend_from_slice(input.value());
-        spans.push((trailer(ikey), start, buf.len(), owner(input)));
+        let code = match input.value_code() {
+            Some(cv) => {
+                // Inputs are a few files: the last dictionary met is
+                // almost always the one.
+                let d = match dicts.iter().rposition(|d| Arc::ptr_eq(d, cv.dictionary)) {
+                    Some(d) => d,
+                    None => {
+                        dicts.push(Arc::clone(cv.dictionary));
+                        dicts.len() - 1
+                    }
+                };
+                Some((d, cv.code))
+            }
+            None => {
+                buf.extend_from_slice(input.value());
+                None
+            }
+        };
+        spans.push(Span {
+            trailer: trailer(ikey),
+            start,
+            end: buf.len(),
+            owner: owner(input),
+            code,
+        });
         stats.entries_in += 1;
         input.next();
     }

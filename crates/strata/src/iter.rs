@@ -34,6 +34,13 @@ pub trait InternalIterator: Send {
     fn may_contain_user_key(&self, _user_key: &[u8]) -> bool {
         true
     }
+    /// The current value as a code into a file's dictionary, when the
+    /// source stores it so (dictionary-encoded files): compaction then
+    /// carries the code to its output instead of the value's bytes. The
+    /// default, for sources of plain values, is `None`. REQUIRES: `valid()`.
+    fn value_code(&self) -> Option<crate::dict::CodedValue<'_>> {
+        None
+    }
     /// Makes `value()` readable. A source may position itself lazily
     /// (knowing its current key without reading the entry: a level whose
     /// next entry is a file's first, see [`crate::version::LevelIter::new_lazy`]);
@@ -596,6 +603,10 @@ impl InternalIterator for MergingIterator {
             Some(i) => self.children[i].value(),
             None => &[],
         }
+    }
+
+    fn value_code(&self) -> Option<crate::dict::CodedValue<'_>> {
+        self.children[self.current?].value_code()
     }
 
     fn status(&self) -> Result<()> {

@@ -206,7 +206,7 @@ pub use cache::BlockCache;
 pub use database::Db;
 pub use db::{DEFAULT_KEYSPACE, DbStats, Keyspace, KeyspaceStats, Snapshot};
 pub use db_iter::DbIter;
-pub use dict::ValuePredicate;
+pub use dict::{CodedValue, Dictionary, ValuePredicate};
 pub use dictfile::ValueDictionaryLayout;
 pub use error::{Error, Result};
 pub use ids::{FileNumber, KeyspaceId, Level};

@@ -62,6 +62,9 @@ pub struct Statistics {
     pub plain_value_files_written: AtomicU64,
     /// Time writers spent sorting distinct values into dictionaries.
     pub dictionary_build_micros: AtomicU64,
+    /// Values compactions carried as codes into input dictionaries (their
+    /// bytes untouched).
+    pub values_carried_as_codes: AtomicU64,
 }
 
 impl Statistics {

@@ -109,6 +109,19 @@ impl fmt::Debug for dyn TableFormat {
 pub trait TableWriter: Send {
     /// Adds an entry.
     fn add(&mut self, internal_key: &[u8], value: &[u8]) -> Result<()>;
+    /// Adds an entry whose value an input file stored as `coded` (a code
+    /// into its dictionary; `value` is the same value's bytes). A
+    /// dictionary-encoded writer keeps the code and remaps it when the file
+    /// is finished; the default ignores it.
+    fn add_coded(
+        &mut self,
+        internal_key: &[u8],
+        value: &[u8],
+        coded: Option<crate::dict::CodedValue<'_>>,
+    ) -> Result<()> {
+        let _ = coded;
+        self.add(internal_key, value)
+    }
     /// Entries added so far.
     fn num_entries(&self) -> u64;
     /// Bytes the file would have if finished now (output files are split
@@ -335,6 +348,9 @@ impl InternalIterator for TableHandleIter {
     }
     fn value(&self) -> &[u8] {
         each!(self, it => it.value(), &[])
+    }
+    fn value_code(&self) -> Option<crate::dict::CodedValue<'_>> {
+        each!(self, it => it.value_code(), None)
     }
     fn may_contain_user_key(&self, user_key: &[u8]) -> bool {
         each!(self, it => it.may_contain_user_key(user_key), true)

@@ -523,6 +523,9 @@ impl InternalIterator for LevelIter {
         debug_assert!(!self.pending, "settle() before value()");
         self.current.as_ref().map_or(&[][..], |c| c.value())
     }
+    fn value_code(&self) -> Option<crate::dict::CodedValue<'_>> {
+        self.current.as_ref()?.value_code()
+    }
     fn settle(&mut self) {
         self.load_pending();
     }

@@ -182,6 +182,33 @@ fn dictionaries_survive_reopening_even_without_the_option() {
 }
 
 #[test]
+fn compaction_carries_codes_and_merges_dictionaries() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options(true)).expect("open");
+    // Two overlapping level-0 files with different value sets, then an
+    // overwrite of some keys and deletes of others.
+    for round in 0..3u32 {
+        for i in (0..1500u32).filter(|i| i % (round + 1) == 0) {
+            let v = format!("tone-{}-{}", round, i % 9);
+            db.put(format!("k{i:05}").as_bytes(), v.as_bytes()).expect("put");
+        }
+        db.flush().expect("flush");
+    }
+    for i in (0..1500u32).step_by(11) {
+        db.delete(format!("k{i:05}").as_bytes()).expect("delete");
+    }
+    db.compact().expect("compact");
+    let s = db.stats();
+    assert!(s.values_carried_as_codes > 1000, "{s:?}");
+    for (k, v) in contents(&db) {
+        let i: u32 = std::str::from_utf8(&k[1..]).expect("utf8").parse().expect("number");
+        assert_ne!(i % 11, 0, "deleted key {i} is back");
+        let round = (0..3u32).rev().find(|r| i % (r + 1) == 0).expect("some round wrote it");
+        assert_eq!(v, format!("tone-{}-{}", round, i % 9).as_bytes());
+    }
+}
+
+#[test]
 fn a_threshold_outside_zero_to_one_is_refused() {
     assert!(ValueDictionaryLayout::new(1.5).is_err());
     assert!(ValueDictionaryLayout::new(-0.1).is_err());

@@ -288,7 +288,11 @@ impl DbInner {
             b.finish()
                 .inspect_err(|_| self.remove_tables(std::iter::once(number)))
         };
-        let mut emit = |i: usize, k: &[u8], v: &[u8]| -> Result<()> {
+        let mut emit = |i: usize,
+                        k: &[u8],
+                        v: &[u8],
+                        coded: Option<crate::dict::CodedValue<'_>>|
+         -> Result<()> {
             let o = &mut outs[i];
             let uk = user_key(k);
             let split = o
@@ -315,7 +319,7 @@ impl DbInner {
                 )?);
             }
             if let Some(b) = o.builder.as_mut() {
-                b.add(k, v)?;
+                b.add(k, v, coded)?;
             }
             o.last_ukey.clear();
             o.last_ukey.extend_from_slice(uk);

@@ -79,8 +79,13 @@ impl TableOutput {
         self.number
     }
 
-    pub(super) fn add(&mut self, internal_key: &[u8], value: &[u8]) -> Result<()> {
-        self.writer.add(internal_key, value)
+    pub(super) fn add(
+        &mut self,
+        internal_key: &[u8],
+        value: &[u8],
+        coded: Option<crate::dict::CodedValue<'_>>,
+    ) -> Result<()> {
+        self.writer.add_coded(internal_key, value, coded)
     }
 
     pub(super) fn num_entries(&self) -> u64 {
@@ -142,7 +147,7 @@ pub(super) fn build_table(
             if let Some(c) = copy.as_deref_mut() {
                 c.add(k, v);
             }
-            b.add(k, v)
+            b.add(k, v, None)
         },
         stop,
     );

@@ -69,6 +69,8 @@ pub struct DbStats {
     pub plain_value_files_written: u64,
     /// Time spent sorting distinct values into dictionaries.
     pub dictionary_build_micros: u64,
+    /// Values compactions carried as codes (their bytes untouched).
+    pub values_carried_as_codes: u64,
     /// Seeks the iterators issued to their sources.
     pub iterator_child_seeks: u64,
     /// Levels >= 1 merged into a finished forward scan that held no entry
@@ -212,12 +214,13 @@ impl DbStats {
         {
             let _ = writeln!(
                 s,
-                "dictionaries: {} open ({} bytes); files written: {} with a dictionary, {} plain; {} us building them",
+                "dictionaries: {} open ({} bytes); files written: {} with a dictionary, {} plain; {} us building them; {} values compacted as codes",
                 self.dictionaries_open,
                 self.dictionary_bytes,
                 self.dictionary_files_written,
                 self.plain_value_files_written,
-                self.dictionary_build_micros
+                self.dictionary_build_micros,
+                self.values_carried_as_codes
             );
         }
         let gate = |active: bool| {
@@ -344,6 +347,7 @@ impl DbInner {
             dictionary_files_written: g(&s.dictionary_files_written),
             plain_value_files_written: g(&s.plain_value_files_written),
             dictionary_build_micros: g(&s.dictionary_build_micros),
+            values_carried_as_codes: g(&s.values_carried_as_codes),
             iterators_created: g(&s.iterators_created),
             iterator_children: g(&s.iterator_children),
             iterator_child_seeks: g(&s.iterator_child_seeks),

@@ -22,11 +22,21 @@ pub const MAX_VALUES: usize = 1 << 24;
 
 /// A decoded dictionary. Values are distinct and strictly ascending in
 /// byte order (unsigned, a prefix before its extensions).
-#[derive(Clone, Default, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Dictionary {
     /// `offsets[c]..offsets[c + 1]` is code `c`'s value in `bytes`.
     offsets: Vec<u32>,
     bytes: Vec<u8>,
+}
+
+impl Default for Dictionary {
+    /// The empty dictionary.
+    fn default() -> Self {
+        Dictionary {
+            offsets: vec![0],
+            bytes: Vec::new(),
+        }
+    }
 }
 
 impl std::fmt::Debug for Dictionary {
@@ -289,6 +299,14 @@ mod tests {
         assert_eq!(d.lower_bound(b"c"), 5);
         assert_eq!(d.value(3), b"b\0");
         assert_eq!(d.try_value(5), None);
+    }
+
+    #[test]
+    fn the_default_dictionary_is_empty() {
+        let d = Dictionary::default();
+        assert!(d.is_empty());
+        assert_eq!(d.lower_bound(b"x"), 0);
+        assert_eq!(d.try_value(0), None);
     }
 
     #[test]

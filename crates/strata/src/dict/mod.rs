@@ -12,6 +12,8 @@
 //! - [`dictionary`]: the sorted distinct values, front-coded on disk,
 //!   decoded once in memory; the builder that collects a file's distinct
 //!   values as its entries stream in.
+//! - [`merge`]: the k-way merge of dictionaries a compaction's output
+//!   takes, restricted to the values still referenced, with code remaps.
 //! - [`bitpack`]: codes packed to the minimum width.
 //! - [`select`]: selection bitmaps from packed codes, with AVX-512 and AVX2
 //!   kernels chosen at run time and a scalar fallback.
@@ -22,9 +24,23 @@
 
 pub mod bitpack;
 pub mod dictionary;
+pub mod merge;
 pub mod predicate;
 pub mod select;
 
 pub use dictionary::{Dictionary, DictionaryBuilder};
+
+use std::sync::Arc;
+
+/// A value stored as a code into a file's dictionary: what a
+/// dictionary-encoded file's iterator offers besides the value's bytes, so
+/// that compaction can move codes instead of values.
+#[derive(Clone, Copy, Debug)]
+pub struct CodedValue<'a> {
+    /// The file's dictionary.
+    pub dictionary: &'a Arc<Dictionary>,
+    /// The value's code in it.
+    pub code: u32,
+}
 pub use predicate::ValuePredicate;
 pub use select::{CodeSet, Kernel};

@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use crate::dict::{Dictionary, bitpack};
+use crate::dict::{CodedValue, Dictionary, bitpack};
 use crate::key::ValueKind;
 use crate::keyblock::{BlockError, KeyRows, KeyRowsBuilder, u32_at};
 
@@ -124,6 +124,22 @@ impl DictBlock {
                 let b = u32_at(&self.data, offsets.0 + r * 4 + 4) as usize;
                 &self.data[bytes.0 + a..bytes.0 + b]
             }
+        }
+    }
+
+    /// Row `r`'s value as a code into the file's dictionary (`None` for a
+    /// tombstone or a block of plain values).
+    pub fn value_code(&self, r: usize) -> Option<CodedValue<'_>> {
+        match &self.values {
+            Values::Codes { width, range, dict }
+                if self.keys.kind(&self.data, r) != ValueKind::Delete =>
+            {
+                Some(CodedValue {
+                    dictionary: dict,
+                    code: bitpack::get(&self.data[range.0..range.1], *width, r),
+                })
+            }
+            _ => None,
         }
     }
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::block::DictBlock;
 use super::meta::{BlockMeta, DICT_FOOTER, Index};
 use crate::cache::BlockCache;
-use crate::dict::Dictionary;
+use crate::dict::{CodedValue, Dictionary};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::keyblock::{KeyRows, RowIter, RowSource, get_rows, verify_rows};
@@ -231,6 +231,16 @@ impl RowSource for DictReader {
     }
 
     fn scratch(&self) {}
+
+    const BORROWS_VALUES: bool = true;
+
+    fn value_ref(block: &DictBlock, r: usize) -> &[u8] {
+        block.value(r)
+    }
+
+    fn value_code(block: &DictBlock, r: usize) -> Option<CodedValue<'_>> {
+        block.value_code(r)
+    }
 
     fn value_into(&self, block: &DictBlock, r: usize, _: &mut (), value: &mut Vec<u8>) {
         value.clear();

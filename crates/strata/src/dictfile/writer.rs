@@ -2,12 +2,21 @@
 //!
 //! A value's code is its rank among the file's distinct values, which is
 //! known only once every entry has arrived. The writer therefore keeps the
-//! file's entries (keys and a provisional id per value) until `finish`,
-//! interning each distinct value once; `finish` sorts the distinct values
-//! (not the entries), remaps the ids to codes and writes the blocks. A file
-//! is at most the target file size, so this holds at most about one file's
-//! keys in memory. When the share of distinct values passes the keyspace's
-//! threshold the file stores its values plainly instead.
+//! file's entries (keys and a reference per value) until `finish`, and
+//! writes the blocks then. A file is at most the target file size, so this
+//! holds at most about one file's keys in memory. Values arrive two ways:
+//! - as bytes (a flush, or a compaction of plain files): each distinct
+//!   value is interned once, and `finish` sorts the distinct values, not
+//!   the entries;
+//! - as codes into an input file's dictionary (a compaction of
+//!   dictionary-encoded files, `TableWriter::add_coded`): the writer marks
+//!   the code referenced and keeps it, touching no value bytes; `finish`
+//!   merges the input dictionaries, restricted to the referenced values,
+//!   with the interned values (`dict::merge`) and remaps every code through
+//!   a table.
+//!
+//! When the share of distinct values passes the keyspace's threshold the
+//! file stores its values plainly instead.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -15,7 +24,8 @@ use std::time::Instant;
 
 use super::block::DictBlockBuilder;
 use super::meta::{BlockMeta, DICT_FOOTER, DICT_FORMAT_VERSION, Index};
-use crate::dict::DictionaryBuilder;
+use crate::dict::merge::{MergeInput, merge};
+use crate::dict::{CodedValue, Dictionary, DictionaryBuilder};
 use crate::error::{Error, Result};
 use crate::key::{SeqNo, ValueKind, compare_internal, parse_internal_key, trailer};
 use crate::sst::bloom::BloomFilterBuilder;
@@ -25,8 +35,53 @@ use crate::stats::Statistics;
 use crate::table_format::{TableWriter, WriterContext};
 use crate::vfs::WritableFile;
 
-/// An entry's id when it has no value (a tombstone).
+/// An entry's value: (source, code). Source 0 is the interned values
+/// (the code is a provisional id), source `s > 0` the dictionary of input
+/// `s - 1`; a tombstone has source `NO_VALUE`.
+type ValueRef = (u32, u32);
+
+/// The source of a tombstone's (absent) value.
 const NO_VALUE: u32 = u32::MAX;
+
+/// The input dictionaries whose codes a file's entries reference.
+#[derive(Default)]
+struct CodedInputs {
+    dictionaries: Vec<Arc<Dictionary>>,
+    /// Per dictionary, its referenced codes as a bitmap.
+    referenced: Vec<Vec<u64>>,
+    /// Distinct values referenced, and their bytes.
+    distinct: u64,
+    bytes: u64,
+}
+
+impl CodedInputs {
+    /// The source number of `dictionary` (adding it if new) after marking
+    /// `code` referenced.
+    fn reference(&mut self, dictionary: &Arc<Dictionary>, code: u32) -> u32 {
+        // An output's entries come from a few inputs, one at a time: the
+        // last dictionary is almost always the one.
+        let i = match self
+            .dictionaries
+            .iter()
+            .rposition(|d| Arc::ptr_eq(d, dictionary))
+        {
+            Some(i) => i,
+            None => {
+                self.dictionaries.push(Arc::clone(dictionary));
+                self.referenced.push(vec![0; dictionary.len().div_ceil(64)]);
+                self.dictionaries.len() - 1
+            }
+        };
+        let word = &mut self.referenced[i][code as usize / 64];
+        let bit = 1u64 << (code % 64);
+        if *word & bit == 0 {
+            *word |= bit;
+            self.distinct += 1;
+            self.bytes += dictionary.value(code).len() as u64;
+        }
+        i as u32 + 1
+    }
+}
 
 /// Whether a file of `values` values, `distinct` of them distinct, gets a
 /// dictionary under `max_distinct_ratio`.
@@ -45,8 +100,9 @@ pub struct DictWriter {
     /// Internal keys, end to end; `key_ends[i]` is where entry `i`'s ends.
     keys: Vec<u8>,
     key_ends: Vec<usize>,
-    ids: Vec<u32>,
+    refs: Vec<ValueRef>,
     values: DictionaryBuilder,
+    coded: CodedInputs,
     props: TableProperties,
     stats: Arc<Statistics>,
     failed: Option<Error>,
@@ -75,8 +131,9 @@ impl DictWriter {
             max_distinct_ratio,
             keys: Vec::new(),
             key_ends: Vec::new(),
-            ids: Vec::new(),
+            refs: Vec::new(),
             values: DictionaryBuilder::new(),
+            coded: CodedInputs::default(),
             props,
             stats: Arc::clone(ctx.stats),
             failed: None,
@@ -101,23 +158,59 @@ impl DictWriter {
         r.map_err(|e| self.fail(e))
     }
 
-    /// Writes the buffered entries, the dictionary, the filter, the index,
-    /// the properties and the footer; returns the file's size.
-    fn write_all(&mut self) -> Result<u64> {
-        let values = self.props.num_entries - self.props.num_deletions;
-        let distinct = self.values.distinct() as u64;
-        let builder = std::mem::take(&mut self.values);
-        let coded = use_dictionary(values, distinct, self.max_distinct_ratio);
-        // Sorting the distinct values also gives the plain path each id's
-        // value: code `remap[id]` of the sorted dictionary.
-        let started = Instant::now();
-        let (dict, remap) = builder.finish().ok_or_else(|| {
+    /// The file's dictionary: the interned values, sorted, merged with the
+    /// referenced values of the input dictionaries; and per source (see
+    /// [`ValueRef`]) the final code of each of its codes.
+    fn merged_dictionary(&mut self) -> Result<(Dictionary, Vec<Vec<u32>>)> {
+        let too_many = || {
             Error::InvalidArgument(format!(
                 "{}: over {} distinct values or 4 GiB of them in one file",
                 self.path.display(),
                 crate::dict::dictionary::MAX_VALUES
             ))
-        })?;
+        };
+        let (interned, interned_remap) = std::mem::take(&mut self.values)
+            .finish()
+            .ok_or_else(too_many)?;
+        let coded = std::mem::take(&mut self.coded);
+        let mut inputs = vec![MergeInput {
+            dictionary: &interned,
+            referenced: None,
+        }];
+        for (d, r) in coded.dictionaries.iter().zip(&coded.referenced) {
+            inputs.push(MergeInput {
+                dictionary: d,
+                referenced: Some(r),
+            });
+        }
+        let inputs = if interned.is_empty() {
+            &inputs[1..]
+        } else {
+            &inputs[..]
+        };
+        let (dict, mut remaps) = if inputs.is_empty() {
+            (Dictionary::default(), Vec::new())
+        } else {
+            merge(inputs).ok_or_else(too_many)?
+        };
+        if interned.is_empty() {
+            remaps.insert(0, Vec::new());
+        }
+        // Source 0's codes are provisional ids: compose with the sort.
+        remaps[0] = interned_remap
+            .iter()
+            .map(|&rank| remaps[0][rank as usize])
+            .collect();
+        Ok((dict, remaps))
+    }
+
+    /// Writes the buffered entries, the dictionary, the filter, the index,
+    /// the properties and the footer; returns the file's size.
+    fn write_all(&mut self) -> Result<u64> {
+        let values = self.props.num_entries - self.props.num_deletions;
+        let started = Instant::now();
+        let (dict, remaps) = self.merged_dictionary()?;
+        let coded = use_dictionary(values, dict.len() as u64, self.max_distinct_ratio);
         let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
         Statistics::add(&self.stats.dictionary_build_micros, micros);
         // A file of tombstones only has neither.
@@ -139,17 +232,23 @@ impl DictWriter {
             .then(|| BloomFilterBuilder::new(self.options.bloom_bits_per_key));
         let mut block = DictBlockBuilder::default();
         let mut raw = Vec::new();
-        let (keys, key_ends, ids) = (
+        let carried = self
+            .refs
+            .iter()
+            .filter(|&&(s, _)| s != 0 && s != NO_VALUE)
+            .count();
+        Statistics::add(&self.stats.values_carried_as_codes, carried as u64);
+        let (keys, key_ends, refs) = (
             std::mem::take(&mut self.keys),
             std::mem::take(&mut self.key_ends),
-            std::mem::take(&mut self.ids),
+            std::mem::take(&mut self.refs),
         );
         let key = |i: usize| {
             let start = if i == 0 { 0 } else { key_ends[i - 1] };
             let ikey = &keys[start..key_ends[i]];
             (&ikey[..ikey.len() - 8], trailer(ikey))
         };
-        for (i, &id) in ids.iter().enumerate() {
+        for (i, &(source, code)) in refs.iter().enumerate() {
             let (ukey, t) = key(i);
             let new_key = i == 0 || key(i - 1).0 != ukey;
             if new_key {
@@ -173,11 +272,13 @@ impl DictWriter {
                     f.add_key(ukey);
                 }
             }
-            match (id, coded) {
+            // Plain values are taken from the merged dictionary too: it
+            // holds every value once.
+            match (source, coded) {
                 (NO_VALUE, true) => block.add_code(ukey, t, 0),
                 (NO_VALUE, false) => block.add_plain(ukey, t, &[]),
-                (id, true) => block.add_code(ukey, t, remap[id as usize]),
-                (id, false) => block.add_plain(ukey, t, dict.value(remap[id as usize])),
+                (s, true) => block.add_code(ukey, t, remaps[s as usize][code as usize]),
+                (s, false) => block.add_plain(ukey, t, dict.value(remaps[s as usize][code as usize])),
             }
         }
         if block.rows() > 0 {
@@ -241,6 +342,15 @@ impl DictWriter {
 
 impl TableWriter for DictWriter {
     fn add(&mut self, internal_key: &[u8], value: &[u8]) -> Result<()> {
+        self.add_coded(internal_key, value, None)
+    }
+
+    fn add_coded(
+        &mut self,
+        internal_key: &[u8],
+        value: &[u8],
+        coded: Option<CodedValue<'_>>,
+    ) -> Result<()> {
         if let Some(e) = &self.failed {
             return Err(e.duplicate());
         }
@@ -257,21 +367,24 @@ impl TableWriter for DictWriter {
                 self.props.largest
             )));
         }
-        let id = match parsed.kind {
+        let r = match parsed.kind {
             ValueKind::Delete => {
                 self.props.num_deletions += 1;
-                NO_VALUE
+                (NO_VALUE, 0)
             }
             kind => {
                 if kind == ValueKind::Merge {
                     self.props.num_merges += 1;
                 }
-                self.values.intern(value)
+                match coded {
+                    Some(c) => (self.coded.reference(c.dictionary, c.code), c.code),
+                    None => (0, self.values.intern(value)),
+                }
             }
         };
         self.keys.extend_from_slice(internal_key);
         self.key_ends.push(self.keys.len());
-        self.ids.push(id);
+        self.refs.push(r);
         self.props.raw_key_bytes += internal_key.len() as u64;
         self.props.raw_value_bytes += value.len() as u64;
         let seq = parsed.seqno.get();
@@ -297,12 +410,10 @@ impl TableWriter for DictWriter {
         // keys), about two bytes of code per entry, and the distinct
         // values; or every value when the file would be plain.
         let values = self.props.num_entries - self.props.num_deletions;
-        let value_bytes = if use_dictionary(
-            values,
-            self.values.distinct() as u64,
-            self.max_distinct_ratio,
-        ) {
-            self.values.value_bytes() as u64 + 2 * self.props.num_entries
+        // (Values in both sources count twice: a bound, not the exact size.)
+        let distinct = self.values.distinct() as u64 + self.coded.distinct;
+        let value_bytes = if use_dictionary(values, distinct, self.max_distinct_ratio) {
+            self.values.value_bytes() as u64 + self.coded.bytes + 2 * self.props.num_entries
         } else {
             self.props.raw_value_bytes
         };

@@ -11,6 +11,7 @@
 use std::sync::Arc;
 
 use super::KeyRows;
+use crate::dict::CodedValue;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{trailer, user_key};
@@ -35,7 +36,21 @@ pub trait RowSource: Send + Sync + 'static {
     fn key_rows(block: &Self::Block) -> (&KeyRows, &[u8]);
     /// Fresh scratch state.
     fn scratch(&self) -> Self::Scratch;
+    /// Whether [`RowSource::value_ref`] gives every row's value, so an
+    /// iterator need not copy values out of blocks.
+    const BORROWS_VALUES: bool = false;
+    /// Row `r`'s value (empty for a tombstone), borrowed from the block,
+    /// for a format whose blocks hold values whole. Used only when
+    /// `BORROWS_VALUES`.
+    fn value_ref(_block: &Self::Block, _r: usize) -> &[u8] {
+        &[]
+    }
+    /// Row `r`'s value as a dictionary code, for a format that stores it so.
+    fn value_code(_block: &Self::Block, _r: usize) -> Option<CodedValue<'_>> {
+        None
+    }
     /// Row `r`'s value (empty for a tombstone) into `value` (cleared first).
+    /// Used unless `BORROWS_VALUES`.
     fn value_into(
         &self,
         block: &Self::Block,
@@ -90,8 +105,13 @@ pub fn get_rows<S: RowSource>(
     let (k, d) = S::key_rows(&block);
     for r in rows {
         internal_key_into(k, d, r, &mut key);
-        src.value_into(&block, r, &mut scratch, &mut value);
-        if !f(&key, &value) {
+        let v = if S::BORROWS_VALUES {
+            S::value_ref(&block, r)
+        } else {
+            src.value_into(&block, r, &mut scratch, &mut value);
+            &value
+        };
+        if !f(&key, v) {
             break;
         }
     }
@@ -189,8 +209,10 @@ impl<S: RowSource> RowIter<S> {
         let Some(b) = &self.block else { return };
         let (k, d) = S::key_rows(b);
         internal_key_into(k, d, self.row, &mut self.key);
-        self.src
-            .value_into(b, self.row, &mut self.scratch, &mut self.value);
+        if !S::BORROWS_VALUES {
+            self.src
+                .value_into(b, self.row, &mut self.scratch, &mut self.value);
+        }
     }
 
     /// Moves forward over exhausted blocks until a row or the end.
@@ -301,7 +323,14 @@ impl<S: RowSource> InternalIterator for RowIter<S> {
     }
 
     fn value(&self) -> &[u8] {
-        &self.value
+        match &self.block {
+            Some(b) if S::BORROWS_VALUES => S::value_ref(b, self.row),
+            _ => &self.value,
+        }
+    }
+
+    fn value_code(&self) -> Option<CodedValue<'_>> {
+        S::value_code(self.block.as_ref()?, self.row)
     }
 
     fn may_contain_user_key(&self, user_key: &[u8]) -> bool {
