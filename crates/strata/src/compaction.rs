@@ -712,7 +712,9 @@ fn compact_core<I: InternalIterator + ?Sized>(
                     let coded = origin
                         .iter()
                         .find(|s| s.trailer == (seqno.get() << 8 | kind as u64))
-                        .filter(|s| value_of(&buf, &dicts, s) == (value.as_ptr() as usize, value.len()))
+                        .filter(|s| {
+                            value_of(&buf, &dicts, s) == (value.as_ptr() as usize, value.len())
+                        })
                         .and_then(|s| s.code)
                         .map(|(d, code)| CodedValue {
                             dictionary: &dicts[d],

@@ -65,6 +65,11 @@ pub struct Statistics {
     /// Values compactions carried as codes into input dictionaries (their
     /// bytes untouched).
     pub values_carried_as_codes: AtomicU64,
+    /// Blocks of dictionary-encoded files a filter skipped by their code
+    /// range, without reading them.
+    pub filter_blocks_skipped: AtomicU64,
+    /// Codes filters tested with the vectorised scan.
+    pub filter_codes_scanned: AtomicU64,
 }
 
 impl Statistics {

@@ -5,12 +5,13 @@
 //! dictionary is an error naming the file.
 
 use std::collections::BTreeMap;
+use std::ops::Bound;
 use std::path::Path;
 use std::sync::Arc;
 
 use proptest::prelude::*;
 use strata::merge::AppendOperator;
-use strata::{Db, Error, KeyspaceOptions, Options, ValueDictionaryLayout};
+use strata::{Db, Error, KeyspaceOptions, Options, ValueDictionaryLayout, ValuePredicate};
 
 fn options(dictionary: bool) -> Options {
     let mut o = Options::default();
@@ -100,10 +101,32 @@ fn apply(db: Db, dir: &Path, op: &Op, opts: fn() -> Options) -> Db {
     db
 }
 
+fn predicate() -> impl Strategy<Value = ValuePredicate> {
+    prop_oneof![
+        value().prop_map(ValuePredicate::Eq),
+        (value(), value()).prop_map(|(a, b)| ValuePredicate::Range {
+            start: Bound::Included(a.min(b.clone())),
+            end: Bound::Excluded(b),
+        }),
+        value().prop_map(|v| ValuePredicate::Range {
+            start: Bound::Excluded(v),
+            end: Bound::Unbounded
+        }),
+        proptest::collection::vec(any::<u8>(), 0..3).prop_map(ValuePredicate::Prefix),
+        Just(ValuePredicate::Prefix(b"common-".to_vec())),
+        Just(ValuePredicate::Prefix(b"m".to_vec())),
+        proptest::collection::vec(value(), 0..4).prop_map(ValuePredicate::In),
+    ]
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
     #[test]
-    fn encoded_and_plain_keyspaces_read_alike(ops in proptest::collection::vec(op(), 1..400)) {
+    fn encoded_and_plain_keyspaces_read_alike(
+        ops in proptest::collection::vec(op(), 1..400),
+        preds in proptest::collection::vec(predicate(), 1..6),
+        range in (0u16..300, 0u16..300),
+    ) {
         let (dir_a, dir_b) = (tempfile::tempdir().expect("tempdir"), tempfile::tempdir().expect("tempdir"));
         let plain_opts = || options(false);
         let mut encoded = Db::open(dir_a.path(), always_encoded()).expect("open");
@@ -130,7 +153,23 @@ proptest! {
             prop_assert_eq!(encoded.get(&key(k)).expect("get"), plain.get(&key(k)).expect("get"));
         }
         let want: Vec<(Vec<u8>, Vec<u8>)> = model.into_iter().collect();
-        prop_assert_eq!(got, want);
+        prop_assert_eq!(&got, &want);
+        // Filters: on codes in the encoded keyspace, on bytes in the plain
+        // one, against the model.
+        let (lo, hi) = (key(range.0.min(range.1)), key(range.0.max(range.1)));
+        for p in &preds {
+            for (from, to) in [(None, None), (Some(&lo[..]), Some(&hi[..]))] {
+                let expect: Vec<(Vec<u8>, Vec<u8>)> = want
+                    .iter()
+                    .filter(|(k, v)| from.is_none_or(|f| k.as_slice() >= f) && to.is_none_or(|t| k.as_slice() < t) && p.matches(v))
+                    .cloned()
+                    .collect();
+                let coded = encoded.default_keyspace().filter(from, to, p).expect("filter");
+                prop_assert_eq!(&coded, &expect, "{:?} in {:?}..{:?}", p, from, to);
+                let bytes = plain.default_keyspace().filter(from, to, p).expect("filter");
+                prop_assert_eq!(&bytes, &expect);
+            }
+        }
         prop_assert_eq!(encoded.stats().plain_value_files_written, 0);
     }
 }
@@ -140,8 +179,11 @@ fn files_with_few_distinct_values_get_dictionaries_and_the_rest_do_not() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir.path(), options(true)).expect("open");
     for i in 0..2000u32 {
-        db.put(format!("a{i:05}").as_bytes(), format!("colour-{}", i % 5).as_bytes())
-            .expect("put");
+        db.put(
+            format!("a{i:05}").as_bytes(),
+            format!("colour-{}", i % 5).as_bytes(),
+        )
+        .expect("put");
     }
     db.flush().expect("flush");
     let s = db.stats();
@@ -149,14 +191,20 @@ fn files_with_few_distinct_values_get_dictionaries_and_the_rest_do_not() {
     assert_eq!(s.plain_value_files_written, 0, "{s:?}");
     assert!(s.dictionaries_open >= 1 && s.dictionary_bytes > 0, "{s:?}");
     for i in 0..2000u32 {
-        db.put(format!("b{i:05}").as_bytes(), format!("unique-{i}").as_bytes())
-            .expect("put");
+        db.put(
+            format!("b{i:05}").as_bytes(),
+            format!("unique-{i}").as_bytes(),
+        )
+        .expect("put");
     }
     db.flush().expect("flush");
     let s = db.stats();
     assert!(s.plain_value_files_written >= 1, "{s:?}");
     assert_eq!(db.get(b"a00007").expect("get"), Some(b"colour-2".to_vec()));
-    assert_eq!(db.get(b"b01999").expect("get"), Some(b"unique-1999".to_vec()));
+    assert_eq!(
+        db.get(b"b01999").expect("get"),
+        Some(b"unique-1999".to_vec())
+    );
 }
 
 #[test]
@@ -165,8 +213,11 @@ fn dictionaries_survive_reopening_even_without_the_option() {
     {
         let db = Db::open(dir.path(), options(true)).expect("open");
         for i in 0..3000u32 {
-            db.put(format!("k{i:05}").as_bytes(), format!("v{}", i % 7).as_bytes())
-                .expect("put");
+            db.put(
+                format!("k{i:05}").as_bytes(),
+                format!("v{}", i % 7).as_bytes(),
+            )
+            .expect("put");
         }
         db.compact().expect("compact");
         db.close().expect("close");
@@ -190,7 +241,8 @@ fn compaction_carries_codes_and_merges_dictionaries() {
     for round in 0..3u32 {
         for i in (0..1500u32).filter(|i| i % (round + 1) == 0) {
             let v = format!("tone-{}-{}", round, i % 9);
-            db.put(format!("k{i:05}").as_bytes(), v.as_bytes()).expect("put");
+            db.put(format!("k{i:05}").as_bytes(), v.as_bytes())
+                .expect("put");
         }
         db.flush().expect("flush");
     }
@@ -201,11 +253,65 @@ fn compaction_carries_codes_and_merges_dictionaries() {
     let s = db.stats();
     assert!(s.values_carried_as_codes > 1000, "{s:?}");
     for (k, v) in contents(&db) {
-        let i: u32 = std::str::from_utf8(&k[1..]).expect("utf8").parse().expect("number");
+        let i: u32 = std::str::from_utf8(&k[1..])
+            .expect("utf8")
+            .parse()
+            .expect("number");
         assert_ne!(i % 11, 0, "deleted key {i} is back");
-        let round = (0..3u32).rev().find(|r| i % (r + 1) == 0).expect("some round wrote it");
+        let round = (0..3u32)
+            .rev()
+            .find(|r| i.is_multiple_of(r + 1))
+            .expect("some round wrote it");
         assert_eq!(v, format!("tone-{}-{}", round, i % 9).as_bytes());
     }
+}
+
+#[test]
+fn filters_skip_blocks_by_code_range_and_read_at_snapshots() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options(true)).expect("open");
+    let ks = db.default_keyspace();
+    // Values follow keys in runs, so most blocks hold one or two codes.
+    let value = |i: u32| format!("band-{:02}", i / 400).into_bytes();
+    for i in 0..8000u32 {
+        ks.put(format!("k{i:05}").as_bytes(), &value(i))
+            .expect("put");
+    }
+    db.compact().expect("compact");
+    let snapshot = db.snapshot();
+    for i in (1200..1600u32).step_by(2) {
+        ks.put(format!("k{i:05}").as_bytes(), b"moved")
+            .expect("put");
+    }
+    ks.delete(b"k01201").expect("delete");
+    let band = ValuePredicate::Eq(b"band-03".to_vec());
+    let now = ks.filter(None, None, &band).expect("filter");
+    let want: Vec<u32> = (1200..1600).filter(|i| i % 2 == 1 && *i != 1201).collect();
+    let keys: Vec<Vec<u8>> = now.iter().map(|(k, _)| k.clone()).collect();
+    let want_keys: Vec<Vec<u8>> = want
+        .iter()
+        .map(|i| format!("k{i:05}").into_bytes())
+        .collect();
+    assert_eq!(keys, want_keys);
+    assert!(now.iter().all(|(_, v)| v == b"band-03"));
+    let then = ks
+        .filter_at(None, None, &band, &snapshot)
+        .expect("filter at");
+    assert_eq!(then.len(), 400);
+    let s = db.stats();
+    assert!(s.filter_blocks_skipped > 0, "{s:?}");
+    assert!(
+        s.filter_codes_scanned > 0 && s.filter_codes_scanned < 8000,
+        "{s:?}"
+    );
+    let moved = ks
+        .filter(
+            Some(b"k01300"),
+            Some(b"k01310"),
+            &ValuePredicate::Prefix(b"mov".to_vec()),
+        )
+        .expect("filter");
+    assert_eq!(moved.len(), 5);
 }
 
 #[test]
@@ -213,8 +319,10 @@ fn a_threshold_outside_zero_to_one_is_refused() {
     assert!(ValueDictionaryLayout::new(1.5).is_err());
     assert!(ValueDictionaryLayout::new(-0.1).is_err());
     assert!(ValueDictionaryLayout::new(f64::NAN).is_err());
-    let mut o = KeyspaceOptions::default();
-    o.layout = Arc::new(ValueDictionaryLayout::new(0.0).expect("zero: never a dictionary"));
+    let o = KeyspaceOptions {
+        layout: Arc::new(ValueDictionaryLayout::new(0.0).expect("zero: never a dictionary")),
+        ..KeyspaceOptions::default()
+    };
     o.validate().expect("valid");
 }
 
@@ -224,8 +332,11 @@ fn a_damaged_dictionary_is_a_corruption_error_naming_the_file() {
     {
         let db = Db::open(dir.path(), options(true)).expect("open");
         for i in 0..500u32 {
-            db.put(format!("k{i:05}").as_bytes(), format!("shade-{}", i % 3).as_bytes())
-                .expect("put");
+            db.put(
+                format!("k{i:05}").as_bytes(),
+                format!("shade-{}", i % 3).as_bytes(),
+            )
+            .expect("put");
         }
         db.flush().expect("flush");
         db.close().expect("close");

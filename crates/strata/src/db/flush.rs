@@ -126,14 +126,7 @@ pub(super) fn build_table(
         .group(Level::ZERO, GroupId::WHOLE)
         .map(|g| Arc::clone(&g.format))
         .ok_or_else(|| Error::InvalidArgument("a layout without level 0".into()))?;
-    let mut b = TableOutput::create(
-        target,
-        number,
-        opts,
-        &format,
-        Level::ZERO,
-        GroupId::WHOLE,
-    )?;
+    let mut b = TableOutput::create(target, number, opts, &format, Level::ZERO, GroupId::WHOLE)?;
     let policy = DropPolicy {
         snapshots,
         bottommost: false,

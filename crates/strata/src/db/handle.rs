@@ -364,6 +364,32 @@ impl Keyspace {
         Ok(found.then_some(value))
     }
 
+    /// The keys in `[from, to)` (unbounded where `None`) whose value
+    /// matches `predicate`, with their values, in key order. In files whose
+    /// values are dictionary-encoded (`KeyspaceOptions::with_value_dictionary`)
+    /// the predicate runs on codes: blocks whose codes cannot match are not
+    /// read, and the others are tested with a vectorised scan.
+    pub fn filter(
+        &self,
+        from: Option<&[u8]>,
+        to: Option<&[u8]>,
+        predicate: &crate::dict::ValuePredicate,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        self.inner.filter(&self.shared, from, to, predicate, None)
+    }
+
+    /// [`Keyspace::filter`] as of `snapshot`.
+    pub fn filter_at(
+        &self,
+        from: Option<&[u8]>,
+        to: Option<&[u8]>,
+        predicate: &crate::dict::ValuePredicate,
+        snapshot: &Snapshot,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        self.inner
+            .filter(&self.shared, from, to, predicate, Some(snapshot.seqno))
+    }
+
     /// Reads `key` as of `snapshot`.
     pub fn get_at(&self, key: &[u8], snapshot: &Snapshot) -> Result<Option<Vec<u8>>> {
         let mut value = Vec::new();

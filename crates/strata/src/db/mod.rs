@@ -73,6 +73,7 @@ use crate::version::{FileMeta, LevelIter, Version};
 use crate::vfs::{FileLock, Vfs};
 
 mod compact;
+mod filter;
 mod flush;
 mod handle;
 mod open;

@@ -81,6 +81,29 @@ impl DbInner {
         }
     }
 
+    /// The keys in `[lo, hi)` whose value at `snapshot` (the latest state
+    /// if `None`) matches `pred`, with their values, in key order.
+    pub(super) fn filter(
+        &self,
+        ks: &KeyspaceShared,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+        pred: &crate::dict::ValuePredicate,
+        snapshot: Option<SeqNo>,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        self.check_open()?;
+        let sv = Arc::clone(&ks.sv.read());
+        if !sv.plan.single_lineage() {
+            return Err(Error::InvalidArgument(
+                "filter reads keyspaces whose values are whole; this one's layout splits them \
+                 (use the table's scan with a predicate)"
+                    .into(),
+            ));
+        }
+        let snap = snapshot.unwrap_or_else(|| self.last_seqno());
+        super::filter::FilterRun::new(&sv, snap, lo, hi, pred, &self.stats).run(self, ks)
+    }
+
     pub(super) fn iter(&self, ks: &Arc<KeyspaceShared>, opts: ReadOptions) -> Result<DbIter> {
         self.check_open()?;
         let sv = Arc::clone(&ks.sv.read());

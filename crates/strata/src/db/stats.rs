@@ -71,6 +71,10 @@ pub struct DbStats {
     pub dictionary_build_micros: u64,
     /// Values compactions carried as codes (their bytes untouched).
     pub values_carried_as_codes: u64,
+    /// Blocks filters skipped by their code range, unread.
+    pub filter_blocks_skipped: u64,
+    /// Codes filters tested with the vectorised scan.
+    pub filter_codes_scanned: u64,
     /// Seeks the iterators issued to their sources.
     pub iterator_child_seeks: u64,
     /// Levels >= 1 merged into a finished forward scan that held no entry
@@ -210,7 +214,8 @@ impl DbStats {
             self.iterator_child_seeks,
             self.scan_levels_unused
         );
-        if self.dictionary_files_written + self.plain_value_files_written + self.dictionaries_open > 0
+        if self.dictionary_files_written + self.plain_value_files_written + self.dictionaries_open
+            > 0
         {
             let _ = writeln!(
                 s,
@@ -221,6 +226,11 @@ impl DbStats {
                 self.plain_value_files_written,
                 self.dictionary_build_micros,
                 self.values_carried_as_codes
+            );
+            let _ = writeln!(
+                s,
+                "filters: {} codes scanned, {} blocks skipped by their code range",
+                self.filter_codes_scanned, self.filter_blocks_skipped
             );
         }
         let gate = |active: bool| {
@@ -348,6 +358,8 @@ impl DbInner {
             plain_value_files_written: g(&s.plain_value_files_written),
             dictionary_build_micros: g(&s.dictionary_build_micros),
             values_carried_as_codes: g(&s.values_carried_as_codes),
+            filter_blocks_skipped: g(&s.filter_blocks_skipped),
+            filter_codes_scanned: g(&s.filter_codes_scanned),
             iterators_created: g(&s.iterators_created),
             iterator_children: g(&s.iterator_children),
             iterator_child_seeks: g(&s.iterator_child_seeks),

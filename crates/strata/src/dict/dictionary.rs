@@ -352,7 +352,10 @@ mod tests {
         assert_eq!(ids, [0, 1, 0, 2]);
         assert_eq!(b.distinct(), 3);
         let (d, remap) = b.finish().expect("small");
-        assert_eq!(d.values().collect::<Vec<_>>(), [&b"apple"[..], b"fig\0", b"pear"]);
+        assert_eq!(
+            d.values().collect::<Vec<_>>(),
+            [&b"apple"[..], b"fig\0", b"pear"]
+        );
         assert_eq!(remap, [2, 1, 0]);
     }
 

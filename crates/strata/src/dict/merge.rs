@@ -92,7 +92,11 @@ mod tests {
     #[test]
     fn a_single_fully_referenced_input_is_copied() {
         let d = dict(&[b"a".to_vec(), b"b".to_vec()]);
-        let (out, remap) = merge(&[MergeInput { dictionary: &d, referenced: None }]).expect("merge");
+        let (out, remap) = merge(&[MergeInput {
+            dictionary: &d,
+            referenced: None,
+        }])
+        .expect("merge");
         assert_eq!(out, d);
         assert_eq!(remap, vec![vec![0, 1]]);
     }

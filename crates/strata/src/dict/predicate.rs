@@ -93,7 +93,10 @@ mod tests {
     use proptest::prelude::*;
 
     fn value() -> impl Strategy<Value = Vec<u8>> {
-        proptest::collection::vec(prop_oneof![Just(0u8), Just(b'a'), Just(b'b'), Just(0xff)], 0..5)
+        proptest::collection::vec(
+            prop_oneof![Just(0u8), Just(b'a'), Just(b'b'), Just(0xff)],
+            0..5,
+        )
     }
 
     fn bound() -> impl Strategy<Value = Bound<Vec<u8>>> {

@@ -241,7 +241,11 @@ fn select_range(
 fn fill_ones(out: &mut [u64], n: usize) {
     for (wi, w) in out.iter_mut().enumerate() {
         let end = n.min(wi * 64 + 64) - wi * 64;
-        *w = if end == 64 { u64::MAX } else { (1u64 << end) - 1 };
+        *w = if end == 64 {
+            u64::MAX
+        } else {
+            (1u64 << end) - 1
+        };
     }
 }
 
@@ -265,7 +269,7 @@ impl<'a> Reader<'a> {
             bits: 0,
             width: u32::from(width),
         };
-        if bit % 8 != 0 {
+        if !bit.is_multiple_of(8) {
             r.fill();
             r.acc >>= bit % 8;
             r.bits -= (bit % 8) as u32;
@@ -469,7 +473,10 @@ mod tests {
                 let top = bitpack::mask(width) as u32;
                 let sets = [
                     CodeSet::Range { lo: 0, hi: top },
-                    CodeSet::Range { lo: top / 3, hi: top / 2 },
+                    CodeSet::Range {
+                        lo: top / 3,
+                        hi: top / 2,
+                    },
                     CodeSet::Range { lo: top, hi: top },
                     CodeSet::Range { lo: 0, hi: 0 },
                     CodeSet::Empty,

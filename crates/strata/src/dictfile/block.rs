@@ -257,8 +257,8 @@ impl DictBlockBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::pack_trailer;
     use crate::key::SeqNo;
+    use crate::key::pack_trailer;
 
     fn dict() -> Arc<Dictionary> {
         Arc::new(Dictionary::from_sorted([&b"apple"[..], b"fig", b"pear"]).expect("sorted"))
@@ -273,12 +273,22 @@ mod tests {
         b.add_code(b"k2", pack_trailer(SeqNo(4), ValueKind::Merge as u8), 1);
         let mut out = Vec::new();
         let stats = b.finish(&mut out);
-        assert_eq!(stats, CodeStats { valued: 2, min: 1, max: 2 });
+        assert_eq!(
+            stats,
+            CodeStats {
+                valued: 2,
+                min: 1,
+                max: 2
+            }
+        );
         let block = DictBlock::parse(out.clone(), Some(&d)).expect("parses");
         assert_eq!(block.value(0), b"pear");
         assert_eq!(block.value(1), b"");
         assert_eq!(block.value(2), b"fig");
-        assert!(DictBlock::parse(out, None).is_err(), "codes need a dictionary");
+        assert!(
+            DictBlock::parse(out, None).is_err(),
+            "codes need a dictionary"
+        );
 
         let mut p = DictBlockBuilder::default();
         p.add_plain(b"a", pack_trailer(SeqNo(1), ValueKind::Put as u8), b"x\0y");
@@ -296,9 +306,8 @@ mod tests {
         b.add_code(b"k", pack_trailer(SeqNo(1), ValueKind::Put as u8), 3);
         let mut out = Vec::new();
         b.finish(&mut out);
-        let four = Arc::new(
-            Dictionary::from_sorted([&b"a"[..], b"b", b"c", b"d"]).expect("sorted"),
-        );
+        let four =
+            Arc::new(Dictionary::from_sorted([&b"a"[..], b"b", b"c", b"d"]).expect("sorted"));
         assert!(DictBlock::parse(out.clone(), Some(&four)).is_ok());
         let err = DictBlock::parse(out, Some(&dict())).expect_err("code 3 of 3 values");
         assert!(err.contains("code"), "{err}");
@@ -309,7 +318,11 @@ mod tests {
         let mut b = DictBlockBuilder::default();
         for i in 0..40u32 {
             let k = format!("key{i:03}");
-            b.add_code(k.as_bytes(), pack_trailer(SeqNo(u64::from(i) + 1), 1), i % 3);
+            b.add_code(
+                k.as_bytes(),
+                pack_trailer(SeqNo(u64::from(i) + 1), 1),
+                i % 3,
+            );
         }
         let mut out = Vec::new();
         b.finish(&mut out);

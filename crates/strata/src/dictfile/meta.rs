@@ -160,19 +160,39 @@ mod tests {
     #[test]
     fn the_index_round_trips_and_refuses_every_truncation() {
         let index = Index {
-            dictionary: Some((BlockHandle { offset: 900, size: 77 }, 12)),
+            dictionary: Some((
+                BlockHandle {
+                    offset: 900,
+                    size: 77,
+                },
+                12,
+            )),
             blocks: vec![
                 BlockMeta {
-                    handle: BlockHandle { offset: 0, size: 400 },
+                    handle: BlockHandle {
+                        offset: 0,
+                        size: 400,
+                    },
                     rows: 10,
                     last_key: b"k09".to_vec(),
-                    codes: CodeStats { valued: 9, min: 1, max: 11 },
+                    codes: CodeStats {
+                        valued: 9,
+                        min: 1,
+                        max: 11,
+                    },
                 },
                 BlockMeta {
-                    handle: BlockHandle { offset: 405, size: 90 },
+                    handle: BlockHandle {
+                        offset: 405,
+                        size: 90,
+                    },
                     rows: 2,
                     last_key: b"k11".to_vec(),
-                    codes: CodeStats { valued: 0, min: 0, max: 0 },
+                    codes: CodeStats {
+                        valued: 0,
+                        min: 0,
+                        max: 0,
+                    },
                 },
             ],
         };

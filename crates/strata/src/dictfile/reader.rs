@@ -197,8 +197,7 @@ impl RowSource for DictReader {
         let block = DictBlock::parse(raw, self.dictionary.as_ref())
             .map_err(|r| Error::corruption(&self.path, meta.handle.offset, r))?;
         let (k, d) = block.key_rows();
-        if k.rows() as u64 != meta.rows || k.user_key(d, k.rows() - 1) != meta.last_key.as_slice()
-        {
+        if k.rows() as u64 != meta.rows || k.user_key(d, k.rows() - 1) != meta.last_key.as_slice() {
             return Err(Error::corruption(
                 &self.path,
                 meta.handle.offset,

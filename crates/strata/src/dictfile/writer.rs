@@ -278,7 +278,9 @@ impl DictWriter {
                 (NO_VALUE, true) => block.add_code(ukey, t, 0),
                 (NO_VALUE, false) => block.add_plain(ukey, t, &[]),
                 (s, true) => block.add_code(ukey, t, remaps[s as usize][code as usize]),
-                (s, false) => block.add_plain(ukey, t, dict.value(remaps[s as usize][code as usize])),
+                (s, false) => {
+                    block.add_plain(ukey, t, dict.value(remaps[s as usize][code as usize]))
+                }
             }
         }
         if block.rows() > 0 {

@@ -25,6 +25,9 @@ pub const FIXED_KEYS: u8 = 2;
 /// Why a block does not parse (the caller adds the file and offset).
 pub type BlockError = String;
 
+/// A byte range `[start, end)` of a block.
+pub type Span = (usize, usize);
+
 /// Reads a block front to back, every step bounds-checked.
 pub struct Cursor<'a> {
     data: &'a [u8],
@@ -72,11 +75,7 @@ impl<'a> Cursor<'a> {
     /// An offset array of `n + 1` entries and the byte area it indexes,
     /// checked (starts at 0, never decreases, ends at the area's end):
     /// the ranges of the array and of the area.
-    pub fn offsets_and_bytes(
-        &mut self,
-        n: usize,
-        what: &str,
-    ) -> Result<((usize, usize), (usize, usize)), BlockError> {
+    pub fn offsets_and_bytes(&mut self, n: usize, what: &str) -> Result<(Span, Span), BlockError> {
         let offs = self.take(
             n.checked_add(1)
                 .and_then(|m| m.checked_mul(4))
@@ -89,7 +88,9 @@ impl<'a> Cursor<'a> {
         for i in 0..=n {
             let o = u32_at(self.data, offs.0 + i * 4);
             if (i == 0 && o != 0) || o < prev {
-                return Err(format!("{what} offsets are not increasing within the block"));
+                return Err(format!(
+                    "{what} offsets are not increasing within the block"
+                ));
             }
             prev = o;
         }

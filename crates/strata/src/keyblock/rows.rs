@@ -64,13 +64,16 @@ pub trait RowSource: Send + Sync + 'static {
     fn block_offset(&self, i: usize) -> u64;
 }
 
+/// A block and a range of its rows.
+pub type BlockRows<B> = (Arc<B>, std::ops::Range<usize>);
+
 /// The rows of `user_key` at or after `snap_trailer` (newest first): the
 /// block and the row range. `None` if the file has none.
 pub fn find_rows<S: RowSource>(
     src: &S,
     user_key: &[u8],
     snap_trailer: u64,
-) -> Result<Option<(Arc<S::Block>, std::ops::Range<usize>)>> {
+) -> Result<Option<BlockRows<S::Block>>> {
     let i = src.block_for(user_key);
     if i >= src.num_blocks() {
         return Ok(None);

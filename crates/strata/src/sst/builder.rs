@@ -105,7 +105,6 @@ pub struct TableBuilder {
     failed: Option<Error>,
 }
 
-
 /// Sets `dst` to a short key `k` with `start <= k < limit` (internal-key
 /// order), given `start < limit`.
 pub(crate) fn shortest_separator(dst: &mut Vec<u8>, start: &[u8], limit: &[u8]) {

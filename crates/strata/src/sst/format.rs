@@ -391,6 +391,39 @@ pub fn decompress_block(ctype: u8, stored: Vec<u8>) -> std::result::Result<Vec<u
     Ok(out)
 }
 
+/// Appends `raw` (compressed when asked and worthwhile) and its trailer to
+/// `file`, whose length is `*offset`; advances `*offset`. Says where the
+/// block went and whether it was stored compressed. Every table format
+/// frames its blocks this way.
+pub(crate) fn write_block(
+    file: &mut dyn crate::vfs::WritableFile,
+    offset: &mut u64,
+    compressor: &mut BlockCompressor,
+    compression: Compression,
+    raw: &[u8],
+) -> Result<(BlockHandle, bool)> {
+    // Readers refuse blocks that decompress to more than the limit, so the
+    // limit applies before compression.
+    if raw.len() as u64 > MAX_BLOCK_SIZE {
+        return Err(Error::InvalidArgument(format!(
+            "block of {} bytes exceeds the {MAX_BLOCK_SIZE}-byte block limit",
+            raw.len()
+        )));
+    }
+    let (ctype, stored) = compressor
+        .compress(compression, raw)
+        .unwrap_or((COMPRESSION_NONE, raw));
+    let trailer = block_trailer(stored, ctype);
+    file.append(stored)?;
+    file.append(&trailer)?;
+    let handle = BlockHandle {
+        offset: *offset,
+        size: stored.len() as u64,
+    };
+    *offset += (stored.len() + BLOCK_TRAILER_LEN) as u64;
+    Ok((handle, ctype != COMPRESSION_NONE))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -540,37 +573,4 @@ mod tests {
         assert!(decompress_block(9, vec![1, 2, 3]).is_err());
         assert!(decompress_block(COMPRESSION_LZ4, vec![0xff]).is_err());
     }
-}
-
-/// Appends `raw` (compressed when asked and worthwhile) and its trailer to
-/// `file`, whose length is `*offset`; advances `*offset`. Says where the
-/// block went and whether it was stored compressed. Every table format
-/// frames its blocks this way.
-pub(crate) fn write_block(
-    file: &mut dyn crate::vfs::WritableFile,
-    offset: &mut u64,
-    compressor: &mut BlockCompressor,
-    compression: Compression,
-    raw: &[u8],
-) -> Result<(BlockHandle, bool)> {
-    // Readers refuse blocks that decompress to more than the limit, so the
-    // limit applies before compression.
-    if raw.len() as u64 > MAX_BLOCK_SIZE {
-        return Err(Error::InvalidArgument(format!(
-            "block of {} bytes exceeds the {MAX_BLOCK_SIZE}-byte block limit",
-            raw.len()
-        )));
-    }
-    let (ctype, stored) = compressor
-        .compress(compression, raw)
-        .unwrap_or((COMPRESSION_NONE, raw));
-    let trailer = block_trailer(stored, ctype);
-    file.append(stored)?;
-    file.append(&trailer)?;
-    let handle = BlockHandle {
-        offset: *offset,
-        size: stored.len() as u64,
-    };
-    *offset += (stored.len() + BLOCK_TRAILER_LEN) as u64;
-    Ok((handle, ctype != COMPRESSION_NONE))
 }

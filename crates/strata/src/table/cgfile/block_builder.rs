@@ -205,8 +205,7 @@ impl BlockBuilder {
 
     /// Approximate encoded size.
     pub fn size_estimate(&self) -> usize {
-        self.keys.size_estimate()
-            + self.columns.iter().map(ColumnBuf::size).sum::<usize>()
+        self.keys.size_estimate() + self.columns.iter().map(ColumnBuf::size).sum::<usize>()
     }
 
     /// The statistics of each column (in group order) of the rows so far.

@@ -15,7 +15,6 @@ use crate::table::shape::TableShape;
 use crate::table_format::{GroupId, TableWriter, WriterContext};
 use crate::vfs::WritableFile;
 
-
 /// Writes one column-group file (see the module docs of `cgfile`).
 pub struct CgWriter {
     file: Box<dyn WritableFile>,
