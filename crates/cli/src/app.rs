@@ -18,6 +18,7 @@ use strata::{
 };
 
 use crate::encoding::{decode_token, decode_token_bytes, encode_bytes};
+use crate::filter::FilterArgs;
 use crate::shell::{self, Command};
 use crate::table::{self, TableCommand};
 
@@ -105,6 +106,21 @@ pub struct GlobalArgs {
     /// keep the damaged log in PATH/lost/ and report what they dropped.
     #[arg(long, global = true, value_name = "MODE", value_parser = parse_wal_recovery)]
     pub wal_recovery: Option<WalRecoveryMode>,
+    /// Store the default keyspace's values dictionary-encoded in new table
+    /// files: each file keeps its distinct values once, sorted, and a code
+    /// per entry (when few enough are distinct, see --max-distinct-ratio).
+    /// Filters then run on codes.
+    #[arg(long, global = true)]
+    pub value_dictionary: bool,
+    /// With --value-dictionary: the largest share of distinct values among
+    /// a file's values for which it gets a dictionary (default 0.25).
+    #[arg(
+        long,
+        global = true,
+        value_name = "RATIO",
+        requires = "value_dictionary"
+    )]
+    pub max_distinct_ratio: Option<f64>,
 }
 
 /// A key or value given on the command line, already decoded.
@@ -158,6 +174,11 @@ pub enum CliCommand {
     Flush,
     /// Compact the whole key range.
     Compact,
+    /// Print KEY<TAB>VALUE lines for the keys in [--from, --to) whose value
+    /// matches a predicate (--eq, --range, --prefix or --in), in key order.
+    /// In a keyspace created with --value-dictionary the predicate runs on
+    /// dictionary codes.
+    Filter(FilterArgs),
     /// Print statistics.
     Stats,
     /// Verify the checksums of every table file (never creates a database).
@@ -269,6 +290,14 @@ impl GlobalArgs {
         }
         if let Some(m) = self.memtable {
             ks.memtable = m;
+        }
+        if self.value_dictionary {
+            let r = self
+                .max_distinct_ratio
+                .unwrap_or(strata::ValueDictionaryLayout::DEFAULT_MAX_DISTINCT_RATIO);
+            let layout = strata::ValueDictionaryLayout::new(r)
+                .map_err(|e| format!("invalid option value: --max-distinct-ratio: {e}"))?;
+            ks.layout = Arc::new(layout);
         }
         // No default prefix: a hash kind without --prefix-len gets the
         // library's own error (it names the prefix extractor it needs).
@@ -406,6 +435,7 @@ fn is_read_command(c: &CliCommand) -> bool {
     match c {
         CliCommand::Get { .. }
         | CliCommand::Scan { .. }
+        | CliCommand::Filter(_)
         | CliCommand::Stats
         | CliCommand::Check => true,
         CliCommand::Table { command } => command.is_read(),
@@ -508,6 +538,10 @@ fn run_command(cli: &Cli, out: &mut impl Write) -> Result<i32, Failure> {
                 it.next();
             }
             it.status()?;
+            0
+        }
+        CliCommand::Filter(args) => {
+            crate::filter::run(&db, args, out)?;
             0
         }
         CliCommand::Load => {

@@ -1,5 +1,6 @@
 //! The `strata` command-line tool, as a library so its parts can be tested:
-//! [`encoding`] (how keys and values are typed and printed), [`shell`] (the
+//! [`encoding`] (how keys and values are typed and printed), [`filter`]
+//! (`strata filter`, predicates on values), [`shell`] (the
 //! line language of `strata shell`), [`app`] (the commands), [`demo`] (`strata
 //! demo`, a tour of the table layer), [`table`] (the
 //! `strata table` commands) with [`cells`] (typed cells), [`import`] (CSV
@@ -13,6 +14,7 @@ pub mod app;
 pub mod cells;
 pub mod demo;
 pub mod encoding;
+pub mod filter;
 pub mod import;
 pub mod shell;
 pub mod table;

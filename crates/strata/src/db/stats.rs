@@ -129,6 +129,8 @@ pub struct KeyspaceStats {
     pub point_first_scans: u64,
     /// Of those scans, the ones that left older sources unread.
     pub point_first_saved: u64,
+    /// Files of dictionary-encoded values (with or without a dictionary).
+    pub dictionary_encoded_files: usize,
     /// The representation of the mutable memtable (differs from
     /// `memtable_kind` for `adaptive`).
     pub memtable_rep: String,
@@ -150,6 +152,13 @@ impl DbStats {
             );
             if let Some(d) = &ks.memtable_decision {
                 let _ = writeln!(s, "  adaptive memtable: {d}");
+            }
+            if ks.dictionary_encoded_files > 0 {
+                let _ = writeln!(
+                    s,
+                    "  values dictionary-encoded in {} files",
+                    ks.dictionary_encoded_files
+                );
             }
             let _ = writeln!(
                 s,
@@ -214,8 +223,11 @@ impl DbStats {
             self.iterator_child_seeks,
             self.scan_levels_unused
         );
-        if self.dictionary_files_written + self.plain_value_files_written + self.dictionaries_open
-            > 0
+        if self
+            .keyspaces
+            .iter()
+            .any(|k| k.dictionary_encoded_files > 0)
+            || self.dictionary_files_written + self.plain_value_files_written > 0
         {
             let _ = writeln!(
                 s,
@@ -295,6 +307,11 @@ impl DbInner {
                     })
                     .collect(),
                 level_compactions: k.level_stats.clone(),
+                dictionary_encoded_files: k
+                    .version
+                    .all_files()
+                    .filter(|(_, f)| f.file.format == crate::dictfile::DICT_FORMAT)
+                    .count(),
                 memtable_bytes: k.mem.memory_usage().total(),
                 immutable_memtables: k.imms.len(),
                 memtable_kind: k.opts.memtable.name().to_string(),

@@ -103,6 +103,11 @@ pub struct ValueDictionaryLayout {
 }
 
 impl ValueDictionaryLayout {
+    /// The threshold [`KeyspaceOptions::with_value_dictionary`] uses.
+    ///
+    /// [`KeyspaceOptions::with_value_dictionary`]: crate::KeyspaceOptions::with_value_dictionary
+    pub const DEFAULT_MAX_DISTINCT_RATIO: f64 = DEFAULT_MAX_DISTINCT_RATIO;
+
     /// Files get a dictionary when at most `max_distinct_ratio` (0 to 1)
     /// of their values are distinct, and store values plainly otherwise.
     pub fn new(max_distinct_ratio: f64) -> Result<ValueDictionaryLayout> {
