@@ -96,6 +96,28 @@ pub trait Engine: Send + Sync {
         Ok(false)
     }
 
+    /// Compacts the whole key range into the last level and waits for it.
+    fn compact_all(&self) -> Result<()> {
+        Err(crate::Error(format!("{} cannot compact on request here", self.name())))
+    }
+
+    /// Counts the entries whose value lies in `[lo, hi)` (bytewise): by
+    /// default a full scan comparing every value, what a key-value store
+    /// without value filters offers.
+    fn filter_values(&self, lo: &[u8], hi: &[u8]) -> Result<u64> {
+        let mut matches = 0u64;
+        self.iterate(&[], &mut |_, v| {
+            matches += u64::from(v >= lo && v < hi);
+            true
+        })?;
+        Ok(matches)
+    }
+
+    /// Bytes of value dictionaries the engine holds in memory.
+    fn dictionary_bytes(&self) -> u64 {
+        0
+    }
+
     /// Counters the engine can report.
     fn stats(&self) -> EngineStats;
 

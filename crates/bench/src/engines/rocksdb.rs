@@ -78,7 +78,27 @@ impl RocksEngine {
         Self::open_shaped(s, dir, true)
     }
 
+    /// Opens the database shaped as Strata's, with `tune` changing the
+    /// options last (and noting what it set): the `opd` suite's Zstd
+    /// dictionary compression and BlobDB.
+    pub fn open_tuned(
+        s: &BenchSettings,
+        dir: &Path,
+        tune: &dyn Fn(&mut Options, &mut Vec<String>),
+    ) -> Result<RocksEngine> {
+        Self::open_inner(s, dir, false, tune)
+    }
+
     fn open_shaped(s: &BenchSettings, dir: &Path, shipped: bool) -> Result<RocksEngine> {
+        Self::open_inner(s, dir, shipped, &|_, _| {})
+    }
+
+    fn open_inner(
+        s: &BenchSettings,
+        dir: &Path,
+        shipped: bool,
+        tune: &dyn Fn(&mut Options, &mut Vec<String>),
+    ) -> Result<RocksEngine> {
         let mut notes = Vec::new();
         let mut opts = Options::default();
         opts.create_if_missing(true);
@@ -144,6 +164,7 @@ impl RocksEngine {
             notes.push("rocksdb: zstd at RocksDB's default level (3, as Strata)".into());
         }
 
+        tune(&mut opts, &mut notes);
         let db = DB::open(&opts, dir)?;
         let mut wo = WriteOptions::default();
         wo.set_sync(s.sync);
@@ -290,6 +311,15 @@ impl Engine for RocksEngine {
 
     fn flush(&self) -> Result<()> {
         Ok(self.db.flush()?)
+    }
+
+    fn compact_all(&self) -> Result<()> {
+        // Into the last level, as Strata's `compact` (and blob files
+        // rewritten where BlobDB's garbage collection would).
+        let mut o = rocksdb::CompactOptions::default();
+        o.set_bottommost_level_compaction(rocksdb::BottommostLevelCompaction::Force);
+        self.db.compact_range_opt(None::<&[u8]>, None::<&[u8]>, &o);
+        Ok(())
     }
 
     fn wait_for_background(&self) -> Result<bool> {

@@ -81,7 +81,24 @@ pub fn strata_options(s: &BenchSettings) -> Result<Options> {
 impl StrataEngine {
     /// Opens (creating if missing) the database in `dir`.
     pub fn open(s: &BenchSettings, dir: &Path) -> Result<StrataEngine> {
-        let opts = strata_options(s)?;
+        Self::open_with(s, dir, strata_options(s)?)
+    }
+
+    /// Opens the database with values dictionary-encoded: files get a
+    /// dictionary when at most `max_distinct_ratio` of their values are
+    /// distinct (`opd` suite).
+    pub fn open_value_dictionary(
+        s: &BenchSettings,
+        dir: &Path,
+        max_distinct_ratio: f64,
+    ) -> Result<StrataEngine> {
+        let mut opts = strata_options(s)?;
+        opts.default_keyspace.layout =
+            Arc::new(strata::ValueDictionaryLayout::new(max_distinct_ratio)?);
+        Self::open_with(s, dir, opts)
+    }
+
+    fn open_with(s: &BenchSettings, dir: &Path, opts: Options) -> Result<StrataEngine> {
         let db = Db::open(dir, opts)?;
         let ks = db.default_keyspace();
         Ok(StrataEngine {
@@ -154,6 +171,22 @@ impl Engine for StrataEngine {
     fn wait_for_background(&self) -> Result<bool> {
         self.db.wait_for_background_work()?;
         Ok(true)
+    }
+
+    fn compact_all(&self) -> Result<()> {
+        Ok(self.db.compact()?)
+    }
+
+    fn filter_values(&self, lo: &[u8], hi: &[u8]) -> Result<u64> {
+        let pred = strata::ValuePredicate::Range {
+            start: std::ops::Bound::Included(lo.to_vec()),
+            end: std::ops::Bound::Excluded(hi.to_vec()),
+        };
+        Ok(self.ks.filter(None, None, &pred)?.len() as u64)
+    }
+
+    fn dictionary_bytes(&self) -> u64 {
+        self.db.stats().dictionary_bytes
     }
 
     fn stats(&self) -> EngineStats {

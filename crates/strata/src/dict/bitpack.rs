@@ -120,7 +120,7 @@ mod tests {
     fn the_stream_is_little_endian_from_bit_zero() {
         let mut v = Vec::new();
         pack(&[1, 2, 3], 3, &mut v);
-        // 001 010 011 from bit 0: 0b1_010_001 = 0xd1, then 0b0 (the 3's top bit)
+        // 001 010 011 from bit 0: 0b11_010_001 = 0xd1, then 0b0 (the 3's top bit)
         assert_eq!(v, [0b1101_0001, 0b0000_0000]);
     }
 

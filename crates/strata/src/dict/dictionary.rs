@@ -5,7 +5,7 @@
 //! from the one before it, with a full value every [`RESTART_INTERVAL`]
 //! values); in memory it is decoded once into one byte area and an offset
 //! array, so a code's value is two loads and a predicate's code range is a
-//! binary search. The byte layout is specified in `docs/format/dict.md`.
+//! binary search. The byte layout is specified in `docs/format/dictfile.md`.
 
 use std::cmp::Ordering;
 
@@ -162,7 +162,7 @@ impl Dictionary {
         lo as u32
     }
 
-    /// Appends the front-coded form (`docs/format/dict.md`).
+    /// Appends the front-coded form (`docs/format/dictfile.md`).
     pub fn encode_to(&self, dst: &mut Vec<u8>) {
         put_varint64(dst, self.len() as u64);
         let mut prev: &[u8] = &[];
@@ -185,7 +185,8 @@ impl Dictionary {
     /// left over).
     pub fn decode(mut src: &[u8]) -> Result<Dictionary, String> {
         let count = get_varint64(&mut src).ok_or("dictionary count is malformed")?;
-        if count > MAX_VALUES as u64 || count > src.len() as u64 {
+        // Every value takes at least two bytes (its two lengths).
+        if count > MAX_VALUES as u64 || count > src.len() as u64 / 2 {
             return Err(format!("dictionary count {count} is impossible"));
         }
         let count = count as usize;
@@ -263,6 +264,14 @@ impl DictionaryBuilder {
     /// Bytes of the distinct values so far.
     pub fn value_bytes(&self) -> usize {
         self.bytes
+    }
+
+    /// The distinct values indexed by provisional id, unsorted (for a file
+    /// with too many of them for a dictionary).
+    pub fn into_values(self) -> Vec<Box<[u8]>> {
+        let mut v: Vec<(Box<[u8]>, u32)> = self.ids.into_iter().collect();
+        v.sort_unstable_by_key(|e| e.1);
+        v.into_iter().map(|e| e.0).collect()
     }
 
     /// The sorted dictionary and, indexed by provisional id, each id's

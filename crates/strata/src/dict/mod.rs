@@ -20,7 +20,7 @@
 //! - [`predicate`]: equality, range, prefix and IN-list predicates, on
 //!   values and as code sets.
 //!
-//! Byte layouts: `docs/format/dict.md`.
+//! Byte layouts: `docs/format/dictfile.md`.
 
 pub mod bitpack;
 pub mod dictionary;

@@ -40,6 +40,8 @@ pub struct DictBlock {
     data: Vec<u8>,
     keys: KeyRows,
     values: Values,
+    /// What the index should say of the block's values.
+    stats: CodeStats,
 }
 
 impl DictBlock {
@@ -49,6 +51,14 @@ impl DictBlock {
     pub fn parse(data: Vec<u8>, dict: Option<&Arc<Dictionary>>) -> Result<DictBlock, BlockError> {
         let (keys, flags, mut c) = KeyRows::parse(&data)?;
         let rows = keys.rows();
+        let valued = (0..rows)
+            .filter(|&r| keys.kind(&data, r) != ValueKind::Delete)
+            .count() as u64;
+        let mut stats = CodeStats {
+            valued,
+            min: 0,
+            max: 0,
+        };
         if flags & !PLAIN != 0 {
             return Err(format!("unknown block flags {flags:#04x}"));
         }
@@ -70,14 +80,22 @@ impl DictBlock {
                 let packed = &data[range.0..range.1];
                 let mut codes = Vec::with_capacity(rows);
                 bitpack::unpack(packed, width, rows, &mut codes);
+                let mut first = true;
                 for (r, &code) in codes.iter().enumerate() {
-                    let valued = keys.kind(&data, r) != ValueKind::Delete;
-                    if valued && code as usize >= dict.len() {
+                    if keys.kind(&data, r) == ValueKind::Delete {
+                        continue;
+                    }
+                    if code as usize >= dict.len() {
                         return Err(format!(
                             "row {r} has code {code}; the dictionary has {} values",
                             dict.len()
                         ));
                     }
+                    if first {
+                        (stats.min, stats.max, first) = (code, code, false);
+                    }
+                    stats.min = stats.min.min(code);
+                    stats.max = stats.max.max(code);
                 }
                 Values::Codes {
                     width,
@@ -91,7 +109,18 @@ impl DictBlock {
         if c.pos() != data.len() {
             return Err("bytes after the values".into());
         }
-        Ok(DictBlock { data, keys, values })
+        Ok(DictBlock {
+            data,
+            keys,
+            values,
+            stats,
+        })
+    }
+
+    /// The rows with a value and their smallest and largest code (0 and 0
+    /// for plain values), as the block's index entry must say.
+    pub fn code_stats(&self) -> CodeStats {
+        self.stats
     }
 
     /// The key section and the bytes it indexes.

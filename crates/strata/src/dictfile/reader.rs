@@ -93,8 +93,6 @@ impl DictReader {
                         ),
                     ));
                 }
-                Statistics::add(&ctx.stats.dictionaries_open, 1);
-                Statistics::add(&ctx.stats.dictionary_bytes, d.memory_bytes() as u64);
                 Some(Arc::new(d))
             }
         };
@@ -120,6 +118,11 @@ impl DictReader {
                 properties.num_data_blocks,
                 properties.num_entries
             )));
+        }
+        // Counted once nothing can fail any more: `Drop` takes them back.
+        if let Some(d) = &dictionary {
+            Statistics::add(&ctx.stats.dictionaries_open, 1);
+            Statistics::add(&ctx.stats.dictionary_bytes, d.memory_bytes() as u64);
         }
         Ok(DictReader {
             file,
@@ -201,7 +204,7 @@ impl RowSource for DictReader {
             return Err(Error::corruption(
                 &self.path,
                 meta.handle.offset,
-                "the block disagrees with its index entry (rows or last key)",
+                "the block disagrees with its index entry (rows, last key or codes)",
             ));
         }
         Ok(block)

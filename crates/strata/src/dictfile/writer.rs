@@ -83,6 +83,34 @@ impl CodedInputs {
     }
 }
 
+/// Where the writer finds each entry's value once its sources are settled.
+enum Values {
+    /// The merged dictionary and, per source, each code's code in it.
+    Merged {
+        dict: Dictionary,
+        remaps: Vec<Vec<u32>>,
+    },
+    /// Too many distinct values for a dictionary: the interned values by
+    /// provisional id, and the input dictionaries (plain storage only).
+    Direct {
+        interned: Vec<Box<[u8]>>,
+        inputs: Vec<Arc<Dictionary>>,
+    },
+}
+
+impl Values {
+    /// The value of `(source, code)`.
+    fn value(&self, source: u32, code: u32) -> &[u8] {
+        match self {
+            Values::Merged { dict, remaps } => dict.value(remaps[source as usize][code as usize]),
+            Values::Direct { interned, inputs } => match source {
+                0 => &interned[code as usize],
+                s => inputs[s as usize - 1].value(code),
+            },
+        }
+    }
+}
+
 /// Whether a file of `values` values, `distinct` of them distinct, gets a
 /// dictionary under `max_distinct_ratio`.
 pub fn use_dictionary(values: u64, distinct: u64, max_distinct_ratio: f64) -> bool {
@@ -158,21 +186,28 @@ impl DictWriter {
         r.map_err(|e| self.fail(e))
     }
 
-    /// The file's dictionary: the interned values, sorted, merged with the
-    /// referenced values of the input dictionaries; and per source (see
-    /// [`ValueRef`]) the final code of each of its codes.
-    fn merged_dictionary(&mut self) -> Result<(Dictionary, Vec<Vec<u32>>)> {
-        let too_many = || {
+    /// Where each value comes from: the merged dictionary (the interned
+    /// values, sorted, merged with the referenced values of the input
+    /// dictionaries) when the values could have one, else the sources as
+    /// they are.
+    fn settle_values(&mut self) -> Result<Values> {
+        let builder = std::mem::take(&mut self.values);
+        let coded = std::mem::take(&mut self.coded);
+        // An upper bound: a value in two sources counts twice.
+        let bound = builder.distinct() as u64 + coded.distinct;
+        if bound > crate::dict::dictionary::MAX_VALUES as u64 {
+            return Ok(Values::Direct {
+                interned: builder.into_values(),
+                inputs: coded.dictionaries,
+            });
+        }
+        let too_large = || {
             Error::InvalidArgument(format!(
-                "{}: over {} distinct values or 4 GiB of them in one file",
-                self.path.display(),
-                crate::dict::dictionary::MAX_VALUES
+                "{}: over 4 GiB of distinct values in one file",
+                self.path.display()
             ))
         };
-        let (interned, interned_remap) = std::mem::take(&mut self.values)
-            .finish()
-            .ok_or_else(too_many)?;
-        let coded = std::mem::take(&mut self.coded);
+        let (interned, interned_remap) = builder.finish().ok_or_else(too_large)?;
         let mut inputs = vec![MergeInput {
             dictionary: &interned,
             referenced: None,
@@ -191,7 +226,7 @@ impl DictWriter {
         let (dict, mut remaps) = if inputs.is_empty() {
             (Dictionary::default(), Vec::new())
         } else {
-            merge(inputs).ok_or_else(too_many)?
+            merge(inputs).ok_or_else(too_large)?
         };
         if interned.is_empty() {
             remaps.insert(0, Vec::new());
@@ -201,7 +236,7 @@ impl DictWriter {
             .iter()
             .map(|&rank| remaps[0][rank as usize])
             .collect();
-        Ok((dict, remaps))
+        Ok(Values::Merged { dict, remaps })
     }
 
     /// Writes the buffered entries, the dictionary, the filter, the index,
@@ -209,8 +244,13 @@ impl DictWriter {
     fn write_all(&mut self) -> Result<u64> {
         let values = self.props.num_entries - self.props.num_deletions;
         let started = Instant::now();
-        let (dict, remaps) = self.merged_dictionary()?;
-        let coded = use_dictionary(values, dict.len() as u64, self.max_distinct_ratio);
+        let sources = self.settle_values()?;
+        let coded = match &sources {
+            Values::Merged { dict, .. } => {
+                use_dictionary(values, dict.len() as u64, self.max_distinct_ratio)
+            }
+            Values::Direct { .. } => false,
+        };
         let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
         Statistics::add(&self.stats.dictionary_build_micros, micros);
         // A file of tombstones only has neither.
@@ -272,15 +312,13 @@ impl DictWriter {
                     f.add_key(ukey);
                 }
             }
-            // Plain values are taken from the merged dictionary too: it
-            // holds every value once.
-            match (source, coded) {
-                (NO_VALUE, true) => block.add_code(ukey, t, 0),
-                (NO_VALUE, false) => block.add_plain(ukey, t, &[]),
-                (s, true) => block.add_code(ukey, t, remaps[s as usize][code as usize]),
-                (s, false) => {
-                    block.add_plain(ukey, t, dict.value(remaps[s as usize][code as usize]))
+            match (&sources, source, coded) {
+                (_, NO_VALUE, true) => block.add_code(ukey, t, 0),
+                (_, NO_VALUE, false) => block.add_plain(ukey, t, &[]),
+                (Values::Merged { remaps, .. }, s, true) => {
+                    block.add_code(ukey, t, remaps[s as usize][code as usize])
                 }
+                (_, s, _) => block.add_plain(ukey, t, sources.value(s, code)),
             }
         }
         if block.rows() > 0 {
@@ -299,7 +337,7 @@ impl DictWriter {
         }
         self.props.data_size = offset;
         self.props.num_data_blocks = index.blocks.len() as u64;
-        if coded {
+        if let (true, Values::Merged { dict, .. }) = (coded, &sources) {
             raw.clear();
             dict.encode_to(&mut raw);
             // The dictionary is compressed like data blocks, and only when
