@@ -13,7 +13,9 @@ use crate::record::{latest_medians, read_all};
 use crate::runner::{RunPlan, run};
 use crate::settings::{BenchSettings, parse_count, parse_size};
 use crate::workload::{Workload, parse_workloads};
-use crate::{Error, Result, advisorsuite, htap, memsuite, plot, report, shortsuite, sysinfo};
+use crate::{
+    Error, Result, advisorsuite, htap, memsuite, opd, plot, report, shortsuite, sysinfo,
+};
 
 /// db_bench- and YCSB-style benchmarks of Strata, optionally against
 /// RocksDB (feature `rocksdb`) and fjall (feature `fjall`).
@@ -78,7 +80,7 @@ pub enum Command {
 /// `suite` flags.
 #[derive(Args, Debug)]
 pub struct SuiteArgs {
-    /// The suite: quick, kv, memtable, shortrange, htap or advisor.
+    /// The suite: quick, kv, memtable, shortrange, htap, advisor or opd.
     #[arg(long)]
     pub suite: String,
     /// memtable suite: the longest one phase may run (seconds); a phase that
@@ -132,6 +134,33 @@ pub struct SuiteArgs {
     /// htap suite: Q5 queries (maxima over 50 % of the keys).
     #[arg(long, default_value_t = 12)]
     pub q5: usize,
+    /// opd suite: the engines, comma-separated: strata-dict, strata-plain,
+    /// strata-dict-always, rocksdb-none, rocksdb-lz4, rocksdb-zstd-dict,
+    /// blobdb (the RocksDB ones need --features rocksdb or peers).
+    #[arg(
+        long,
+        default_value = "strata-dict,strata-plain,rocksdb-none,rocksdb-lz4,rocksdb-zstd-dict,blobdb"
+    )]
+    pub opd_engines: String,
+    /// opd suite: the share of distinct values among the entries.
+    #[arg(long, default_value_t = 0.01)]
+    pub distinct: f64,
+    /// opd suite: draw values Zipfian instead of uniformly.
+    #[arg(long)]
+    pub zipf: bool,
+    /// opd suite: filters per engine (the median is reported).
+    #[arg(long, default_value_t = 5)]
+    pub filters: usize,
+    /// opd suite: operations of the HTAP mix.
+    #[arg(long, default_value_t = 200_000)]
+    pub mix_ops: u64,
+    /// opd suite: the shares of distinct values of the sweep (empty: no
+    /// sweep).
+    #[arg(long, default_value = "0.001,0.01,0.05,0.1,0.2,0.5,1")]
+    pub sweep: String,
+    /// opd suite: entries of each sweep point (default: --num / 4).
+    #[arg(long, value_parser = count_arg)]
+    pub sweep_num: Option<u64>,
     /// Writes a markdown section (machine, command, tables, ratios, charts)
     /// for docs/BENCHMARKS.md to this file.
     #[arg(long)]
@@ -322,6 +351,10 @@ pub const SUITES: &[Suite] = &[
         apply: advisorsuite::apply_defaults,
     },
     Suite {
+        name: "opd",
+        apply: opd::apply_defaults,
+    },
+    Suite {
         name: "kv",
         apply: |a, given| {
             if !given("num") {
@@ -506,6 +539,8 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
                         htap::run(&s)
                     } else if suite.name == "advisor" {
                         advisorsuite::run(&s)
+                    } else if suite.name == "opd" {
+                        opd::run(&s)
                     } else if suite.name == "shortrange" {
                         let phase_given = sub.is_some_and(|m| given_in(m)("max_phase_secs"));
                         if !phase_given {

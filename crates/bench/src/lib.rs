@@ -15,6 +15,8 @@
 //!   memtable retention and iterator reduction).
 //! - [`htap`]: the `htap` suite (seed 001's HTAP mix over table layouts).
 //! - [`advisorsuite`]: the `advisor` suite (the layout advisor's running time).
+//! - [`opd`]: the `opd` suite (seed 002's dictionary-encoded values:
+//!   compaction, filters on codes, against RocksDB and BlobDB).
 //! - [`record`]: the JSON record of one result.
 //! - [`report`]: terminal tables and the markdown report.
 //! - [`plot`]: SVG charts.
@@ -28,6 +30,7 @@ pub mod cli;
 pub mod engine;
 pub mod engines;
 pub mod generators;
+pub mod opd;
 pub mod htap;
 pub mod keys;
 pub mod memsuite;

@@ -29,6 +29,7 @@
 
 // The public surface: what an application or an extension (a merge
 // operator, a layout, a table format, a file system) names.
+pub mod dict;
 pub mod ids;
 pub mod key;
 pub mod layout;
@@ -79,13 +80,6 @@ pub mod compaction;
 #[cfg(not(feature = "testing"))]
 #[allow(dead_code, unused_imports)]
 mod compaction;
-#[cfg(feature = "testing")]
-#[doc(hidden)]
-#[allow(missing_docs)]
-pub mod dict;
-#[cfg(not(feature = "testing"))]
-#[allow(dead_code, unused_imports)]
-mod dict;
 #[cfg(feature = "testing")]
 #[doc(hidden)]
 #[allow(missing_docs)]
