@@ -113,7 +113,7 @@ pub trait Engine: Send + Sync {
         Ok(matches)
     }
 
-    /// Bytes of value dictionaries the engine holds in memory.
+    /// Bytes of value dictionaries the engine has decoded so far.
     fn dictionary_bytes(&self) -> u64 {
         0
     }

@@ -51,10 +51,13 @@ pub struct Statistics {
     /// the range it covered: the seeks a perfect per-file range filter
     /// would spare.
     pub scan_levels_unused: AtomicU64,
-    /// Dictionaries of open dictionary-encoded files, held in memory.
-    pub dictionaries_open: AtomicU64,
-    /// Bytes those dictionaries take.
-    pub dictionary_bytes: AtomicU64,
+    /// Dictionaries read and decoded from dictionary-encoded files (block
+    /// cache misses, or every open without a cache).
+    pub dictionary_loads: AtomicU64,
+    /// Bytes those decoded dictionaries take in memory.
+    pub dictionary_load_bytes: AtomicU64,
+    /// Dictionaries found in the block cache.
+    pub dictionary_cache_hits: AtomicU64,
     /// Files written with a dictionary, and with plain values (too many
     /// distinct values for a dictionary to pay).
     pub dictionary_files_written: AtomicU64,

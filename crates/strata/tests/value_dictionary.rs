@@ -189,7 +189,9 @@ fn files_with_few_distinct_values_get_dictionaries_and_the_rest_do_not() {
     let s = db.stats();
     assert!(s.dictionary_files_written >= 1, "{s:?}");
     assert_eq!(s.plain_value_files_written, 0, "{s:?}");
-    assert!(s.dictionaries_open >= 1 && s.dictionary_bytes > 0, "{s:?}");
+    assert_eq!(db.get(b"a00001").expect("get"), Some(b"colour-1".to_vec()));
+    let s = db.stats();
+    assert!(s.dictionary_loads >= 1 && s.dictionary_load_bytes > 0, "{s:?}");
     for i in 0..2000u32 {
         db.put(
             format!("b{i:05}").as_bytes(),
@@ -223,8 +225,8 @@ fn dictionaries_survive_reopening_even_without_the_option() {
         db.close().expect("close");
     }
     let db = Db::open(dir.path(), options(false)).expect("reopen without the option");
-    assert!(db.stats().dictionaries_open >= 1);
     let all = contents(&db);
+    assert!(db.stats().dictionary_loads >= 1);
     assert_eq!(all.len(), 3000);
     for (i, (k, v)) in all.iter().enumerate() {
         assert_eq!(k, format!("k{i:05}").as_bytes());
@@ -300,6 +302,8 @@ fn filters_skip_blocks_by_code_range_and_read_at_snapshots() {
     assert_eq!(then.len(), 400);
     let s = db.stats();
     assert!(s.filter_blocks_skipped > 0, "{s:?}");
+    // The second filter found the dictionaries in the block cache.
+    assert!(s.dictionary_cache_hits > 0, "{s:?}");
     assert!(
         s.filter_codes_scanned > 0 && s.filter_codes_scanned < 8000,
         "{s:?}"
@@ -312,6 +316,37 @@ fn filters_skip_blocks_by_code_range_and_read_at_snapshots() {
         )
         .expect("filter");
     assert_eq!(moved.len(), 5);
+}
+
+#[test]
+fn dictionaries_are_read_alike_without_a_cache_and_through_a_tiny_one() {
+    for cache in [0u64, 16 << 10, 64 << 20] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut o = options(true);
+        o.block_cache_bytes = cache;
+        let db = Db::open(dir.path(), o).expect("open");
+        for i in 0..6000u32 {
+            db.put(format!("k{i:05}").as_bytes(), format!("hue-{:03}", i % 300).as_bytes())
+                .expect("put");
+        }
+        db.compact().expect("compact");
+        let ks = db.default_keyspace();
+        for round in 0..3 {
+            let hits = ks
+                .filter(None, None, &ValuePredicate::Eq(b"hue-007".to_vec()))
+                .expect("filter");
+            assert_eq!(hits.len(), 20, "cache {cache}, round {round}");
+            assert_eq!(ks.get(b"k05999").expect("get"), Some(b"hue-299".to_vec()));
+        }
+        let s = db.stats();
+        match cache {
+            // Decoded once per file at open, kept.
+            0 => assert_eq!(s.dictionary_cache_hits, 0, "{s:?}"),
+            // Evicted between filters: decoded again.
+            c if c < 1 << 20 => assert!(s.dictionary_loads > 1, "{s:?}"),
+            _ => assert!(s.dictionary_cache_hits > 0, "{s:?}"),
+        }
+    }
 }
 
 #[test]

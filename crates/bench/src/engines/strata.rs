@@ -186,7 +186,7 @@ impl Engine for StrataEngine {
     }
 
     fn dictionary_bytes(&self) -> u64 {
-        self.db.stats().dictionary_bytes
+        self.db.stats().dictionary_load_bytes
     }
 
     fn stats(&self) -> EngineStats {

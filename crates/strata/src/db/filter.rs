@@ -169,7 +169,7 @@ impl<'a> FilterRun<'a> {
             .table
             .source_any()
             .and_then(|a| a.downcast_ref::<DictReader>())
-            && r.dictionary().is_some()
+            && r.has_dictionary()
         {
             return self.scan_codes(r, found);
         }
@@ -230,10 +230,10 @@ impl<'a> FilterRun<'a> {
         r: &DictReader,
         found: &mut Vec<(Vec<u8>, Option<Vec<u8>>)>,
     ) -> Result<()> {
-        let Some(dict) = r.dictionary() else {
+        let Some(dict) = r.dictionary()? else {
             return Ok(());
         };
-        let set = self.pred.codes(dict);
+        let set = self.pred.codes(&dict);
         // Merge operands are not values: their keys must be read whole, so
         // a file holding any has every row looked at.
         let has_merges = r.properties().num_merges > 0;

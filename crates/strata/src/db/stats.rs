@@ -57,11 +57,13 @@ pub struct DbStats {
     pub iterators_created: u64,
     /// Sources (memtables, files, levels) those iterators merged.
     pub iterator_children: u64,
-    /// Dictionaries of open dictionary-encoded files (held in memory while
-    /// their files are open).
-    pub dictionaries_open: u64,
-    /// Bytes those dictionaries take.
-    pub dictionary_bytes: u64,
+    /// Dictionaries read and decoded from files (they live in the block
+    /// cache, which charges them to its budget).
+    pub dictionary_loads: u64,
+    /// Bytes those decoded dictionaries take in memory.
+    pub dictionary_load_bytes: u64,
+    /// Dictionaries found in the block cache.
+    pub dictionary_cache_hits: u64,
     /// Files written with a dictionary of their values.
     pub dictionary_files_written: u64,
     /// Files of dictionary-encoded keyspaces written with plain values
@@ -231,9 +233,10 @@ impl DbStats {
         {
             let _ = writeln!(
                 s,
-                "dictionaries: {} open ({} bytes); files written: {} with a dictionary, {} plain; {} us building them; {} values compacted as codes",
-                self.dictionaries_open,
-                self.dictionary_bytes,
+                "dictionaries: {} loaded ({} bytes), {} block-cache hits; files written: {} with a dictionary, {} plain; {} us building them; {} values compacted as codes",
+                self.dictionary_loads,
+                self.dictionary_load_bytes,
+                self.dictionary_cache_hits,
                 self.dictionary_files_written,
                 self.plain_value_files_written,
                 self.dictionary_build_micros,
@@ -369,8 +372,9 @@ impl DbInner {
             last_seqno: self.last_seqno(),
             live_snapshots: st.snapshots.values().sum(),
             background_error: st.bg_error.as_ref().map(|e| e.to_string()),
-            dictionaries_open: g(&s.dictionaries_open),
-            dictionary_bytes: g(&s.dictionary_bytes),
+            dictionary_loads: g(&s.dictionary_loads),
+            dictionary_load_bytes: g(&s.dictionary_load_bytes),
+            dictionary_cache_hits: g(&s.dictionary_cache_hits),
             dictionary_files_written: g(&s.dictionary_files_written),
             plain_value_files_written: g(&s.plain_value_files_written),
             dictionary_build_micros: g(&s.dictionary_build_micros),

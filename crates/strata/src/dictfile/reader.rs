@@ -4,7 +4,9 @@
 
 use std::any::Any;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
 
 use super::block::DictBlock;
 use super::meta::{BlockMeta, DICT_FOOTER, Index};
@@ -15,15 +17,16 @@ use crate::iter::InternalIterator;
 use crate::keyblock::{KeyRows, RowIter, RowSource, get_rows, verify_rows};
 use crate::sst::TableProperties;
 use crate::sst::bloom::BloomFilter;
-use crate::sst::format::{FOOTER_LEN, Footer};
+use crate::sst::format::{BlockHandle, FOOTER_LEN, Footer};
 use crate::sst::reader::read_block_contents;
 use crate::stats::Statistics;
 use crate::table_format::{OpenContext, TableSource};
 use crate::vfs::RandomAccessFile;
 
-/// An open dictionary-encoded file. Its index, filter, properties and
-/// dictionary stay in memory while it is open (the dictionary is counted
-/// in the statistics); data blocks go through the block cache.
+/// An open dictionary-encoded file. Its index, filter and properties stay
+/// in memory while it is open; data blocks and the dictionary go through
+/// the block cache, so its byte budget bounds dictionaries too (without a
+/// cache the dictionary is decoded once, at open, and kept).
 pub struct DictReader {
     file: Arc<dyn RandomAccessFile>,
     path: PathBuf,
@@ -34,7 +37,24 @@ pub struct DictReader {
     blocks: Vec<BlockMeta>,
     filter: Option<BloomFilter>,
     properties: TableProperties,
-    dictionary: Option<Arc<Dictionary>>,
+    dictionary: DictSlot,
+    footer_offset: u64,
+}
+
+/// Where a reader finds its dictionary.
+enum DictSlot {
+    /// Plain values.
+    None,
+    /// Decoded at open and kept (no block cache).
+    Pinned(Arc<Dictionary>),
+    /// In the block cache under its block's offset; `live` finds a copy
+    /// the cache evicted but a cached data block still holds, so a
+    /// dictionary is never decoded twice while one copy is alive.
+    Cached {
+        handle: BlockHandle,
+        values: u64,
+        live: Mutex<Weak<Dictionary>>,
+    },
 }
 
 impl std::fmt::Debug for DictReader {
@@ -42,7 +62,7 @@ impl std::fmt::Debug for DictReader {
         f.debug_struct("DictReader")
             .field("path", &self.path)
             .field("blocks", &self.blocks.len())
-            .field("dictionary", &self.dictionary)
+            .field("dictionary", &matches!(self.dictionary, DictSlot::Pinned(_) | DictSlot::Cached { .. }))
             .finish()
     }
 }
@@ -77,23 +97,24 @@ impl DictReader {
             data_end = data_end.min(footer.filter.offset);
         }
         let dictionary = match index.dictionary {
-            None => None,
+            None => DictSlot::None,
             Some((h, values)) => {
                 data_end = data_end.min(h.offset);
-                let raw = read_block_contents(&*file, &path, h, footer_offset)?;
-                let d = Dictionary::decode(&raw)
-                    .map_err(|r| Error::corruption(&path, h.offset, format!("dictionary: {r}")))?;
-                if d.len() as u64 != values {
-                    return Err(Error::corruption(
+                match &ctx.cache {
+                    None => DictSlot::Pinned(Arc::new(load_dictionary(
+                        &*file,
                         &path,
-                        h.offset,
-                        format!(
-                            "the dictionary has {} values; the index says {values}",
-                            d.len()
-                        ),
-                    ));
+                        h,
+                        values,
+                        footer_offset,
+                        &ctx.stats,
+                    )?)),
+                    Some(_) => DictSlot::Cached {
+                        handle: h,
+                        values,
+                        live: Mutex::new(Weak::new()),
+                    },
                 }
-                Some(Arc::new(d))
             }
         };
         let filter = if footer.filter.size == 0 {
@@ -119,11 +140,6 @@ impl DictReader {
                 properties.num_entries
             )));
         }
-        // Counted once nothing can fail any more: `Drop` takes them back.
-        if let Some(d) = &dictionary {
-            Statistics::add(&ctx.stats.dictionaries_open, 1);
-            Statistics::add(&ctx.stats.dictionary_bytes, d.memory_bytes() as u64);
-        }
         Ok(DictReader {
             file,
             path,
@@ -135,12 +151,55 @@ impl DictReader {
             filter,
             properties,
             dictionary,
+            footer_offset,
         })
     }
 
-    /// The file's dictionary, if its values are codes.
-    pub fn dictionary(&self) -> Option<&Arc<Dictionary>> {
-        self.dictionary.as_ref()
+    /// The file's dictionary, if its values are codes: from the block
+    /// cache, or read and decoded (and cached).
+    pub fn dictionary(&self) -> Result<Option<Arc<Dictionary>>> {
+        let (handle, values, live) = match &self.dictionary {
+            DictSlot::None => return Ok(None),
+            DictSlot::Pinned(d) => return Ok(Some(Arc::clone(d))),
+            DictSlot::Cached {
+                handle,
+                values,
+                live,
+            } => (*handle, *values, live),
+        };
+        let cache = self.cache.as_ref();
+        if let Some(d) = cache
+            .and_then(|c| c.get_other(self.cache_id, handle.offset))
+            .and_then(|d| d.downcast::<Dictionary>().ok())
+        {
+            Statistics::add(&self.stats.dictionary_cache_hits, 1);
+            return Ok(Some(d));
+        }
+        let mut live = live.lock();
+        let d = match live.upgrade() {
+            Some(d) => d,
+            None => {
+                let d = Arc::new(load_dictionary(
+                    &*self.file,
+                    &self.path,
+                    handle,
+                    values,
+                    self.footer_offset,
+                    &self.stats,
+                )?);
+                *live = Arc::downgrade(&d);
+                d
+            }
+        };
+        if let Some(c) = cache {
+            c.insert_other(self.cache_id, handle.offset, d.clone(), d.memory_bytes());
+        }
+        Ok(Some(d))
+    }
+
+    /// Whether the file's values are codes into a dictionary.
+    pub fn has_dictionary(&self) -> bool {
+        !matches!(self.dictionary, DictSlot::None)
     }
 
     /// The data blocks' index entries.
@@ -159,13 +218,32 @@ impl DictReader {
     }
 }
 
-impl Drop for DictReader {
-    fn drop(&mut self) {
-        if let Some(d) = &self.dictionary {
-            Statistics::sub(&self.stats.dictionaries_open, 1);
-            Statistics::sub(&self.stats.dictionary_bytes, d.memory_bytes() as u64);
-        }
+/// Reads, checks and decodes the dictionary block at `h` (of `values`
+/// values) of `file`.
+fn load_dictionary(
+    file: &dyn RandomAccessFile,
+    path: &std::path::Path,
+    h: BlockHandle,
+    values: u64,
+    footer_offset: u64,
+    stats: &Statistics,
+) -> Result<Dictionary> {
+    let raw = read_block_contents(file, path, h, footer_offset)?;
+    let d = Dictionary::decode(&raw)
+        .map_err(|r| Error::corruption(path, h.offset, format!("dictionary: {r}")))?;
+    if d.len() as u64 != values {
+        return Err(Error::corruption(
+            path,
+            h.offset,
+            format!(
+                "the dictionary has {} values; the index says {values}",
+                d.len()
+            ),
+        ));
     }
+    Statistics::add(&stats.dictionary_loads, 1);
+    Statistics::add(&stats.dictionary_load_bytes, d.memory_bytes() as u64);
+    Ok(d)
 }
 
 impl RowSource for DictReader {
@@ -197,7 +275,8 @@ impl RowSource for DictReader {
     fn read_block(&self, i: usize) -> Result<DictBlock> {
         let meta = &self.blocks[i];
         let raw = read_block_contents(&*self.file, &self.path, meta.handle, self.data_end)?;
-        let block = DictBlock::parse(raw, self.dictionary.as_ref())
+        let dict = self.dictionary()?;
+        let block = DictBlock::parse(raw, dict.as_ref())
             .map_err(|r| Error::corruption(&self.path, meta.handle.offset, r))?;
         let (k, d) = block.key_rows();
         if k.rows() as u64 != meta.rows || k.user_key(d, k.rows() - 1) != meta.last_key.as_slice() {
