@@ -191,7 +191,10 @@ fn files_with_few_distinct_values_get_dictionaries_and_the_rest_do_not() {
     assert_eq!(s.plain_value_files_written, 0, "{s:?}");
     assert_eq!(db.get(b"a00001").expect("get"), Some(b"colour-1".to_vec()));
     let s = db.stats();
-    assert!(s.dictionary_loads >= 1 && s.dictionary_load_bytes > 0, "{s:?}");
+    assert!(
+        s.dictionary_loads >= 1 && s.dictionary_load_bytes > 0,
+        "{s:?}"
+    );
     for i in 0..2000u32 {
         db.put(
             format!("b{i:05}").as_bytes(),
@@ -326,8 +329,11 @@ fn dictionaries_are_read_alike_without_a_cache_and_through_a_tiny_one() {
         o.block_cache_bytes = cache;
         let db = Db::open(dir.path(), o).expect("open");
         for i in 0..6000u32 {
-            db.put(format!("k{i:05}").as_bytes(), format!("hue-{:03}", i % 300).as_bytes())
-                .expect("put");
+            db.put(
+                format!("k{i:05}").as_bytes(),
+                format!("hue-{:03}", i % 300).as_bytes(),
+            )
+            .expect("put");
         }
         db.compact().expect("compact");
         let ks = db.default_keyspace();

@@ -62,7 +62,13 @@ impl std::fmt::Debug for DictReader {
         f.debug_struct("DictReader")
             .field("path", &self.path)
             .field("blocks", &self.blocks.len())
-            .field("dictionary", &matches!(self.dictionary, DictSlot::Pinned(_) | DictSlot::Cached { .. }))
+            .field(
+                "dictionary",
+                &matches!(
+                    self.dictionary,
+                    DictSlot::Pinned(_) | DictSlot::Cached { .. }
+                ),
+            )
             .finish()
     }
 }
@@ -334,32 +340,5 @@ impl RowSource for DictReader {
 
     fn block_offset(&self, i: usize) -> u64 {
         self.blocks[i].handle.offset
-    }
-}
-
-impl TableSource for DictReader {
-    fn get(
-        &self,
-        user_key: &[u8],
-        seek_key: &[u8],
-        f: &mut dyn FnMut(&[u8], &[u8]) -> bool,
-    ) -> Result<bool> {
-        get_rows(self, user_key, seek_key, f)
-    }
-
-    fn iter(self: Arc<Self>) -> Box<dyn InternalIterator> {
-        Box::new(DictReader::iter(&self))
-    }
-
-    fn may_contain(&self, user_key: &[u8]) -> bool {
-        RowSource::may_contain(self, user_key)
-    }
-
-    fn verify(&self) -> Result<()> {
-        verify_rows(self)
-    }
-
-    fn as_any(&self) -> Option<&(dyn Any + Send + Sync)> {
-        Some(self)
     }
 }

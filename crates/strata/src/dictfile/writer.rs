@@ -119,6 +119,12 @@ pub fn use_dictionary(values: u64, distinct: u64, max_distinct_ratio: f64) -> bo
         && (distinct as f64) <= max_distinct_ratio * values as f64
 }
 
+/// Where the data blocks go so far: the file's length and the compressor.
+struct Output {
+    offset: u64,
+    compressor: BlockCompressor,
+}
+
 /// Writes one dictionary-encoded file.
 pub struct DictWriter {
     file: Box<dyn WritableFile>,
@@ -239,6 +245,30 @@ impl DictWriter {
         Ok(Values::Merged { dict, remaps })
     }
 
+    /// Encodes `block` into `raw`, appends it and records it in `index`.
+    fn write_data_block(
+        &mut self,
+        block: &mut DictBlockBuilder,
+        raw: &mut Vec<u8>,
+        out: &mut Output,
+        index: &mut Index,
+    ) -> Result<()> {
+        let last_key = block.last_key().to_vec();
+        let rows = block.rows() as u64;
+        let codes = block.finish(raw);
+        let compression = self.options.compression;
+        let (handle, compressed) =
+            self.append(&mut out.offset, &mut out.compressor, compression, raw)?;
+        self.props.num_compressed_blocks += u64::from(compressed);
+        index.blocks.push(BlockMeta {
+            handle,
+            rows,
+            last_key,
+            codes,
+        });
+        Ok(())
+    }
+
     /// Writes the buffered entries, the dictionary, the filter, the index,
     /// the properties and the footer; returns the file's size.
     fn write_all(&mut self) -> Result<u64> {
@@ -264,8 +294,10 @@ impl DictWriter {
                 1,
             );
         }
-        let mut offset = 0u64;
-        let mut compressor = BlockCompressor::default();
+        let mut out = Output {
+            offset: 0,
+            compressor: BlockCompressor::default(),
+        };
         let compression = self.options.compression;
         let mut index = Index::default();
         let mut filter = (self.options.bloom_bits_per_key > 0)
@@ -295,18 +327,7 @@ impl DictWriter {
                 // Blocks end between user keys, so one key's versions
                 // share a block.
                 if block.size_estimate() >= self.options.block_size {
-                    let last_key = block.last_key().to_vec();
-                    let rows = block.rows() as u64;
-                    let codes = block.finish(&mut raw);
-                    let (handle, compressed) =
-                        self.append(&mut offset, &mut compressor, compression, &raw)?;
-                    self.props.num_compressed_blocks += u64::from(compressed);
-                    index.blocks.push(BlockMeta {
-                        handle,
-                        rows,
-                        last_key,
-                        codes,
-                    });
+                    self.write_data_block(&mut block, &mut raw, &mut out, &mut index)?;
                 }
                 if let Some(f) = filter.as_mut() {
                     f.add_key(ukey);
@@ -322,19 +343,9 @@ impl DictWriter {
             }
         }
         if block.rows() > 0 {
-            let last_key = block.last_key().to_vec();
-            let rows = block.rows() as u64;
-            let codes = block.finish(&mut raw);
-            let (handle, compressed) =
-                self.append(&mut offset, &mut compressor, compression, &raw)?;
-            self.props.num_compressed_blocks += u64::from(compressed);
-            index.blocks.push(BlockMeta {
-                handle,
-                rows,
-                last_key,
-                codes,
-            });
+            self.write_data_block(&mut block, &mut raw, &mut out, &mut index)?;
         }
+        let (mut offset, mut compressor) = (out.offset, out.compressor);
         self.props.data_size = offset;
         self.props.num_data_blocks = index.blocks.len() as u64;
         if let (true, Values::Merged { dict, .. }) = (coded, &sources) {
@@ -368,15 +379,9 @@ impl DictWriter {
             filter: filter_handle,
             properties,
             version: DICT_FORMAT_VERSION,
-        }
-        .encode_as(&DICT_FOOTER);
-        let r = self
-            .file
-            .append(&footer)
-            .and_then(|()| self.file.flush())
-            .and_then(|()| self.file.sync());
-        r.map_err(|e| self.fail(e))?;
-        Ok(offset + footer.len() as u64)
+        };
+        let r = footer.write_and_sync(&DICT_FOOTER, self.file.as_mut());
+        Ok(offset + r.map_err(|e| self.fail(e))?)
     }
 }
 

@@ -64,6 +64,35 @@ pub trait RowSource: Send + Sync + 'static {
     fn block_offset(&self, i: usize) -> u64;
 }
 
+/// Every row source is a table source: lookups, iteration and
+/// verification as above.
+impl<S: RowSource> crate::table_format::TableSource for S {
+    fn get(
+        &self,
+        user_key: &[u8],
+        seek_key: &[u8],
+        f: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<bool> {
+        get_rows(self, user_key, seek_key, f)
+    }
+
+    fn iter(self: Arc<Self>) -> Box<dyn InternalIterator> {
+        Box::new(RowIter::new(self))
+    }
+
+    fn may_contain(&self, user_key: &[u8]) -> bool {
+        RowSource::may_contain(self, user_key)
+    }
+
+    fn verify(&self) -> Result<()> {
+        verify_rows(self)
+    }
+
+    fn as_any(&self) -> Option<&(dyn std::any::Any + Send + Sync)> {
+        Some(self)
+    }
+}
+
 /// A block and a range of its rows.
 pub type BlockRows<B> = (Arc<B>, std::ops::Range<usize>);
 

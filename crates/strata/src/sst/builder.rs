@@ -32,7 +32,7 @@ use super::block::BlockBuilder;
 use super::bloom::BloomFilterBuilder;
 use super::format::{
     BLOCK_TRAILER_LEN, BlockCompressor, BlockHandle, Compression, FORMAT_VERSION, Footer,
-    MAX_BLOCK_SIZE, write_block,
+    MAX_BLOCK_SIZE, TABLE_FOOTER, write_block,
 };
 use super::properties::TableProperties;
 use crate::error::{Error, Result};
@@ -353,14 +353,8 @@ impl TableBuilder {
             properties: props_handle,
             version: FORMAT_VERSION,
         };
-        let footer = footer.encode();
-        let r = self
-            .file
-            .append(&footer)
-            .and_then(|()| self.file.flush())
-            .and_then(|()| self.file.sync());
-        r.map_err(|e| self.fail(e))?;
-        self.offset += footer.len() as u64;
+        let r = footer.write_and_sync(&TABLE_FOOTER, self.file.as_mut());
+        self.offset += r.map_err(|e| self.fail(e))?;
 
         Ok(TableSummary {
             file_size: self.offset,

@@ -181,7 +181,7 @@ pub(crate) struct FooterKind {
 }
 
 /// The footer of the core's table files.
-const TABLE_FOOTER: FooterKind = FooterKind {
+pub(crate) const TABLE_FOOTER: FooterKind = FooterKind {
     magic: TABLE_MAGIC,
     newest_version: FORMAT_VERSION,
     name: "a Strata table file",
@@ -229,6 +229,21 @@ impl Footer {
         out[52..56].copy_from_slice(&self.version.to_le_bytes());
         out[56..64].copy_from_slice(&kind.magic.to_le_bytes());
         out
+    }
+
+    /// Appends the footer of a file of `kind` to `file`, then flushes and
+    /// syncs the file: the last step of every table writer. Returns the
+    /// footer's length.
+    pub(crate) fn write_and_sync(
+        &self,
+        kind: &FooterKind,
+        file: &mut dyn crate::vfs::WritableFile,
+    ) -> Result<u64> {
+        let footer = self.encode_as(kind);
+        file.append(&footer)?;
+        file.flush()?;
+        file.sync()?;
+        Ok(footer.len() as u64)
     }
 
     /// [`Footer::decode`] for a file of `kind`.

@@ -1,7 +1,6 @@
 //! Reads column-group files: point lookups, iteration (as row pieces, for
 //! compaction and generic readers) and block access for columnar scans.
 
-use std::any::Any;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -9,16 +8,15 @@ use super::block::CgBlock;
 use super::meta::{BlockMeta, CG_FOOTER, CgProperties, decode_index};
 use crate::cache::BlockCache;
 use crate::error::{Error, Result};
-use crate::iter::InternalIterator;
 use crate::key::{KIND_SEEK, ValueKind, pack_trailer};
-use crate::keyblock::{KeyRows, RowIter, RowSource, find_rows, get_rows, verify_rows};
+use crate::keyblock::{KeyRows, RowSource, find_rows};
 use crate::sst::bloom::BloomFilter;
 use crate::sst::format::{FOOTER_LEN, Footer};
 use crate::sst::reader::read_block_contents;
 use crate::stats::Statistics;
 use crate::table::piece::PieceEncoder;
 use crate::table::shape::TableShape;
-use crate::table_format::{OpenContext, TableSource};
+use crate::table_format::OpenContext;
 use crate::version::FileMeta;
 use crate::vfs::RandomAccessFile;
 
@@ -228,15 +226,7 @@ impl CgReader {
         out.clear();
         enc.finish(&self.shape.pieces, out);
     }
-
-    /// Iterates every row as (internal key, row piece).
-    pub fn iter(self: &Arc<Self>) -> CgIter {
-        RowIter::new(Arc::clone(self))
-    }
 }
-
-/// Iterates a column-group file's rows as (internal key, row piece).
-pub type CgIter = RowIter<CgReader>;
 
 impl RowSource for CgReader {
     type Block = CgBlock;
@@ -274,33 +264,6 @@ impl RowSource for CgReader {
     }
     fn block_offset(&self, i: usize) -> u64 {
         self.blocks[i].handle.offset
-    }
-}
-
-impl TableSource for CgReader {
-    fn get(
-        &self,
-        user_key: &[u8],
-        seek_key: &[u8],
-        f: &mut dyn FnMut(&[u8], &[u8]) -> bool,
-    ) -> Result<bool> {
-        get_rows(self, user_key, seek_key, f)
-    }
-
-    fn iter(self: Arc<Self>) -> Box<dyn InternalIterator> {
-        Box::new(CgReader::iter(&self))
-    }
-
-    fn may_contain(&self, user_key: &[u8]) -> bool {
-        CgReader::may_contain(self, user_key)
-    }
-
-    fn verify(&self) -> Result<()> {
-        verify_rows(self)
-    }
-
-    fn as_any(&self) -> Option<&(dyn Any + Send + Sync)> {
-        Some(self)
     }
 }
 

@@ -217,15 +217,9 @@ impl TableWriter for CgWriter {
             filter,
             properties,
             version: CG_FORMAT_VERSION,
-        }
-        .encode_as(&CG_FOOTER);
-        let r = self
-            .file
-            .append(&footer)
-            .and_then(|()| self.file.flush())
-            .and_then(|()| self.file.sync());
-        r.map_err(|e| self.fail(e))?;
-        self.offset += footer.len() as u64;
+        };
+        let r = footer.write_and_sync(&CG_FOOTER, self.file.as_mut());
+        self.offset += r.map_err(|e| self.fail(e))?;
         Ok(TableSummary {
             file_size: self.offset,
             num_entries: self.props.num_entries,
