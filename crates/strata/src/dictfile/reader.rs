@@ -2,7 +2,6 @@
 //! shared keyed-block code (`keyblock::rows`), and block access for filters
 //! that run on codes.
 
-use std::any::Any;
 use std::path::PathBuf;
 use std::sync::{Arc, Weak};
 
@@ -13,14 +12,13 @@ use super::meta::{BlockMeta, DICT_FOOTER, Index};
 use crate::cache::BlockCache;
 use crate::dict::{CodedValue, Dictionary};
 use crate::error::{Error, Result};
-use crate::iter::InternalIterator;
-use crate::keyblock::{KeyRows, RowIter, RowSource, get_rows, verify_rows};
+use crate::keyblock::{KeyRows, RowIter, RowSource};
 use crate::sst::TableProperties;
 use crate::sst::bloom::BloomFilter;
 use crate::sst::format::{BlockHandle, FOOTER_LEN, Footer};
 use crate::sst::reader::read_block_contents;
 use crate::stats::Statistics;
-use crate::table_format::{OpenContext, TableSource};
+use crate::table_format::OpenContext;
 use crate::vfs::RandomAccessFile;
 
 /// An open dictionary-encoded file. Its index, filter and properties stay
