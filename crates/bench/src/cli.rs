@@ -13,9 +13,7 @@ use crate::record::{latest_medians, read_all};
 use crate::runner::{RunPlan, run};
 use crate::settings::{BenchSettings, parse_count, parse_size};
 use crate::workload::{Workload, parse_workloads};
-use crate::{
-    Error, Result, advisorsuite, htap, memsuite, opd, plot, report, shortsuite, sysinfo,
-};
+use crate::{Error, Result, advisorsuite, htap, memsuite, opd, plot, report, shortsuite, sysinfo};
 
 /// db_bench- and YCSB-style benchmarks of Strata, optionally against
 /// RocksDB (feature `rocksdb`) and fjall (feature `fjall`).

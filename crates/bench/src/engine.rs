@@ -98,7 +98,10 @@ pub trait Engine: Send + Sync {
 
     /// Compacts the whole key range into the last level and waits for it.
     fn compact_all(&self) -> Result<()> {
-        Err(crate::Error(format!("{} cannot compact on request here", self.name())))
+        Err(crate::Error(format!(
+            "{} cannot compact on request here",
+            self.name()
+        )))
     }
 
     /// Counts the entries whose value lies in `[lo, hi)` (bytewise): by

@@ -75,13 +75,17 @@ impl Dataset {
     /// distinct values, from a random start.
     pub fn filter_range(&self, selectivity: f64, rng: &mut StdRng) -> (&[u8], &[u8]) {
         let n = self.values.len();
-        let width = ((n as f64 * selectivity).round() as usize).clamp(1, n.saturating_sub(1).max(1));
+        let width =
+            ((n as f64 * selectivity).round() as usize).clamp(1, n.saturating_sub(1).max(1));
         let start = if n > width {
             rng.random_range(0..n - width)
         } else {
             0
         };
-        let hi = self.values.get(start + width).map_or(&[0xffu8; 1][..], |v| v);
+        let hi = self
+            .values
+            .get(start + width)
+            .map_or(&[0xffu8; 1][..], |v| v);
         (&self.values[start], hi)
     }
 }
@@ -179,7 +183,10 @@ pub fn point_reads(e: &dyn Engine, d: &Dataset, n: u64, seed: u64) -> Result<(f6
         let k = make_key(rng.random_range(0..d.num), d.key_size);
         let t = Instant::now();
         if e.get(&k)?.is_none() {
-            return Err(crate::Error(format!("{}: a loaded key is missing", e.name())));
+            return Err(crate::Error(format!(
+                "{}: a loaded key is missing",
+                e.name()
+            )));
         }
         ns.push(t.elapsed().as_nanos() as u64);
     }

@@ -108,12 +108,20 @@ impl Variant {
             .map(str::trim)
             .filter(|p| !p.is_empty())
             .map(|p| {
-                Variant::ALL.iter().copied().find(|v| v.name() == p).ok_or_else(|| {
-                    Error(format!(
-                        "unknown opd engine {p:?} (known: {})",
-                        Variant::ALL.iter().map(|v| v.name()).collect::<Vec<_>>().join(", ")
-                    ))
-                })
+                Variant::ALL
+                    .iter()
+                    .copied()
+                    .find(|v| v.name() == p)
+                    .ok_or_else(|| {
+                        Error(format!(
+                            "unknown opd engine {p:?} (known: {})",
+                            Variant::ALL
+                                .iter()
+                                .map(|v| v.name())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ))
+                    })
             })
             .collect()
     }
@@ -163,10 +171,8 @@ fn rocks(v: Variant, s: &BenchSettings, dir: &Path) -> Result<Arc<dyn Engine>> {
     Ok(Arc::new(match v {
         Variant::RocksNone => RocksEngine::open(&with(CompressionKind::None), dir)?,
         Variant::RocksLz4 => RocksEngine::open(&with(CompressionKind::Lz4), dir)?,
-        Variant::RocksZstdDict => RocksEngine::open_tuned(
-            &with(CompressionKind::Zstd),
-            dir,
-            &|o, notes| {
+        Variant::RocksZstdDict => {
+            RocksEngine::open_tuned(&with(CompressionKind::Zstd), dir, &|o, notes| {
                 // A 16 KiB dictionary per file, trained on up to 100× as
                 // much sampled data (RocksDB's recommended setup).
                 o.set_compression_options(-14, 3, 0, 16 << 10);
@@ -179,19 +185,21 @@ fn rocks(v: Variant, s: &BenchSettings, dir: &Path) -> Result<Arc<dyn Engine>> {
                      (max_dict_bytes), trained on 1.6 MiB of samples (zstd_max_train_bytes)"
                         .into(),
                 );
-            },
-        )?,
-        Variant::BlobDb => RocksEngine::open_tuned(&with(CompressionKind::None), dir, &|o, notes| {
-            o.set_enable_blob_files(true);
-            o.set_min_blob_size(0);
-            o.set_blob_file_size(256 << 20);
-            o.set_enable_blob_gc(true);
-            notes.push(
-                "blobdb: every value in blob files (enable_blob_files, min_blob_size 0, \
+            })?
+        }
+        Variant::BlobDb => {
+            RocksEngine::open_tuned(&with(CompressionKind::None), dir, &|o, notes| {
+                o.set_enable_blob_files(true);
+                o.set_min_blob_size(0);
+                o.set_blob_file_size(256 << 20);
+                o.set_enable_blob_gc(true);
+                notes.push(
+                    "blobdb: every value in blob files (enable_blob_files, min_blob_size 0, \
                  256 MiB blob files, blob GC on), uncompressed"
-                    .into(),
-            );
-        })?,
+                        .into(),
+                );
+            })?
+        }
         other => return Err(Error(format!("{} is not a RocksDB variant", other.name()))),
     }))
 }
@@ -289,10 +297,14 @@ struct SweepResult {
 
 fn run_sweep(c: &Config) -> Result<Vec<SweepPoint>> {
     let mut out = Vec::new();
-    let variants: Vec<Variant> = [Variant::StrataDictAlways, Variant::StrataPlain, Variant::RocksNone]
-        .into_iter()
-        .filter(|v| cfg!(feature = "rocksdb") || !v.is_rocksdb())
-        .collect();
+    let variants: Vec<Variant> = [
+        Variant::StrataDictAlways,
+        Variant::StrataPlain,
+        Variant::RocksNone,
+    ]
+    .into_iter()
+    .filter(|v| cfg!(feature = "rocksdb") || !v.is_rocksdb())
+    .collect();
     for &share in &c.sweep {
         let d = Dataset::new(
             c.sweep_num,
@@ -381,7 +393,9 @@ pub fn run(sa: &SuiteArgs) -> Result<()> {
     if !(c.share > 0.0 && c.share <= 1.0) {
         return Err(Error::msg("--distinct must be a share in (0, 1]"));
     }
-    if !cfg!(feature = "rocksdb") && let Some(v) = c.variants.iter().find(|v| v.is_rocksdb()) {
+    if !cfg!(feature = "rocksdb")
+        && let Some(v) = c.variants.iter().find(|v| v.is_rocksdb())
+    {
         return Err(Error(format!(
             "{} needs the rocksdb feature: cargo run --release -p strata-bench --features rocksdb \
              -- suite --suite opd (or --opd-engines strata-dict,strata-plain)",
@@ -389,7 +403,14 @@ pub fn run(sa: &SuiteArgs) -> Result<()> {
         )));
     }
     let s = &c.settings;
-    let d = Arc::new(Dataset::new(s.num, c.share, s.value_size, s.key_size, c.zipf, s.seed));
+    let d = Arc::new(Dataset::new(
+        s.num,
+        c.share,
+        s.value_size,
+        s.key_size,
+        c.zipf,
+        s.seed,
+    ));
     println!(
         "opd: {} entries, {} distinct values of {} bytes ({}), {} engines",
         s.num,
@@ -442,7 +463,12 @@ fn sweep_chart(sweep: &[SweepPoint], dir: &Path) -> Result<PathBuf> {
     let groups: Vec<String> = sweep.iter().map(|p| share_label(p.share)).collect();
     let series: Vec<String> = sweep
         .first()
-        .map(|p| p.results.iter().map(|(v, _)| v.name().to_string()).collect())
+        .map(|p| {
+            p.results
+                .iter()
+                .map(|(v, _)| v.name().to_string())
+                .collect()
+        })
         .unwrap_or_default();
     crate::plot::plot_grouped_bars(
         &path,
@@ -612,7 +638,10 @@ fn report(
     }
     crate::report::notes_section(&mut t, notes);
     if let Some(chart) = chart {
-        t.push_str(&format!("\n![filter throughput against the share of distinct values]({})\n", chart.display()));
+        t.push_str(&format!(
+            "\n![filter throughput against the share of distinct values]({})\n",
+            chart.display()
+        ));
     }
     t
 }
@@ -639,7 +668,11 @@ mod tests {
         assert!(d.values.windows(2).all(|w| w[0] < w[1]));
         let mut rng = rand::rngs::StdRng::seed_from_u64(1);
         let (lo, hi) = d.filter_range(0.01, &mut rng);
-        let inside = d.values.iter().filter(|v| v.as_slice() >= lo && v.as_slice() < hi).count();
+        let inside = d
+            .values
+            .iter()
+            .filter(|v| v.as_slice() >= lo && v.as_slice() < hi)
+            .count();
         assert_eq!(inside, 10);
     }
 
