@@ -3,21 +3,32 @@
 //! `tests/fuzz_corpus.rs` replays the kept corpora through them.
 //!
 //! Every function must not panic, hang or allocate without bound on any
-//! input; where the engine promises more (a table that passes `verify`
-//! iterates the same both ways and finds its own keys; the two log-reading
-//! policies agree up to the first damage; a decoded manifest edit
-//! re-encodes to itself; shell tokens round-trip), the function asserts it.
+//! input; where the engine promises more (a table or dictionary-encoded
+//! file that passes `verify` iterates the same both ways and finds its own
+//! keys; a predicate's code set selects exactly the codes whose values
+//! match; the two log-reading policies agree up to the first damage; a
+//! decoded manifest edit or dictionary re-encodes to itself; shell tokens
+//! round-trip), the function asserts it.
 
 use std::io;
-use std::path::PathBuf;
+use std::ops::Bound;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use strata::FileNumber;
 use strata::cache::BlockCache;
+use strata::dict::select::{Kernel, bitmap_words, select, select_with};
+use strata::dict::{Dictionary, ValuePredicate};
+use strata::dictfile::DictReader;
+use strata::iter::InternalIterator;
 use strata::key;
+use strata::keyblock::RowSource;
 use strata::log::{LogReader, TailPolicy};
 use strata::manifest::VersionEdit;
+use strata::sst::format::{BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, Footer, block_trailer};
 use strata::sst::{Block, TableReader};
 use strata::stats::Statistics;
+use strata::table_format::{OpenContext, TableSource};
 use strata::vfs::RandomAccessFile;
 use strata_cli::shell::{Command, parse_line};
 use strata_cli::{decode_token, encode_bytes};
@@ -30,6 +41,9 @@ pub const TARGETS: &[&str] = &[
     "wal_reader",
     "manifest",
     "shell_parser",
+    "dict_file",
+    "dict_file_repaired",
+    "dictionary",
 ];
 
 /// The check of target `name`.
@@ -41,6 +55,9 @@ pub fn by_name(name: &str) -> Option<fn(&[u8])> {
         "wal_reader" => wal_reader,
         "manifest" => manifest,
         "shell_parser" => shell_parser,
+        "dict_file" => dict_file,
+        "dict_file_repaired" => dict_file_repaired,
+        "dictionary" => dictionary,
         _ => return None,
     })
 }
@@ -75,9 +92,10 @@ impl RandomAccessFile for BytesFile {
 
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
-fn collect_table(reader: &Arc<TableReader>, backward: bool) -> (Entries, bool) {
-    use strata::iter::InternalIterator;
-    let mut it = reader.iter();
+/// Every entry of `it` (at most [`MAX_ENTRIES`]) in key order, walked
+/// forward or backward, and whether the walk ended cleanly. Where the
+/// iterator offers a value's code, the code's value is the value.
+fn collect(it: &mut dyn InternalIterator, backward: bool) -> (Entries, bool) {
     if backward {
         it.seek_to_last();
     } else {
@@ -85,6 +103,13 @@ fn collect_table(reader: &Arc<TableReader>, backward: bool) -> (Entries, bool) {
     }
     let mut out = Vec::new();
     while it.valid() && out.len() < MAX_ENTRIES {
+        if let Some(c) = it.value_code() {
+            assert_eq!(
+                c.dictionary.try_value(c.code),
+                Some(it.value()),
+                "an entry's code does not stand for its value"
+            );
+        }
         out.push((it.key().to_vec(), it.value().to_vec()));
         if backward {
             it.prev();
@@ -99,33 +124,36 @@ fn collect_table(reader: &Arc<TableReader>, backward: bool) -> (Entries, bool) {
     (out, clean)
 }
 
-/// Bytes as a table file: open, verify, iterate both ways, look keys up.
-pub fn sst_table(data: &[u8]) {
-    use strata::iter::InternalIterator;
-    let file = Arc::new(BytesFile(data.to_vec()));
-    let cache = Some(Arc::new(BlockCache::new(1 << 20)));
-    let stats = Arc::new(Statistics::default());
-    let Ok(reader) = TableReader::open(file, PathBuf::from("fuzz.sst"), 1, cache, stats) else {
-        return;
-    };
-    let reader = Arc::new(reader);
-    let verified = reader.verify().is_ok();
-    let (fwd, fwd_clean) = collect_table(&reader, false);
-    let (bwd, bwd_clean) = collect_table(&reader, true);
+/// A point lookup as `TableSource::get` does it.
+type GetFn<'a> =
+    dyn Fn(&[u8], &[u8], &mut dyn FnMut(&[u8], &[u8]) -> bool) -> strata::Result<bool> + 'a;
+
+/// The reads every table-like target makes of an open file: both
+/// iterations, seeks and lookups at targets taken from `data`; and, if the
+/// file passed `verify` (`verified`), the engine's promises: both
+/// iterations end cleanly and agree, and `get` and `seek` find sampled
+/// entries. Returns the entries of a verified file (`None` otherwise, or
+/// past [`MAX_ENTRIES`]).
+fn check_reads(
+    data: &[u8],
+    verified: bool,
+    new_iter: &dyn Fn() -> Box<dyn InternalIterator>,
+    get: &GetFn<'_>,
+) -> Option<Entries> {
+    let (fwd, fwd_clean) = collect(&mut *new_iter(), false);
+    let (bwd, bwd_clean) = collect(&mut *new_iter(), true);
     // Seeks to arbitrary targets must not panic.
     for target in [
         &data[..data.len().min(9)],
         &data[data.len().saturating_sub(20)..],
         b"",
     ] {
-        let mut it = reader.iter();
-        it.seek(target);
-        let mut it = reader.iter();
-        it.seek_for_prev(target);
-        let _ = reader.get(key::user_key(target), target, &mut |_, _| true);
+        new_iter().seek(target);
+        new_iter().seek_for_prev(target);
+        let _ = get(key::user_key(target), target, &mut |_, _| true);
     }
     if !verified || fwd.len() >= MAX_ENTRIES {
-        return;
+        return None;
     }
     assert!(
         fwd_clean && bwd_clean,
@@ -138,7 +166,7 @@ pub fn sst_table(data: &[u8]) {
     let step = (fwd.len() / 16).max(1);
     for (k, v) in fwd.iter().step_by(step) {
         let mut seen = false;
-        let r = reader.get(key::user_key(k), k, &mut |ik, iv| {
+        let r = get(key::user_key(k), k, &mut |ik, iv| {
             if ik == k.as_slice() {
                 assert_eq!(
                     iv,
@@ -153,25 +181,39 @@ pub fn sst_table(data: &[u8]) {
         });
         assert!(r.is_ok(), "get on a verified table failed: {r:?}");
         assert!(seen, "get did not find an entry of a verified table");
-        let mut it = reader.iter();
+        let mut it = new_iter();
         it.seek(k);
         assert!(
             it.valid() && it.key() == k.as_slice(),
             "seek missed an entry of a verified table"
         );
     }
+    Some(fwd)
 }
 
-/// Rewrites the checksums of a table image so that mutated bytes get past
-/// them: the footer gets the magic, version 1 and its CRC; every block the
-/// footer and the index point at (when in bounds) gets its trailer CRC
-/// recomputed for the compression byte found there.
-pub fn repair_table_checksums(data: &mut [u8]) {
-    use strata::sst::format::{BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, Footer, block_trailer};
-    if data.len() < FOOTER_LEN {
+/// Bytes as a table file: open, verify, iterate both ways, look keys up.
+pub fn sst_table(data: &[u8]) {
+    let file = Arc::new(BytesFile(data.to_vec()));
+    let cache = Some(Arc::new(BlockCache::new(1 << 20)));
+    let stats = Arc::new(Statistics::default());
+    let Ok(reader) = TableReader::open(file, PathBuf::from("fuzz.sst"), 1, cache, stats) else {
         return;
-    }
-    let fo = data.len() - FOOTER_LEN;
+    };
+    let reader = Arc::new(reader);
+    let verified = reader.verify().is_ok();
+    check_reads(
+        data,
+        verified,
+        &|| Box::new(TableReader::iter(&reader)),
+        &|u, s, f| reader.get(u, s, f),
+    );
+}
+
+/// The footer of a table-like image (the core's layout: three handles,
+/// CRC, version, magic), its handles read as they are, with `version`;
+/// and where it starts. `None` if the image is shorter than a footer.
+fn footer_of(data: &[u8], version: u32) -> Option<(usize, Footer)> {
+    let fo = data.len().checked_sub(FOOTER_LEN)?;
     let field = |i: usize| {
         let mut b = [0u8; 8];
         b.copy_from_slice(&data[fo + i * 8..fo + i * 8 + 8]);
@@ -181,26 +223,52 @@ pub fn repair_table_checksums(data: &mut [u8]) {
         offset: field(i),
         size: field(i + 1),
     };
-    let footer = Footer {
-        index: h(0),
-        filter: h(2),
-        properties: h(4),
-        version: 1,
+    Some((
+        fo,
+        Footer {
+            index: h(0),
+            filter: h(2),
+            properties: h(4),
+            version,
+        },
+    ))
+}
+
+/// Recomputes the trailer CRC of block `b` of `data` for the compression
+/// byte found there, if the block and its trailer end by `limit`; returns
+/// the block's stored bytes.
+fn fix_block(data: &mut [u8], limit: usize, b: BlockHandle) -> Option<Vec<u8>> {
+    let start = usize::try_from(b.offset).ok()?;
+    let end = start.checked_add(usize::try_from(b.size).ok()?)?;
+    if end.checked_add(BLOCK_TRAILER_LEN)? > limit {
+        return None;
+    }
+    let t = block_trailer(&data[start..end], data[end]);
+    data[end..end + BLOCK_TRAILER_LEN].copy_from_slice(&t);
+    Some(data[start..end].to_vec())
+}
+
+/// [`fix_block`] for the footer's filter handle, unless its size is 0
+/// ("no filter": the handle is then (0, 0), and a trailer written there
+/// would damage the first data block).
+fn fix_filter(data: &mut [u8], limit: usize, b: BlockHandle) {
+    if b.size > 0 {
+        fix_block(data, limit, b);
+    }
+}
+
+/// Rewrites the checksums of a table image so that mutated bytes get past
+/// them: the footer gets the magic, version 1 and its CRC; every block the
+/// footer and the index point at (when in bounds) gets its trailer CRC
+/// recomputed for the compression byte found there.
+pub fn repair_table_checksums(data: &mut [u8]) {
+    let Some((fo, footer)) = footer_of(data, 1) else {
+        return;
     };
     data[fo..].copy_from_slice(&footer.encode());
-    let fix = |data: &mut [u8], b: BlockHandle| -> Option<Vec<u8>> {
-        let start = usize::try_from(b.offset).ok()?;
-        let end = start.checked_add(usize::try_from(b.size).ok()?)?;
-        if end.checked_add(BLOCK_TRAILER_LEN)? > fo {
-            return None;
-        }
-        let t = block_trailer(&data[start..end], data[end]);
-        data[end..end + BLOCK_TRAILER_LEN].copy_from_slice(&t);
-        Some(data[start..end].to_vec())
-    };
-    fix(data, footer.filter);
-    fix(data, footer.properties);
-    let Some(index) = fix(data, footer.index) else {
+    fix_filter(data, fo, footer.filter);
+    fix_block(data, fo, footer.properties);
+    let Some(index) = fix_block(data, fo, footer.index) else {
         return;
     };
     // Uncompressed index blocks only (the writer never compresses them).
@@ -213,7 +281,7 @@ pub fn repair_table_checksums(data: &mut [u8]) {
     let mut n = 0;
     while it.valid() && n < MAX_ENTRIES {
         if let Some(b) = BlockHandle::decode_exact(it.value()) {
-            fix(data, b);
+            fix_block(data, fo, b);
         }
         it.next();
         n += 1;
@@ -227,6 +295,337 @@ pub fn sst_table_repaired(data: &[u8]) {
     let mut d = data.to_vec();
     repair_table_checksums(&mut d);
     sst_table(&d);
+}
+
+/// Blocks of a dictionary-encoded file whose codes are scanned at most.
+const MAX_DICT_BLOCKS: usize = 1024;
+
+/// Bytes as a dictionary-encoded file (`strata.dict1`), opened twice:
+/// with a block cache (the dictionary is read when first needed, through
+/// the cache) and without (it is decoded at open and kept). Each time:
+/// open, verify, iterate both ways, look keys up (as [`sst_table`]); the
+/// dictionary's bounds and the predicates' code sets checked against its
+/// values; each block's packed codes selected by every kernel for a few
+/// predicates. Beyond [`check_reads`]: a verified file's entries are in
+/// strict internal-key order and as many as its properties say; a
+/// selection bitmap has a row exactly when the row's code is in the
+/// predicate's set and exactly when its value matches; all kernels give
+/// the same bitmap; a block's code statistics are those of its codes.
+pub fn dict_file(data: &[u8]) {
+    for cache in [Some(Arc::new(BlockCache::new(1 << 20))), None] {
+        let ctx = OpenContext {
+            file_number: FileNumber(1),
+            cache,
+            stats: Arc::new(Statistics::default()),
+        };
+        dict_file_with(data, &ctx);
+    }
+}
+
+fn dict_file_with(data: &[u8], ctx: &OpenContext) {
+    let file = Arc::new(BytesFile(data.to_vec()));
+    let Ok(reader) = DictReader::open(file, PathBuf::from("fuzz.sst"), ctx) else {
+        return;
+    };
+    let reader = Arc::new(reader);
+    let verified = TableSource::verify(&*reader).is_ok();
+    let entries = check_reads(
+        data,
+        verified,
+        &|| Box::new(DictReader::iter(&reader)),
+        &|u, s, f| TableSource::get(&*reader, u, s, f),
+    );
+    let dict = reader.dictionary();
+    if let Ok(d) = &dict {
+        assert_eq!(
+            d.is_some(),
+            reader.has_dictionary(),
+            "has_dictionary() disagrees with dictionary()"
+        );
+    }
+    if let Ok(Some(d)) = &dict {
+        check_dictionary(d, data);
+        check_dict_blocks(&reader, Some(d), data);
+    } else if let Ok(None) = dict {
+        check_dict_blocks(&reader, None, data);
+    }
+    if let Some(e) = entries {
+        assert_eq!(
+            e.len() as u64,
+            reader.properties().num_entries,
+            "a verified file iterates another number of entries than its properties say"
+        );
+        assert!(
+            e.windows(2)
+                .all(|w| key::compare_internal(&w[0].0, &w[1].0) == std::cmp::Ordering::Less),
+            "a verified file's entries are not in strict internal-key order"
+        );
+        if !e.is_empty() {
+            assert!(
+                dict.is_ok(),
+                "a verified file with entries has a dictionary that does not load: {dict:?}"
+            );
+        }
+    }
+}
+
+/// Rewrites the checksums of a dictionary-encoded file's image, as
+/// [`repair_table_checksums`] does for tables: the footer gets the
+/// dictionary-file magic, version 1 and its CRC; the filter, properties
+/// and index blocks, and the dictionary and data blocks the index lists
+/// (when in bounds), get their trailer CRCs recomputed.
+pub fn repair_dict_checksums(data: &mut [u8]) {
+    use strata::dictfile::meta::{DICT_FORMAT_VERSION, DICT_MAGIC, Index};
+    let Some((fo, footer)) = footer_of(data, DICT_FORMAT_VERSION) else {
+        return;
+    };
+    // The CRC covers the handles only; the magic is the file kind's.
+    let mut enc = footer.encode();
+    enc[FOOTER_LEN - 8..].copy_from_slice(&DICT_MAGIC.to_le_bytes());
+    data[fo..].copy_from_slice(&enc);
+    fix_filter(data, fo, footer.filter);
+    fix_block(data, fo, footer.properties);
+    let Some(raw) = fix_block(data, fo, footer.index) else {
+        return;
+    };
+    // Uncompressed index blocks only (the writer never compresses them).
+    let Ok(index) = Index::decode(&raw, Path::new("fuzz.sst"), footer.index.offset) else {
+        return;
+    };
+    if let Some((h, _)) = index.dictionary {
+        fix_block(data, fo, h);
+    }
+    for b in index.blocks.iter().take(MAX_ENTRIES) {
+        fix_block(data, fo, b.handle);
+    }
+}
+
+/// [`dict_file`] after [`repair_dict_checksums`]: reaches the index,
+/// dictionary, block, properties and filter parsing that checksums shield
+/// from plain byte mutations.
+pub fn dict_file_repaired(data: &[u8]) {
+    let mut d = data.to_vec();
+    repair_dict_checksums(&mut d);
+    dict_file(&d);
+}
+
+/// Bytes as a front-coded dictionary: a decoded one re-encodes and decodes
+/// to itself, its values are strictly ascending, its bounds agree with a
+/// linear scan, and predicates' code sets hold exactly the matching codes.
+pub fn dictionary(data: &[u8]) {
+    let Ok(d) = Dictionary::decode(data) else {
+        return;
+    };
+    let mut enc = Vec::new();
+    d.encode_to(&mut enc);
+    assert_eq!(
+        Dictionary::decode(&enc).as_ref(),
+        Ok(&d),
+        "a decoded dictionary does not re-encode to itself"
+    );
+    assert_eq!(
+        Dictionary::from_sorted(d.values()).as_ref(),
+        Some(&d),
+        "a decoded dictionary's values are not strictly ascending"
+    );
+    check_dictionary(&d, data);
+}
+
+/// Values of `dict` at a few codes, and bytes from both ends of `input`.
+fn sample_values(dict: Option<&Dictionary>, input: &[u8]) -> Vec<Vec<u8>> {
+    let mut v: Vec<Vec<u8>> = match dict {
+        Some(d) => {
+            let n = d.len() as u32;
+            [0, n / 2, n.saturating_sub(1)]
+                .iter()
+                .filter_map(|&c| d.try_value(c).map(<[u8]>::to_vec))
+                .collect()
+        }
+        None => Vec::new(),
+    };
+    v.push(
+        input
+            .get(1..input.len().min(5))
+            .unwrap_or_default()
+            .to_vec(),
+    );
+    v.push(input[input.len().saturating_sub(3)..].to_vec());
+    v
+}
+
+/// A few predicates of every kind, on values of `dict` (so that they
+/// select something) and on bytes of `input`.
+fn predicates(dict: Option<&Dictionary>, input: &[u8]) -> Vec<ValuePredicate> {
+    let vals = sample_values(dict, input);
+    let mut p = Vec::new();
+    for v in &vals {
+        p.push(ValuePredicate::Eq(v.clone()));
+        p.push(ValuePredicate::Prefix(v[..v.len() / 2].to_vec()));
+    }
+    let (a, b) = (vals[0].clone(), vals[vals.len() / 2].clone());
+    p.push(ValuePredicate::Range {
+        start: Bound::Included(a.clone()),
+        end: Bound::Excluded(b.clone()),
+    });
+    p.push(ValuePredicate::Range {
+        start: Bound::Excluded(a),
+        end: Bound::Unbounded,
+    });
+    p.push(ValuePredicate::Range {
+        start: Bound::Unbounded,
+        end: Bound::Included(b),
+    });
+    p.push(ValuePredicate::In(vals));
+    p
+}
+
+/// Checks `dict` against linear scans of its values: `lower_bound`,
+/// `upper_bound` and `code_of` at probes around its values and from
+/// `input`, and predicates' code sets against `ValuePredicate::matches`.
+fn check_dictionary(dict: &Dictionary, input: &[u8]) {
+    let mut probes = Vec::new();
+    for v in sample_values(Some(dict), input) {
+        let mut after = v.clone();
+        after.push(0);
+        let mut bumped = v.clone();
+        match bumped.last_mut() {
+            Some(b) if *b < 0xff => *b += 1,
+            _ => bumped.push(0xff),
+        }
+        let shorter = v[..v.len().saturating_sub(1)].to_vec();
+        probes.extend([v, after, bumped, shorter]);
+    }
+    for p in &probes {
+        let below = dict.values().filter(|v| *v < p.as_slice()).count();
+        let at_most = dict.values().filter(|v| *v <= p.as_slice()).count();
+        assert_eq!(
+            dict.lower_bound(p) as usize,
+            below,
+            "lower_bound disagrees with a scan"
+        );
+        assert_eq!(
+            dict.upper_bound(p) as usize,
+            at_most,
+            "upper_bound disagrees with a scan"
+        );
+        assert_eq!(
+            dict.code_of(p),
+            (at_most > below).then_some(below as u32),
+            "code_of disagrees with a scan"
+        );
+    }
+    for pred in predicates(Some(dict), input) {
+        let set = pred.codes(dict);
+        for (c, v) in dict.values().enumerate() {
+            assert_eq!(
+                set.contains(c as u32),
+                pred.matches(v),
+                "{pred:?}: code {c} of {v:?} is in its code set {set:?} differently from matching"
+            );
+        }
+        assert!(
+            !set.contains(dict.len() as u32),
+            "{pred:?}: a code past the dictionary is in {set:?}"
+        );
+    }
+}
+
+/// Each block's packed codes (at most [`MAX_DICT_BLOCKS`] blocks) selected
+/// for a few predicates by every kernel, the bitmaps checked row by row
+/// against the codes and the values.
+fn check_dict_blocks(reader: &DictReader, dict: Option<&Dictionary>, input: &[u8]) {
+    let n = reader.blocks().len().min(MAX_DICT_BLOCKS);
+    let Some(dict) = dict else {
+        for i in 0..n {
+            if let Ok(b) = RowSource::block(reader, i) {
+                assert!(b.codes().is_none(), "codes in a file without a dictionary");
+            }
+        }
+        return;
+    };
+    let preds: Vec<(ValuePredicate, _)> = predicates(Some(dict), input)
+        .into_iter()
+        .map(|p| {
+            let set = p.codes(dict);
+            (p, set)
+        })
+        .collect();
+    let (mut bitmap, mut other) = (Vec::new(), Vec::new());
+    for i in 0..n {
+        let Ok(block) = RowSource::block(reader, i) else {
+            continue;
+        };
+        let meta = &reader.blocks()[i].codes;
+        let (packed, width) = block
+            .codes()
+            .expect("a block of plain values in a file with a dictionary");
+        let rows = block.rows();
+        let codes: Vec<u32> = (0..rows)
+            .filter_map(|r| block.value_code(r).map(|c| c.code))
+            .collect();
+        let stats = block.code_stats();
+        assert_eq!(
+            (stats.valued, stats.min, stats.max),
+            (
+                codes.len() as u64,
+                codes.iter().copied().min().unwrap_or(0),
+                codes.iter().copied().max().unwrap_or(0)
+            ),
+            "a block's code stats are not its codes'"
+        );
+        assert_eq!(
+            &stats, meta,
+            "a block read through the cache disagrees with its index entry"
+        );
+        for (pred, set) in &preds {
+            let count = select(packed, width, rows, set, &mut bitmap);
+            assert_eq!(bitmap.len(), bitmap_words(rows), "bitmap of the wrong size");
+            assert_eq!(
+                count,
+                bitmap
+                    .iter()
+                    .map(|w| w.count_ones() as usize)
+                    .sum::<usize>(),
+                "select miscounts its bitmap"
+            );
+            if rows % 64 != 0 {
+                assert_eq!(
+                    bitmap[rows / 64] >> (rows % 64),
+                    0,
+                    "bits past the rows are set"
+                );
+            }
+            for k in Kernel::available() {
+                select_with(k, packed, width, rows, set, &mut other);
+                assert_eq!(other, bitmap, "the {} kernel disagrees", k.name());
+            }
+            for r in 0..rows {
+                let selected = bitmap[r / 64] >> (r % 64) & 1 == 1;
+                let Some(c) = block.value_code(r) else {
+                    assert!(block.value(r).is_empty(), "a tombstone has a value");
+                    continue;
+                };
+                assert_eq!(
+                    selected,
+                    set.contains(c.code),
+                    "row {r}'s code {} is selected differently from its set {set:?}",
+                    c.code
+                );
+                assert_eq!(
+                    selected,
+                    pred.matches(block.value(r)),
+                    "{pred:?}: row {r} is selected differently from matching"
+                );
+                if selected && (meta.min..=meta.max).contains(&c.code) {
+                    assert!(
+                        set.meets(meta.min, meta.max),
+                        "{set:?} meets code {} but not its range",
+                        c.code
+                    );
+                }
+            }
+        }
+    }
 }
 
 /// Bytes as a decoded data block: validate, iterate both ways, seek.

@@ -48,7 +48,8 @@ enum Cmd {
     },
     /// Run files through a fuzz target's check (to replay a crash input).
     FuzzReplay {
-        /// One of: sst_table, sst_block, wal_reader, manifest, shell_parser.
+        /// One of: sst_table, sst_table_repaired, sst_block, wal_reader,
+        /// manifest, shell_parser, dict_file, dict_file_repaired, dictionary.
         target: String,
         /// Files or directories of inputs.
         paths: Vec<PathBuf>,

@@ -7,12 +7,15 @@ use std::sync::Arc;
 
 use strata::FileNumber as Fnum;
 use strata::KeyspaceId as Ks;
+use strata::dict::Dictionary;
+use strata::dictfile::DictFormat;
 use strata::key::{ValueKind, make_internal_key};
 use strata::log::LogWriter;
 use strata::manifest::{NewFile, TableFile, VersionEdit};
 use strata::sst::block::BlockBuilder;
 use strata::sst::{Compression, TableBuilder, TableBuilderOptions};
-use strata::table_format::GroupId;
+use strata::stats::Statistics;
+use strata::table_format::{GroupId, TableFormat, WriterContext};
 use strata::vfs::Vfs;
 use strata::vfs_mem::MemVfs;
 use strata::{Db, KeyspaceOptions, Options, WriteBatch, WriteOptions};
@@ -23,6 +26,17 @@ fn err(e: strata::Error) -> io::Error {
 
 /// Internal keys `key000..` with a few versions and kinds, sorted.
 fn entries(n: usize, versions: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
+    entries_valued(n, versions, &|i, s| {
+        format!("value-{i}-{s}-{}", "x".repeat(i % 13)).into_bytes()
+    })
+}
+
+/// [`entries`] with the value of key `i`, version `s` from `value`.
+fn entries_valued(
+    n: usize,
+    versions: u64,
+    value: &dyn Fn(usize, u64) -> Vec<u8>,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
     let mut v = Vec::new();
     for i in 0..n {
         let uk = format!("key{i:05}");
@@ -35,7 +49,7 @@ fn entries(n: usize, versions: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
             let value = if kind == ValueKind::Delete {
                 Vec::new()
             } else {
-                format!("value-{i}-{s}-{}", "x".repeat(i % 13)).into_bytes()
+                value(i, s)
             };
             v.push((
                 make_internal_key(uk.as_bytes(), 1000 + i as u64 * 10 + s, kind),
@@ -61,6 +75,101 @@ fn table(
     }
     b.finish().map_err(err)?;
     vfs.read_all(&path).map_err(err)
+}
+
+/// A dictionary-encoded file (`strata.dict1`) of `entries`, written by
+/// the format's own writer.
+fn dict_file(
+    vfs: &MemVfs,
+    name: &str,
+    opts: TableBuilderOptions,
+    max_distinct_ratio: f64,
+    entries: &[(Vec<u8>, Vec<u8>)],
+) -> io::Result<Vec<u8>> {
+    let path = PathBuf::from(format!("/seeds/{name}.sst"));
+    let stats = Arc::new(Statistics::default());
+    let ctx = WriterContext {
+        options: &opts,
+        level: strata::Level(1),
+        group: GroupId::WHOLE,
+        owner_db_id: b"seed-database-id",
+        file_number: Fnum(7),
+        stats: &stats,
+    };
+    let format = DictFormat { max_distinct_ratio };
+    let mut w = format
+        .writer(vfs.create(&path).map_err(err)?, path.clone(), &ctx)
+        .map_err(err)?;
+    for (k, v) in entries {
+        w.add(k, v).map_err(err)?;
+    }
+    w.finish().map_err(err)?;
+    vfs.read_all(&path).map_err(err)
+}
+
+/// Values from a small set (`distinct` of them), with shared prefixes,
+/// a zero byte and a 0xff byte among them.
+fn few_values(distinct: usize) -> impl Fn(usize, u64) -> Vec<u8> {
+    move |i, s| {
+        let c = (i * 7 + s as usize) % distinct;
+        match c % 4 {
+            0 => format!("colour-{c}").into_bytes(),
+            1 => format!("colour-{c}-dark").into_bytes(),
+            2 => vec![b'z', 0, c as u8],
+            _ => vec![0xff, c as u8],
+        }
+    }
+}
+
+/// The largest table file of a small database whose default keyspace
+/// stores values dictionary-encoded, after flushes and a full compaction
+/// (so its dictionary was merged from its inputs' dictionaries).
+fn compacted_dict_file(vfs: &MemVfs) -> io::Result<Vec<u8>> {
+    let dir = Path::new("/seeds/dictdb");
+    let ks_opts = KeyspaceOptions {
+        write_buffer_size: 8 << 10,
+        block_size: 512,
+        ..KeyspaceOptions::default()
+    }
+    .with_value_dictionary();
+    let opts = Options {
+        vfs: Arc::new(vfs.clone()),
+        default_keyspace: ks_opts,
+        ..Options::default()
+    };
+    let db = Db::open(dir, opts).map_err(err)?;
+    let value = few_values(11);
+    for round in 0..3u64 {
+        for i in 0..150usize {
+            if (i + round as usize).is_multiple_of(9) {
+                db.delete(format!("k{i:04}").as_bytes()).map_err(err)?;
+            } else {
+                db.put(format!("k{i:04}").as_bytes(), &value(i, round))
+                    .map_err(err)?;
+            }
+        }
+        db.flush().map_err(err)?;
+    }
+    db.compact().map_err(err)?;
+    let mut best: Option<Vec<u8>> = None;
+    for n in vfs.list(dir).map_err(err)? {
+        if n.ends_with(".sst") {
+            let data = vfs.read_all(&dir.join(&n)).map_err(err)?;
+            if best.as_ref().is_none_or(|b| b.len() < data.len()) {
+                best = Some(data);
+            }
+        }
+    }
+    drop(db);
+    best.ok_or_else(|| io::Error::other("no table file in the seed database"))
+}
+
+fn dictionary_encoding(values: &[&[u8]]) -> io::Result<Vec<u8>> {
+    let d = Dictionary::from_sorted(values.iter().copied())
+        .ok_or_else(|| io::Error::other("seed dictionary values are not ascending"))?;
+    let mut out = Vec::new();
+    d.encode_to(&mut out);
+    Ok(out)
 }
 
 fn block(restart: usize, n: usize) -> Vec<u8> {
@@ -269,6 +378,102 @@ pub fn write_all(out: &Path) -> io::Result<usize> {
     for (n, l) in lines.iter().enumerate() {
         files.push(("shell_parser", format!("line{n}"), l.as_bytes().to_vec()));
     }
+
+    let coded = entries_valued(60, 2, &few_values(6));
+    files.push((
+        "dict_file",
+        "coded".into(),
+        dict_file(&vfs, "da", o(512, 16, 10, Compression::None), 0.25, &coded)?,
+    ));
+    files.push((
+        "dict_file",
+        "plain".into(),
+        dict_file(
+            &vfs,
+            "db",
+            o(512, 16, 10, Compression::None),
+            0.25,
+            &entries(40, 2),
+        )?,
+    ));
+    files.push((
+        "dict_file",
+        "lz4-nofilter".into(),
+        dict_file(&vfs, "dc", o(1024, 16, 0, Compression::Lz4), 0.25, &coded)?,
+    ));
+    files.push((
+        "dict_file",
+        "zstd".into(),
+        dict_file(
+            &vfs,
+            "dd",
+            o(256, 16, 10, Compression::Zstd),
+            0.5,
+            &entries_valued(80, 1, &few_values(30)),
+        )?,
+    ));
+    files.push((
+        "dict_file",
+        "one".into(),
+        dict_file(
+            &vfs,
+            "de",
+            o(4096, 16, 10, Compression::None),
+            1.0,
+            &entries_valued(1, 1, &few_values(1)),
+        )?,
+    ));
+    let tombstones: Vec<(Vec<u8>, Vec<u8>)> = (0..20)
+        .map(|i| {
+            let k = format!("gone{i:03}");
+            (
+                make_internal_key(k.as_bytes(), 50 + i, ValueKind::Delete),
+                Vec::new(),
+            )
+        })
+        .collect();
+    files.push((
+        "dict_file",
+        "tombstones".into(),
+        dict_file(
+            &vfs,
+            "df",
+            o(4096, 16, 10, Compression::None),
+            0.25,
+            &tombstones,
+        )?,
+    ));
+    files.push(("dict_file", "compacted".into(), compacted_dict_file(&vfs)?));
+
+    files.push(("dictionary", "empty".into(), dictionary_encoding(&[])?));
+    files.push((
+        "dictionary",
+        "one".into(),
+        dictionary_encoding(&[b"only value"])?,
+    ));
+    let mut prefixed: Vec<Vec<u8>> = (0..40u32)
+        .map(|i| format!("prefix/{:02}/{}", i / 3, "v".repeat(i as usize % 5)).into_bytes())
+        .collect();
+    prefixed.sort();
+    let prefixed: Vec<&[u8]> = prefixed.iter().map(|v| v.as_slice()).collect();
+    files.push((
+        "dictionary",
+        "restarts".into(),
+        dictionary_encoding(&prefixed)?,
+    ));
+    files.push((
+        "dictionary",
+        "bytes".into(),
+        dictionary_encoding(&[
+            b"",
+            b"\0",
+            b"\0\0",
+            b"a",
+            b"a\xff",
+            b"\xff",
+            b"\xff\xff\x00",
+        ])?,
+    ));
 
     for (target, name, data) in &files {
         let d = out.join(target);

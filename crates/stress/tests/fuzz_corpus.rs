@@ -45,12 +45,9 @@ fn replay(target: &str, dirs: &[String]) -> usize {
 
 fn corpus(target: &str) {
     let mut dirs = vec![format!("corpus-kept/{target}"), format!("seeds/{target}")];
-    if target == "sst_table_repaired" {
-        // Same input format as sst_table.
-        dirs.extend([
-            "corpus-kept/sst_table".to_string(),
-            "seeds/sst_table".to_string(),
-        ]);
+    // The repaired targets take the same input format as the plain ones.
+    if let Some(plain) = target.strip_suffix("_repaired") {
+        dirs.extend([format!("corpus-kept/{plain}"), format!("seeds/{plain}")]);
     }
     let n = replay(target, &dirs);
     assert!(
@@ -88,6 +85,69 @@ fn manifest_corpus() {
 #[test]
 fn shell_parser_corpus() {
     corpus("shell_parser");
+}
+
+#[test]
+fn dict_file_corpus() {
+    corpus("dict_file");
+}
+
+#[test]
+fn dict_file_repaired_corpus() {
+    corpus("dict_file_repaired");
+}
+
+#[test]
+fn dictionary_corpus() {
+    corpus("dictionary");
+}
+
+/// The `dict_file` seeds are what they are for: files that open and pass
+/// `verify`, with and without a dictionary, of one block and of several;
+/// and the `dictionary` seeds decode.
+#[test]
+fn dict_seeds_are_valid() {
+    use std::sync::Arc;
+    use strata::dictfile::DictReader;
+    use strata::stats::Statistics;
+    use strata::table_format::{OpenContext, TableSource};
+    use strata::vfs::Vfs;
+    use strata::vfs_mem::MemVfs;
+
+    let seeds = files_under(&fuzz_dir().join("seeds/dict_file"));
+    let (mut coded, mut plain, mut multi) = (0, 0, 0);
+    let vfs = MemVfs::new();
+    for (i, f) in seeds.iter().enumerate() {
+        let data = std::fs::read(f).expect("read seed");
+        let path = PathBuf::from(format!("/seed{i}.sst"));
+        let path = path.as_path();
+        let mut w = vfs.create(path).expect("create");
+        w.append(&data).expect("append");
+        w.sync().expect("sync");
+        let ctx = OpenContext {
+            file_number: strata::FileNumber(1),
+            cache: None,
+            stats: Arc::new(Statistics::default()),
+        };
+        let file = vfs.open(path).expect("open");
+        let r = DictReader::open(file, path.to_path_buf(), &ctx)
+            .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        TableSource::verify(&r).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        if r.has_dictionary() {
+            coded += 1;
+        } else {
+            plain += 1;
+        }
+        multi += usize::from(r.blocks().len() > 1);
+    }
+    assert!(
+        coded >= 3 && plain >= 1 && multi >= 3,
+        "seeds: {coded} with a dictionary, {plain} without, {multi} of several blocks"
+    );
+    for f in files_under(&fuzz_dir().join("seeds/dictionary")) {
+        let data = std::fs::read(&f).expect("read seed");
+        strata::dict::Dictionary::decode(&data).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+    }
 }
 
 /// Crash reproducers found by fuzzing (`fuzz/artifacts-kept/<target>/`),

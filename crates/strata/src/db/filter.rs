@@ -241,7 +241,8 @@ impl<'a> FilterRun<'a> {
             Statistics::add(&self.stats.filter_blocks_skipped, r.blocks().len() as u64);
             return Ok(());
         }
-        let first = self.lo.map_or(0, |l| r.block_for(l));
+        let first = self.lo.map_or(0, |l| RowSource::block_for(r, l));
+        let mut wanted = Vec::new();
         for b in first..r.blocks().len() {
             if b > first
                 && self
@@ -256,22 +257,25 @@ impl<'a> FilterRun<'a> {
                 Statistics::add(&self.stats.filter_blocks_skipped, 1);
                 continue;
             }
-            let block = RowSource::block(r, b)?;
+            wanted.push(b);
+        }
+        let mut bitmap = std::mem::take(&mut self.bitmap);
+        let (snap, stats) = (self.snap, self.stats);
+        let in_range = |k: &[u8]| self.in_range(k);
+        r.scan_blocks(&wanted, &mut |_, block| {
             let (k, d) = block.key_rows();
             let rows = k.rows();
             let Some((packed, width)) = block.codes() else {
-                continue;
+                return Ok(());
             };
-            select(packed, width, rows, &set, &mut self.bitmap);
-            Statistics::add(&self.stats.filter_codes_scanned, rows as u64);
+            select(packed, width, rows, &set, &mut bitmap);
+            Statistics::add(&stats.filter_codes_scanned, rows as u64);
             let mut consider = |row: usize, selected: bool| {
                 let ukey = k.user_key(d, row);
                 let seq = k.seqno(d, row);
-                let first_visible = seq <= self.snap
-                    && (row == 0
-                        || k.user_key(d, row - 1) != ukey
-                        || k.seqno(d, row - 1) > self.snap);
-                if !first_visible || !self.in_range(ukey) {
+                let first_visible = seq <= snap
+                    && (row == 0 || k.user_key(d, row - 1) != ukey || k.seqno(d, row - 1) > snap);
+                if !first_visible || !in_range(ukey) {
                     return;
                 }
                 match k.kind(d, row) {
@@ -284,10 +288,10 @@ impl<'a> FilterRun<'a> {
             };
             if has_merges {
                 for row in 0..rows {
-                    consider(row, self.bitmap[row / 64] >> (row % 64) & 1 == 1);
+                    consider(row, bitmap[row / 64] >> (row % 64) & 1 == 1);
                 }
             } else {
-                for (wi, &word) in self.bitmap.iter().enumerate() {
+                for (wi, &word) in bitmap.iter().enumerate() {
                     let mut w = word;
                     while w != 0 {
                         consider(wi * 64 + w.trailing_zeros() as usize, true);
@@ -295,7 +299,9 @@ impl<'a> FilterRun<'a> {
                     }
                 }
             }
-        }
+            Ok(())
+        })?;
+        self.bitmap = bitmap;
         Ok(())
     }
 }

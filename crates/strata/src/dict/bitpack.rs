@@ -75,22 +75,34 @@ pub fn get(packed: &[u8], width: u8, i: usize) -> u32 {
 /// Appends codes `0..n` of a packed vector to `out`.
 pub fn unpack(packed: &[u8], width: u8, n: usize, out: &mut Vec<u32>) {
     out.reserve(n);
+    for_each(packed, width, n, |_, c| out.push(c));
+}
+
+/// Calls `f(i, code)` for codes `0..n` of a packed vector, in order.
+/// `packed` must hold at least `packed_len(n, width)` bytes.
+#[inline]
+pub fn for_each(packed: &[u8], width: u8, n: usize, mut f: impl FnMut(usize, u32)) {
     if width == 0 {
-        out.resize(out.len() + n, 0);
+        (0..n).for_each(|i| f(i, 0));
         return;
     }
-    let w = u64::from(width);
-    let mut acc: u64 = 0;
-    let mut bits: u64 = 0;
-    let mut bytes = packed.iter();
-    for _ in 0..n {
-        while bits < w {
-            acc |= u64::from(*bytes.next().unwrap_or(&0)) << bits;
-            bits += 8;
-        }
-        out.push((acc & mask(width)) as u32);
-        acc >>= w;
-        bits -= w;
+    let w = usize::from(width);
+    let m = mask(width);
+    // Codes whose 8-byte window lies inside the vector: one unaligned
+    // load, a shift and a mask each.
+    let fast = if packed.len() >= 8 {
+        ((packed.len() - 8) * 8 / w + 1).min(n)
+    } else {
+        0
+    };
+    for i in 0..fast {
+        let bit = i * w;
+        let at = bit / 8;
+        let word = u64::from_le_bytes(packed[at..at + 8].try_into().unwrap_or([0; 8]));
+        f(i, ((word >> (bit % 8)) & m) as u32);
+    }
+    for i in fast..n {
+        f(i, get(packed, width, i));
     }
 }
 

@@ -78,24 +78,30 @@ impl DictBlock {
                 }
                 let range = c.take(bitpack::packed_len(rows, width), "codes")?;
                 let packed = &data[range.0..range.1];
-                let mut codes = Vec::with_capacity(rows);
-                bitpack::unpack(packed, width, rows, &mut codes);
-                let mut first = true;
-                for (r, &code) in codes.iter().enumerate() {
-                    if keys.kind(&data, r) == ValueKind::Delete {
-                        continue;
-                    }
-                    if code as usize >= dict.len() {
+                let (mut min, mut max) = (u32::MAX, 0u32);
+                // Without tombstones every code is a value's (the common
+                // case): no kind to look at per row.
+                if valued == rows as u64 {
+                    bitpack::for_each(packed, width, rows, |_, c| {
+                        min = min.min(c);
+                        max = max.max(c);
+                    });
+                } else {
+                    bitpack::for_each(packed, width, rows, |r, c| {
+                        if keys.kind(&data, r) != ValueKind::Delete {
+                            min = min.min(c);
+                            max = max.max(c);
+                        }
+                    });
+                }
+                if valued > 0 {
+                    if max as usize >= dict.len() {
                         return Err(format!(
-                            "row {r} has code {code}; the dictionary has {} values",
+                            "a row has code {max}; the dictionary has {} values",
                             dict.len()
                         ));
                     }
-                    if first {
-                        (stats.min, stats.max, first) = (code, code, false);
-                    }
-                    stats.min = stats.min.min(code);
-                    stats.max = stats.max.max(code);
+                    (stats.min, stats.max) = (min, max);
                 }
                 Values::Codes {
                     width,

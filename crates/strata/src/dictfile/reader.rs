@@ -15,8 +15,11 @@ use crate::error::{Error, Result};
 use crate::keyblock::{KeyRows, RowIter, RowSource};
 use crate::sst::TableProperties;
 use crate::sst::bloom::BloomFilter;
-use crate::sst::format::{BlockHandle, FOOTER_LEN, Footer};
-use crate::sst::reader::read_block_contents;
+use crate::sst::format::{BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, Footer};
+
+/// The most a scan reads in one call: a run of adjacent blocks.
+pub const SCAN_READ_BYTES: u64 = 1 << 20;
+use crate::sst::reader::{check_block_contents, read_block_contents};
 use crate::stats::Statistics;
 use crate::table_format::OpenContext;
 use crate::vfs::RandomAccessFile;
@@ -201,6 +204,103 @@ impl DictReader {
         Ok(Some(d))
     }
 
+    /// Calls `f(i, block)` for each data block `i` of `indices` (ascending),
+    /// for a scan that reads most of a file: blocks in the block cache come
+    /// from it, the others are read a run of adjacent blocks (up to
+    /// [`SCAN_READ_BYTES`]) per read call, checked and parsed like any
+    /// block, and not cached (a scan would push out what point reads use).
+    pub fn scan_blocks(
+        &self,
+        indices: &[usize],
+        f: &mut dyn FnMut(usize, &DictBlock) -> Result<()>,
+    ) -> Result<()> {
+        let dict = self.dictionary()?;
+        let mut k = 0;
+        while k < indices.len() {
+            let i = indices[k];
+            let meta = &self.blocks[i];
+            if let Some(c) = &self.cache
+                && let Some(b) = c.get_other(self.cache_id, meta.handle.offset)
+                && let Ok(b) = b.downcast::<DictBlock>()
+            {
+                Statistics::add(&self.stats.block_cache_hits, 1);
+                f(i, &b)?;
+                k += 1;
+                continue;
+            }
+            // A run of blocks that follow each other on disk.
+            let start = meta.handle.offset;
+            let mut end = self.block_end(i)?;
+            let mut last = k;
+            while last + 1 < indices.len()
+                && indices[last + 1] == indices[last] + 1
+                && self.blocks[indices[last + 1]].handle.offset == end
+            {
+                let next_end = self.block_end(indices[last + 1])?;
+                if next_end - start > SCAN_READ_BYTES {
+                    break;
+                }
+                end = next_end;
+                last += 1;
+            }
+            let mut buf = vec![0u8; (end - start) as usize];
+            self.file.read_exact_at(&mut buf, start)?;
+            for &j in &indices[k..=last] {
+                let h = self.blocks[j].handle;
+                let at = (h.offset - start) as usize;
+                let stored = buf[at..at + h.size as usize + BLOCK_TRAILER_LEN].to_vec();
+                Statistics::add(&self.stats.block_cache_misses, 1);
+                let raw = check_block_contents(&self.path, h, stored)?;
+                let block = self.parse_block(j, raw, dict.as_ref())?;
+                f(j, &block)?;
+            }
+            k = last + 1;
+        }
+        Ok(())
+    }
+
+    /// Where data block `i` ends, trailer included; a corruption error if
+    /// past the data blocks.
+    fn block_end(&self, i: usize) -> Result<u64> {
+        let h = self.blocks[i].handle;
+        h.end_with_trailer()
+            .filter(|&e| e <= self.data_end && h.size <= crate::sst::format::MAX_BLOCK_SIZE)
+            .ok_or_else(|| {
+                Error::corruption(
+                    &self.path,
+                    h.offset,
+                    "data block handle past the data blocks",
+                )
+            })
+    }
+
+    /// Parses data block `i`'s contents and checks them against its index
+    /// entry.
+    fn parse_block(
+        &self,
+        i: usize,
+        raw: Vec<u8>,
+        dict: Option<&Arc<Dictionary>>,
+    ) -> Result<DictBlock> {
+        let meta = &self.blocks[i];
+        let block = DictBlock::parse(raw, dict)
+            .map_err(|r| Error::corruption(&self.path, meta.handle.offset, r))?;
+        let (k, d) = block.key_rows();
+        // Filters skip blocks by the index's code range: it must be the
+        // block's.
+        if k.rows() as u64 != meta.rows
+            || k.user_key(d, k.rows() - 1) != meta.last_key.as_slice()
+            || block.code_stats() != meta.codes
+        {
+            return Err(Error::corruption(
+                &self.path,
+                meta.handle.offset,
+                "the block disagrees with its index entry (rows, last key or codes)",
+            ));
+        }
+        Ok(block)
+    }
+
     /// Whether the file's values are codes into a dictionary.
     pub fn has_dictionary(&self) -> bool {
         !matches!(self.dictionary, DictSlot::None)
@@ -280,17 +380,7 @@ impl RowSource for DictReader {
         let meta = &self.blocks[i];
         let raw = read_block_contents(&*self.file, &self.path, meta.handle, self.data_end)?;
         let dict = self.dictionary()?;
-        let block = DictBlock::parse(raw, dict.as_ref())
-            .map_err(|r| Error::corruption(&self.path, meta.handle.offset, r))?;
-        let (k, d) = block.key_rows();
-        if k.rows() as u64 != meta.rows || k.user_key(d, k.rows() - 1) != meta.last_key.as_slice() {
-            return Err(Error::corruption(
-                &self.path,
-                meta.handle.offset,
-                "the block disagrees with its index entry (rows, last key or codes)",
-            ));
-        }
-        Ok(block)
+        self.parse_block(i, raw, dict.as_ref())
     }
 
     fn block_for(&self, user_key: &[u8]) -> usize {

@@ -170,7 +170,12 @@ impl KeyRows {
         // Keys of at most eight bytes, all one length: the prefix is the key.
         let keys = match self.key_len {
             Some(l) if l <= 8 => self.key_prefix(d, a).cmp(&self.key_prefix(d, b)),
-            _ => self.user_key(d, a).cmp(self.user_key(d, b)),
+            // Most neighbours differ in their first eight bytes.
+            Some(_) => self
+                .key_prefix(d, a)
+                .cmp(&self.key_prefix(d, b))
+                .then_with(|| self.user_key(d, a).cmp(self.user_key(d, b))),
+            None => self.user_key(d, a).cmp(self.user_key(d, b)),
         };
         match keys {
             std::cmp::Ordering::Less => true,

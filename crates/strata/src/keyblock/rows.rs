@@ -158,12 +158,21 @@ fn internal_key_into(k: &KeyRows, d: &[u8], r: usize, key: &mut Vec<u8>) {
 
 /// `TableSource::verify` for a row source: reads every block from the file
 /// (a block read earlier may since have been damaged) and checks that each
-/// starts after the previous block's last key.
+/// starts after the previous block's last key and that the file's filter
+/// admits every key (a filter that rules out a key the file holds would
+/// hide it from point reads).
 pub fn verify_rows<S: RowSource>(src: &S) -> Result<()> {
     let mut last: Option<Vec<u8>> = None;
     for i in 0..src.num_blocks() {
         let b = src.read_block(i)?;
         let (k, d) = S::key_rows(&b);
+        if let Some(r) = (0..k.rows()).find(|&r| !src.may_contain(k.user_key(d, r))) {
+            return Err(Error::corruption(
+                src.path(),
+                src.block_offset(i),
+                format!("row {r}'s user key is missing from the file's filter"),
+            ));
+        }
         if k.rows() > 0 {
             let first = k.user_key(d, 0);
             // Strictly: one key's versions share a block.

@@ -53,6 +53,24 @@ pub(crate) fn read_block_contents(
     let n = h.size as usize;
     let mut buf = vec![0u8; n + BLOCK_TRAILER_LEN];
     file.read_exact_at(&mut buf, h.offset)?;
+    check_block_contents(path, h, buf)
+}
+
+/// Checks the trailer of block `h` read into `buf` (its stored bytes and
+/// trailer) and decompresses it.
+pub(crate) fn check_block_contents(
+    path: &Path,
+    h: BlockHandle,
+    mut buf: Vec<u8>,
+) -> Result<Vec<u8>> {
+    let corrupt = |r: String| Error::corruption(path, h.offset, r);
+    let n = h.size as usize;
+    if buf.len() != n + BLOCK_TRAILER_LEN {
+        return Err(corrupt(format!(
+            "block of {} bytes read for a handle of {n} (+{BLOCK_TRAILER_LEN} trailer)",
+            buf.len()
+        )));
+    }
     let ctype = buf[n];
     let stored = decode_fixed32(&buf[n + 1..]).unwrap_or(0);
     let crc = crc32c(&buf[..n + 1]);
