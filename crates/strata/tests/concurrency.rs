@@ -2,7 +2,7 @@
 //! background flushes and compactions.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread;
 
 use strata::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
