@@ -306,7 +306,7 @@ const MAX_DICT_BLOCKS: usize = 1024;
 /// open, verify, iterate both ways, look keys up (as [`sst_table`]); the
 /// dictionary's bounds and the predicates' code sets checked against its
 /// values; each block's packed codes selected by every kernel for a few
-/// predicates. Beyond [`check_reads`]: a verified file's entries are in
+/// predicates. Beyond `check_reads`: a verified file's entries are in
 /// strict internal-key order and as many as its properties say; a
 /// selection bitmap has a row exactly when the row's code is in the
 /// predicate's set and exactly when its value matches; all kernels give
