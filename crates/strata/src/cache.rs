@@ -121,6 +121,33 @@ impl BlockCache {
         }
     }
 
+    /// Block `offset` of reader `id` of another table format: from the
+    /// cache, or `load`ed and cached with its `weight` in bytes. Counts the
+    /// hit or miss in `stats`. Without a cache, loads every time.
+    pub fn get_or_load<T: Any + Send + Sync>(
+        cache: Option<&BlockCache>,
+        id: u64,
+        offset: u64,
+        stats: &crate::stats::Statistics,
+        load: impl FnOnce() -> crate::error::Result<T>,
+        weight: impl Fn(&T) -> usize,
+    ) -> crate::error::Result<Arc<T>> {
+        use crate::stats::Statistics;
+        if let Some(b) = cache
+            .and_then(|c| c.get_other(id, offset))
+            .and_then(|b| b.downcast::<T>().ok())
+        {
+            Statistics::add(&stats.block_cache_hits, 1);
+            return Ok(b);
+        }
+        Statistics::add(&stats.block_cache_misses, 1);
+        let block = Arc::new(load()?);
+        if let Some(c) = cache {
+            c.insert_other(id, offset, block.clone(), weight(&block));
+        }
+        Ok(block)
+    }
+
     /// Bytes currently charged to cached blocks.
     pub fn usage_bytes(&self) -> u64 {
         self.inner.as_ref().map_or(0, |c| c.weight())

@@ -359,21 +359,14 @@ impl RowSource for DictReader {
     }
 
     fn block(&self, i: usize) -> Result<Arc<DictBlock>> {
-        let meta = &self.blocks[i];
-        if let Some(c) = &self.cache
-            && let Some(b) = c.get_other(self.cache_id, meta.handle.offset)
-            && let Ok(b) = b.downcast::<DictBlock>()
-        {
-            Statistics::add(&self.stats.block_cache_hits, 1);
-            return Ok(b);
-        }
-        Statistics::add(&self.stats.block_cache_misses, 1);
-        let block = Arc::new(self.read_block(i)?);
-        if let Some(c) = &self.cache {
-            let weight = block.size_bytes();
-            c.insert_other(self.cache_id, meta.handle.offset, block.clone(), weight);
-        }
-        Ok(block)
+        BlockCache::get_or_load(
+            self.cache.as_deref(),
+            self.cache_id,
+            self.blocks[i].handle.offset,
+            &self.stats,
+            || self.read_block(i),
+            DictBlock::size_bytes,
+        )
     }
 
     fn read_block(&self, i: usize) -> Result<DictBlock> {

@@ -144,21 +144,14 @@ impl CgReader {
 
     /// Reads data block `i` (through the cache).
     pub fn block(&self, i: usize) -> Result<Arc<CgBlock>> {
-        let meta = &self.blocks[i];
-        if let Some(c) = &self.cache
-            && let Some(b) = c.get_other(self.cache_id, meta.handle.offset)
-            && let Ok(b) = b.downcast::<CgBlock>()
-        {
-            Statistics::add(&self.stats.block_cache_hits, 1);
-            return Ok(b);
-        }
-        Statistics::add(&self.stats.block_cache_misses, 1);
-        let block = Arc::new(self.read_block(i)?);
-        if let Some(c) = &self.cache {
-            let weight = block.size_bytes();
-            c.insert_other(self.cache_id, meta.handle.offset, block.clone(), weight);
-        }
-        Ok(block)
+        BlockCache::get_or_load(
+            self.cache.as_deref(),
+            self.cache_id,
+            self.blocks[i].handle.offset,
+            &self.stats,
+            || self.read_block(i),
+            CgBlock::size_bytes,
+        )
     }
 
     /// Reads, checks and parses block `i` from the file (not the cache).
