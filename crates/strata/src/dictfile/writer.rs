@@ -49,9 +49,10 @@ struct CodedInputs {
     dictionaries: Vec<Arc<Dictionary>>,
     /// Per dictionary, its referenced codes as a bitmap.
     referenced: Vec<Vec<u64>>,
-    /// Distinct values referenced, and their bytes.
+    /// Distinct values referenced in all (a value two inputs hold counts
+    /// twice), and per dictionary with their bytes.
     distinct: u64,
-    bytes: u64,
+    per_input: Vec<(u64, u64)>,
 }
 
 impl CodedInputs {
@@ -69,6 +70,7 @@ impl CodedInputs {
             None => {
                 self.dictionaries.push(Arc::clone(dictionary));
                 self.referenced.push(vec![0; dictionary.len().div_ceil(64)]);
+                self.per_input.push((0, 0));
                 self.dictionaries.len() - 1
             }
         };
@@ -76,10 +78,24 @@ impl CodedInputs {
         let bit = 1u64 << (code % 64);
         if *word & bit == 0 {
             *word |= bit;
+            let len = dictionary.value(code).len() as u64;
             self.distinct += 1;
-            self.bytes += dictionary.value(code).len() as u64;
+            self.per_input[i].0 += 1;
+            self.per_input[i].1 += len;
         }
         i as u32 + 1
+    }
+
+    /// What the merged dictionary will likely hold, in distinct values and
+    /// bytes: the inputs of a compaction mostly share their values (each
+    /// file's dictionary holds the values its key range uses), so the
+    /// largest input's referenced values, not their sum, which would count
+    /// a value once per input and cut outputs into many small files, each
+    /// with its own copy of the dictionary.
+    fn merged_estimate(&self) -> (u64, u64) {
+        let distinct = self.per_input.iter().map(|p| p.0).max().unwrap_or(0);
+        let bytes = self.per_input.iter().map(|p| p.1).max().unwrap_or(0);
+        (distinct, bytes)
     }
 }
 
@@ -455,10 +471,10 @@ impl TableWriter for DictWriter {
         // keys), about two bytes of code per entry, and the distinct
         // values; or every value when the file would be plain.
         let values = self.props.num_entries - self.props.num_deletions;
-        // (Values in both sources count twice: a bound, not the exact size.)
-        let distinct = self.values.distinct() as u64 + self.coded.distinct;
+        let (coded_distinct, coded_bytes) = self.coded.merged_estimate();
+        let distinct = self.values.distinct() as u64 + coded_distinct;
         let value_bytes = if use_dictionary(values, distinct, self.max_distinct_ratio) {
-            self.values.value_bytes() as u64 + self.coded.bytes + 2 * self.props.num_entries
+            self.values.value_bytes() as u64 + coded_bytes + 2 * self.props.num_entries
         } else {
             self.props.raw_value_bytes
         };
