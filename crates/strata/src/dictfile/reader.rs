@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::keyblock::{KeyRows, RowIter, RowSource};
 use crate::sst::TableProperties;
 use crate::sst::bloom::BloomFilter;
-use crate::sst::format::{BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, Footer};
+use crate::sst::format::{BLOCK_TRAILER_LEN, BlockHandle, Footer};
 
 /// The most a scan reads in one call: a run of adjacent blocks.
 pub const SCAN_READ_BYTES: u64 = 1 << 20;
@@ -81,18 +81,7 @@ impl DictReader {
         path: PathBuf,
         ctx: &OpenContext,
     ) -> Result<DictReader> {
-        let len = file.len();
-        if len < FOOTER_LEN as u64 {
-            return Err(Error::corruption(
-                &path,
-                0,
-                format!("file of {len} bytes is shorter than a dictionary-encoded file's footer"),
-            ));
-        }
-        let footer_offset = len - FOOTER_LEN as u64;
-        let mut buf = [0u8; FOOTER_LEN];
-        file.read_exact_at(&mut buf, footer_offset)?;
-        let footer = Footer::decode_as(&DICT_FOOTER, &buf, &path, footer_offset)?;
+        let (footer, footer_offset) = Footer::read(&DICT_FOOTER, &*file, &path)?;
         let props_raw = read_block_contents(&*file, &path, footer.properties, footer_offset)?;
         let properties = TableProperties::decode(&props_raw, &path, footer.properties.offset)?;
         let index_raw = read_block_contents(&*file, &path, footer.index, footer_offset)?;

@@ -231,6 +231,29 @@ impl Footer {
         out
     }
 
+    /// Reads and decodes the footer of `file` (named `path` in errors), a
+    /// file of `kind`: the footer and its offset.
+    pub(crate) fn read(
+        kind: &FooterKind,
+        file: &dyn crate::vfs::RandomAccessFile,
+        path: &Path,
+    ) -> Result<(Footer, u64)> {
+        let len = file.len();
+        let Some(offset) = len.checked_sub(FOOTER_LEN as u64) else {
+            return Err(Error::corruption(
+                path,
+                0,
+                format!(
+                    "file is {len} bytes, shorter than the {FOOTER_LEN}-byte footer of {}",
+                    kind.name
+                ),
+            ));
+        };
+        let mut buf = [0u8; FOOTER_LEN];
+        file.read_exact_at(&mut buf, offset)?;
+        Ok((Footer::decode_as(kind, &buf, path, offset)?, offset))
+    }
+
     /// Appends the footer of a file of `kind` to `file`, then flushes and
     /// syncs the file: the last step of every table writer. Returns the
     /// footer's length.

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use super::block::{Block, BlockIter};
 use super::bloom::BloomFilter;
 use super::format::{
-    BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, Footer, MAX_BLOCK_SIZE, decompress_block,
+    BLOCK_TRAILER_LEN, BlockHandle, Footer, MAX_BLOCK_SIZE, TABLE_FOOTER, decompress_block,
 };
 use super::properties::TableProperties;
 use super::table_iter::TableIter;
@@ -120,20 +120,7 @@ impl TableReader {
         cache: Option<Arc<BlockCache>>,
         stats: Arc<Statistics>,
     ) -> Result<TableReader> {
-        let file_len = file.len();
-        if file_len < FOOTER_LEN as u64 {
-            return Err(Error::corruption(
-                &path,
-                0,
-                format!(
-                    "file is {file_len} bytes, shorter than the {FOOTER_LEN}-byte table footer"
-                ),
-            ));
-        }
-        let footer_offset = file_len - FOOTER_LEN as u64;
-        let mut fb = [0u8; FOOTER_LEN];
-        file.read_exact_at(&mut fb, footer_offset)?;
-        let footer = Footer::decode(&fb, &path, footer_offset)?;
+        let (footer, footer_offset) = Footer::read(&TABLE_FOOTER, file.as_ref(), &path)?;
 
         let raw = read_block_contents(file.as_ref(), &path, footer.properties, footer_offset)?;
         let properties = TableProperties::decode(&raw, &path, footer.properties.offset)?;

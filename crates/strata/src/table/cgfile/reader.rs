@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::key::{KIND_SEEK, ValueKind, pack_trailer};
 use crate::keyblock::{KeyRows, RowSource, find_rows};
 use crate::sst::bloom::BloomFilter;
-use crate::sst::format::{FOOTER_LEN, Footer};
+use crate::sst::format::Footer;
 use crate::sst::reader::read_block_contents;
 use crate::stats::Statistics;
 use crate::table::piece::PieceEncoder;
@@ -55,18 +55,7 @@ impl CgReader {
         shape: Arc<TableShape>,
         ctx: &OpenContext,
     ) -> Result<CgReader> {
-        let len = file.len();
-        if len < FOOTER_LEN as u64 {
-            return Err(Error::corruption(
-                &path,
-                0,
-                format!("file of {len} bytes is shorter than a column-group footer"),
-            ));
-        }
-        let footer_offset = len - FOOTER_LEN as u64;
-        let mut buf = [0u8; FOOTER_LEN];
-        file.read_exact_at(&mut buf, footer_offset)?;
-        let footer = Footer::decode_as(&CG_FOOTER, &buf, &path, footer_offset)?;
+        let (footer, footer_offset) = Footer::read(&CG_FOOTER, &*file, &path)?;
         let props_raw = read_block_contents(&*file, &path, footer.properties, footer_offset)?;
         let properties = CgProperties::decode(&props_raw, &path, footer.properties.offset)?;
         let bad = |why: String| Error::corruption(&path, footer.properties.offset, why);
