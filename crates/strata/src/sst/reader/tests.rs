@@ -2,7 +2,7 @@ use super::*;
 use crate::coding::{put_length_prefixed, put_varint64};
 use crate::iter::InternalIterator;
 use crate::key::{MAX_SEQNO, make_internal_key, make_seek_key};
-use crate::sst::format::Compression;
+use crate::sst::format::{Compression, FOOTER_LEN};
 use crate::sst::{TableBuilder, TableBuilderOptions, TableSummary};
 use crate::vfs::{StdVfs, Vfs};
 use proptest::prelude::*;
