@@ -402,12 +402,12 @@ fn table_open_sites(
         .nth(first),
         site(
             leak(format!(
-                "{chain} → open_table_meta → sst/reader.rs:TableReader::open"
+                "{chain} → open_table_meta → sst/reader.rs:TableReader::open → Footer::read"
             )),
             "read the footer",
             Read,
             ".sst",
-            frames(&[&["TableReader::open"], open]),
+            frames(&[&["Footer::read", "TableReader::open"], open]),
             scenario,
             FAILS,
         )
