@@ -211,6 +211,10 @@ impl Engine for StrataEngine {
         );
         extra.insert("flushes".into(), json!(st.flushes));
         extra.insert("compactions".into(), json!(st.compactions));
+        extra.insert(
+            "dictionary_build_micros".into(),
+            json!(st.dictionary_build_micros),
+        );
         extra.insert("stall_micros".into(), json!(st.stall_micros));
         extra.insert("slowdown_micros".into(), json!(st.slowdown_micros));
         extra.insert("write_groups".into(), json!(st.write_groups));

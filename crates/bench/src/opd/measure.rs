@@ -113,6 +113,9 @@ pub struct EngineResult {
     pub mix_ops_s: f64,
     pub mix_filters: u64,
     pub dictionary_bytes: u64,
+    /// Seconds the load's flushes and compactions spent building
+    /// dictionaries (sorting distinct values, merging input dictionaries).
+    pub dictionary_build_secs: f64,
 }
 
 impl EngineResult {

@@ -241,6 +241,13 @@ fn run_engine(v: Variant, c: &Config, d: &Arc<Dataset>) -> Result<(EngineResult,
         ..Default::default()
     };
     r.load_secs = measure::load(&*e, d, s.seed)?;
+    r.dictionary_build_secs = e
+        .stats()
+        .extra
+        .get("dictionary_build_micros")
+        .and_then(|v| v.as_u64())
+        .unwrap_or(0) as f64
+        / 1e6;
     println!("opd: {}: loaded in {:.1} s", v.name(), r.load_secs);
     let before = measure::compaction_written(&*e);
     let t = std::time::Instant::now();
@@ -560,6 +567,14 @@ fn report(
             thousands(r.mix_ops_s),
             r.mix_filters,
             human_bytes(r.dictionary_bytes),
+        ));
+    }
+    for r in results.iter().filter(|r| r.dictionary_build_secs > 0.0) {
+        t.push_str(&format!(
+            "\n{}: the load's flushes and compactions spent {:.2} s building dictionaries ({:.1} % of the load's wall time).\n",
+            r.label,
+            r.dictionary_build_secs,
+            100.0 * r.dictionary_build_secs / r.load_secs.max(1e-9)
         ));
     }
     t.push_str(&format!(
