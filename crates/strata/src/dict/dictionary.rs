@@ -235,8 +235,35 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
 /// provisional id's final code.
 #[derive(Default)]
 pub struct DictionaryBuilder {
-    ids: std::collections::HashMap<Box<[u8]>, u32>,
+    ids: std::collections::HashMap<Box<[u8]>, u32, BytesHash>,
     bytes: usize,
+}
+
+/// Hashes values with xxh3: every entry a flush writes is looked up here,
+/// and the standard hasher (SipHash) costs several times more per byte.
+#[derive(Clone, Copy, Default)]
+struct BytesHash;
+
+impl std::hash::BuildHasher for BytesHash {
+    type Hasher = BytesHasher;
+    fn build_hasher(&self) -> BytesHasher {
+        BytesHasher(0)
+    }
+}
+
+/// See [`BytesHash`]: each write is hashed whole, seeded by the state.
+struct BytesHasher(u64);
+
+impl std::hash::Hasher for BytesHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        self.0 = xxhash_rust::xxh3::xxh3_64_with_seed(bytes, self.0);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.0 = self.0.rotate_left(17) ^ n as u64;
+    }
 }
 
 impl DictionaryBuilder {
