@@ -447,6 +447,29 @@ pub fn settings_from_args(a: &BenchArgs) -> Result<BenchSettings> {
     })
 }
 
+/// The memtable kinds `--memtable` names: `all`, or a comma-separated list
+/// (each kind once when `dedup`). An error names an unknown kind or an
+/// empty list.
+pub fn memtable_names(list: &str, dedup: bool) -> Result<Vec<String>> {
+    if list == "all" {
+        return Ok(strata::MemTableKind::ALL
+            .iter()
+            .map(|k| k.name().to_string())
+            .collect());
+    }
+    let mut v: Vec<String> = Vec::new();
+    for m in list.split(',').map(str::trim).filter(|m| !m.is_empty()) {
+        let name = m.parse::<strata::MemTableKind>()?.name().to_string();
+        if !(dedup && v.contains(&name)) {
+            v.push(name);
+        }
+    }
+    if v.is_empty() {
+        return Err(Error::msg("--memtable names no memtable kind"));
+    }
+    Ok(v)
+}
+
 /// Turns flags into a run plan, validating every name and value.
 pub fn plan_from_args(a: &BenchArgs, suite: Option<&str>) -> Result<RunPlan> {
     let workloads = parse_workloads(&a.workloads)?;
@@ -454,21 +477,7 @@ pub fn plan_from_args(a: &BenchArgs, suite: Option<&str>) -> Result<RunPlan> {
     let settings = settings_from_args(a)?;
     let memtables = match a.memtable.as_deref() {
         None => Vec::new(),
-        Some("all") => strata::MemTableKind::ALL
-            .iter()
-            .map(|k| k.name().to_string())
-            .collect(),
-        Some(list) => {
-            let mut v = Vec::new();
-            for m in list.split(',').map(str::trim).filter(|m| !m.is_empty()) {
-                let kind: strata::MemTableKind = m.parse()?;
-                v.push(kind.name().to_string());
-            }
-            if v.is_empty() {
-                return Err(Error::msg("--memtable names no memtable kind"));
-            }
-            v
-        }
+        Some(list) => memtable_names(list, false)?,
     };
     if !memtables.is_empty() && !engines.contains(&EngineKind::Strata) {
         return Err(Error::msg(

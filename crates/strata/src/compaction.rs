@@ -662,16 +662,6 @@ fn compact_core<I: InternalIterator + ?Sized>(
         snapshots: policy.snapshots,
         bottommost: policy.bottommost,
     };
-    let value_of = |buf: &'_ [u8], dicts: &'_ [Arc<Dictionary>], s: &Span| -> (usize, usize) {
-        // A (pointer, length) pair, to recognise a survivor's value.
-        match s.code {
-            Some((d, c)) => {
-                let v = dicts[d].value(c);
-                (v.as_ptr() as usize, v.len())
-            }
-            None => (buf[s.start..s.end].as_ptr() as usize, s.end - s.start),
-        }
-    };
     input.seek_to_first();
     let mut n: u64 = 0;
     loop {
@@ -679,23 +669,17 @@ fn compact_core<I: InternalIterator + ?Sized>(
         let same_key = valid && have_key && user_key(input.key()) == cur_key.as_slice();
         if !same_key && have_key {
             for out in 0..outputs {
+                let mine = |s: &&Span| outputs == 1 || s.owner.is_none_or(|o| o == out);
+                let value_of = |s: &Span| match s.code {
+                    Some((d, c)) => dicts[d].value(c),
+                    None => &buf[s.start..s.end],
+                };
                 let mut vs: Vec<KeyVersion<'_>> = Vec::with_capacity(spans.len());
-                let mut origin: Vec<&Span> = Vec::with_capacity(spans.len());
-                for s in spans
-                    .iter()
-                    .filter(|s| outputs == 1 || s.owner.is_none_or(|o| o == out))
-                {
-                    vs.push(KeyVersion {
-                        seqno: SeqNo(s.trailer >> 8),
-                        kind: ValueKind::from_u8((s.trailer & 0xff) as u8)
-                            .unwrap_or(ValueKind::Put),
-                        value: match s.code {
-                            Some((d, c)) => dicts[d].value(c),
-                            None => &buf[s.start..s.end],
-                        },
-                    });
-                    origin.push(s);
-                }
+                vs.extend(spans.iter().filter(mine).map(|s| KeyVersion {
+                    seqno: SeqNo(s.trailer >> 8),
+                    kind: ValueKind::from_u8((s.trailer & 0xff) as u8).unwrap_or(ValueKind::Put),
+                    value: value_of(s),
+                }));
                 if vs.is_empty() {
                     continue;
                 }
@@ -706,15 +690,20 @@ fn compact_core<I: InternalIterator + ?Sized>(
                     key_buf.clear();
                     append_internal_key(&mut key_buf, &cur_key, seqno, kind as u8);
                     written += 1;
-                    // The survivor is an input version unchanged when it
-                    // has that version's sequence number, kind and very
-                    // bytes (a merge result is a new value).
-                    let coded = origin
-                        .iter()
-                        .find(|s| s.trailer == (seqno.get() << 8 | kind as u64))
-                        .filter(|s| {
-                            value_of(&buf, &dicts, s) == (value.as_ptr() as usize, value.len())
+                    // The survivor is a coded input version unchanged when
+                    // it has that version's sequence number, kind and very
+                    // bytes (a merge result is a new value). Nothing to look
+                    // for when no input gave codes.
+                    let trailer = seqno.get() << 8 | kind as u64;
+                    let coded = (!dicts.is_empty())
+                        .then(|| {
+                            spans.iter().filter(mine).find(|s| {
+                                s.code.is_some()
+                                    && s.trailer == trailer
+                                    && std::ptr::eq(value_of(s), value)
+                            })
                         })
+                        .flatten()
                         .and_then(|s| s.code)
                         .map(|(d, code)| CodedValue {
                             dictionary: &dicts[d],

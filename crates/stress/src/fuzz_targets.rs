@@ -556,6 +556,8 @@ fn check_dict_blocks(reader: &DictReader, dict: Option<&Dictionary>, input: &[u8
             continue;
         };
         let meta = &reader.blocks()[i].codes;
+        // An assertion of the engine's promise, not a decode: the block
+        // parser refuses plain values in a file with a dictionary.
         let (packed, width) = block
             .codes()
             .expect("a block of plain values in a file with a dictionary");

@@ -309,25 +309,8 @@ pub fn plan(
             "--max-phase-secs must be a positive number of seconds",
         ));
     }
-    let kinds: Vec<String> = match a.memtable.as_deref() {
-        None | Some("all") => strata::MemTableKind::ALL
-            .iter()
-            .map(|k| k.name().to_string())
-            .collect(),
-        Some(list) => {
-            let mut v = Vec::new();
-            for m in list.split(',').map(str::trim).filter(|m| !m.is_empty()) {
-                let k: strata::MemTableKind = m.parse()?;
-                if !v.contains(&k.name().to_string()) {
-                    v.push(k.name().to_string());
-                }
-            }
-            if v.is_empty() {
-                return Err(Error::msg("--memtable names no memtable kind"));
-            }
-            v
-        }
-    };
+    // The study runs every kind unless told otherwise, each once.
+    let kinds = crate::cli::memtable_names(a.memtable.as_deref().unwrap_or("all"), true)?;
     let rocksdb_kinds: Vec<String> = if engines.contains(&EngineKind::RocksDb) {
         ROCKSDB_KINDS
             .iter()

@@ -371,16 +371,7 @@ impl RowSource for DictReader {
     }
 
     fn may_contain(&self, user_key: &[u8]) -> bool {
-        match &self.filter {
-            None => true,
-            Some(f) => {
-                let hit = f.may_contain(user_key);
-                if !hit {
-                    Statistics::add(&self.stats.bloom_useful, 1);
-                }
-                hit
-            }
-        }
+        BloomFilter::admits(self.filter.as_ref(), user_key, &self.stats)
     }
 
     fn key_rows(block: &DictBlock) -> (&KeyRows, &[u8]) {

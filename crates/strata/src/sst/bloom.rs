@@ -114,6 +114,20 @@ pub struct BloomFilter {
 }
 
 impl BloomFilter {
+    /// Whether a file with `filter` (or none) may hold `user_key`; counts a
+    /// key the filter rules out in `bloom_useful`.
+    pub fn admits(
+        filter: Option<&BloomFilter>,
+        user_key: &[u8],
+        stats: &crate::stats::Statistics,
+    ) -> bool {
+        let hit = filter.is_none_or(|f| f.may_contain(user_key));
+        if !hit {
+            crate::stats::Statistics::add(&stats.bloom_useful, 1);
+        }
+        hit
+    }
+
     /// Parses a filter block. Errors are corruption reasons.
     pub fn from_block(mut data: Vec<u8>) -> Result<BloomFilter, String> {
         if data.len() < 3 {

@@ -169,16 +169,7 @@ impl CgReader {
 
     /// Whether the filter admits `user_key`.
     pub fn may_contain(&self, user_key: &[u8]) -> bool {
-        match &self.filter {
-            None => true,
-            Some(f) => {
-                let hit = f.may_contain(user_key);
-                if !hit {
-                    Statistics::add(&self.stats.bloom_useful, 1);
-                }
-                hit
-            }
-        }
+        BloomFilter::admits(self.filter.as_ref(), user_key, &self.stats)
     }
 
     /// The rows of `user_key` at or below sequence number `snap`: the block
