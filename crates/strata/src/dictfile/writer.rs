@@ -2,21 +2,12 @@
 //!
 //! A value's code is its rank among the file's distinct values, which is
 //! known only once every entry has arrived. The writer therefore keeps the
-//! file's entries (keys and a reference per value) until `finish`, and
-//! writes the blocks then. A file is at most the target file size, so this
-//! holds at most about one file's keys in memory. Values arrive two ways:
-//! - as bytes (a flush, or a compaction of plain files): each distinct
-//!   value is interned once, and `finish` sorts the distinct values, not
-//!   the entries;
-//! - as codes into an input file's dictionary (a compaction of
-//!   dictionary-encoded files, `TableWriter::add_coded`): the writer marks
-//!   the code referenced and keeps it, touching no value bytes; `finish`
-//!   merges the input dictionaries, restricted to the referenced values,
-//!   with the interned values (`dict::merge`) and remaps every code through
-//!   a table.
-//!
-//! When the share of distinct values passes the keyspace's threshold the
-//! file stores its values plainly instead.
+//! file's keys and, per entry, a reference to its value (`dict::column`,
+//! which interns values given as bytes and keeps codes given into input
+//! dictionaries) until `finish`, and writes the blocks then. A file is at
+//! most the target file size, so this holds at most about one file's keys
+//! in memory. When the share of distinct values passes the keyspace's
+//! threshold the file stores its values plainly instead.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -24,8 +15,8 @@ use std::time::Instant;
 
 use super::block::DictBlockBuilder;
 use super::meta::{BlockMeta, DICT_FOOTER, DICT_FORMAT_VERSION, Index};
-use crate::dict::merge::{MergeInput, merge};
-use crate::dict::{CodedValue, Dictionary, DictionaryBuilder};
+use crate::dict::CodedValue;
+use crate::dict::column::{Slot, ValueColumn};
 use crate::error::{Error, Result};
 use crate::key::{SeqNo, ValueKind, compare_internal, parse_internal_key, trailer};
 use crate::sst::bloom::BloomFilterBuilder;
@@ -34,106 +25,6 @@ use crate::sst::{TableBuilderOptions, TableProperties, TableSummary};
 use crate::stats::Statistics;
 use crate::table_format::{TableWriter, WriterContext};
 use crate::vfs::WritableFile;
-
-/// An entry's value: (source, code). Source 0 is the interned values
-/// (the code is a provisional id), source `s > 0` the dictionary of input
-/// `s - 1`; a tombstone has source `NO_VALUE`.
-type ValueRef = (u32, u32);
-
-/// The source of a tombstone's (absent) value.
-const NO_VALUE: u32 = u32::MAX;
-
-/// The input dictionaries whose codes a file's entries reference.
-#[derive(Default)]
-struct CodedInputs {
-    dictionaries: Vec<Arc<Dictionary>>,
-    /// Per dictionary, its referenced codes as a bitmap.
-    referenced: Vec<Vec<u64>>,
-    /// Distinct values referenced in all (a value two inputs hold counts
-    /// twice), and per dictionary with their bytes.
-    distinct: u64,
-    per_input: Vec<(u64, u64)>,
-}
-
-impl CodedInputs {
-    /// The source number of `dictionary` (adding it if new) after marking
-    /// `code` referenced.
-    fn reference(&mut self, dictionary: &Arc<Dictionary>, code: u32) -> u32 {
-        // An output's entries come from a few inputs, one at a time: the
-        // last dictionary is almost always the one.
-        let i = match self
-            .dictionaries
-            .iter()
-            .rposition(|d| Arc::ptr_eq(d, dictionary))
-        {
-            Some(i) => i,
-            None => {
-                self.dictionaries.push(Arc::clone(dictionary));
-                self.referenced.push(vec![0; dictionary.len().div_ceil(64)]);
-                self.per_input.push((0, 0));
-                self.dictionaries.len() - 1
-            }
-        };
-        let word = &mut self.referenced[i][code as usize / 64];
-        let bit = 1u64 << (code % 64);
-        if *word & bit == 0 {
-            *word |= bit;
-            let len = dictionary.value(code).len() as u64;
-            self.distinct += 1;
-            self.per_input[i].0 += 1;
-            self.per_input[i].1 += len;
-        }
-        i as u32 + 1
-    }
-
-    /// What the merged dictionary will likely hold, in distinct values and
-    /// bytes: the inputs of a compaction mostly share their values (each
-    /// file's dictionary holds the values its key range uses), so the
-    /// largest input's referenced values, not their sum, which would count
-    /// a value once per input and cut outputs into many small files, each
-    /// with its own copy of the dictionary.
-    fn merged_estimate(&self) -> (u64, u64) {
-        let distinct = self.per_input.iter().map(|p| p.0).max().unwrap_or(0);
-        let bytes = self.per_input.iter().map(|p| p.1).max().unwrap_or(0);
-        (distinct, bytes)
-    }
-}
-
-/// Where the writer finds each entry's value once its sources are settled.
-enum Values {
-    /// The merged dictionary and, per source, each code's code in it.
-    Merged {
-        dict: Dictionary,
-        remaps: Vec<Vec<u32>>,
-    },
-    /// Too many distinct values for a dictionary: the interned values by
-    /// provisional id, and the input dictionaries (plain storage only).
-    Direct {
-        interned: Vec<Box<[u8]>>,
-        inputs: Vec<Arc<Dictionary>>,
-    },
-}
-
-impl Values {
-    /// The value of `(source, code)`.
-    fn value(&self, source: u32, code: u32) -> &[u8] {
-        match self {
-            Values::Merged { dict, remaps } => dict.value(remaps[source as usize][code as usize]),
-            Values::Direct { interned, inputs } => match source {
-                0 => &interned[code as usize],
-                s => inputs[s as usize - 1].value(code),
-            },
-        }
-    }
-}
-
-/// Whether a file of `values` values, `distinct` of them distinct, gets a
-/// dictionary under `max_distinct_ratio`.
-pub fn use_dictionary(values: u64, distinct: u64, max_distinct_ratio: f64) -> bool {
-    values > 0
-        && distinct as usize <= crate::dict::dictionary::MAX_VALUES
-        && (distinct as f64) <= max_distinct_ratio * values as f64
-}
 
 /// Where the data blocks go so far: the file's length and the compressor.
 struct Output {
@@ -146,13 +37,11 @@ pub struct DictWriter {
     file: Box<dyn WritableFile>,
     path: PathBuf,
     options: TableBuilderOptions,
-    max_distinct_ratio: f64,
     /// Internal keys, end to end; `key_ends[i]` is where entry `i`'s ends.
     keys: Vec<u8>,
     key_ends: Vec<usize>,
-    refs: Vec<ValueRef>,
-    values: DictionaryBuilder,
-    coded: CodedInputs,
+    /// Entry `i`'s value is row `i`.
+    values: ValueColumn,
     props: TableProperties,
     stats: Arc<Statistics>,
     failed: Option<Error>,
@@ -178,12 +67,9 @@ impl DictWriter {
             file,
             path,
             options: ctx.options.clone(),
-            max_distinct_ratio,
             keys: Vec::new(),
             key_ends: Vec::new(),
-            refs: Vec::new(),
-            values: DictionaryBuilder::new(),
-            coded: CodedInputs::default(),
+            values: ValueColumn::new(max_distinct_ratio),
             props,
             stats: Arc::clone(ctx.stats),
             failed: None,
@@ -206,59 +92,6 @@ impl DictWriter {
     ) -> Result<(BlockHandle, bool)> {
         let r = write_block(self.file.as_mut(), offset, compressor, compression, raw);
         r.map_err(|e| self.fail(e))
-    }
-
-    /// Where each value comes from: the merged dictionary (the interned
-    /// values, sorted, merged with the referenced values of the input
-    /// dictionaries) when the values could have one, else the sources as
-    /// they are.
-    fn settle_values(&mut self) -> Result<Values> {
-        let builder = std::mem::take(&mut self.values);
-        let coded = std::mem::take(&mut self.coded);
-        // An upper bound: a value in two sources counts twice.
-        let bound = builder.distinct() as u64 + coded.distinct;
-        if bound > crate::dict::dictionary::MAX_VALUES as u64 {
-            return Ok(Values::Direct {
-                interned: builder.into_values(),
-                inputs: coded.dictionaries,
-            });
-        }
-        let too_large = || {
-            Error::InvalidArgument(format!(
-                "{}: over 4 GiB of distinct values in one file",
-                self.path.display()
-            ))
-        };
-        let (interned, interned_remap) = builder.finish().ok_or_else(too_large)?;
-        let mut inputs = vec![MergeInput {
-            dictionary: &interned,
-            referenced: None,
-        }];
-        for (d, r) in coded.dictionaries.iter().zip(&coded.referenced) {
-            inputs.push(MergeInput {
-                dictionary: d,
-                referenced: Some(r),
-            });
-        }
-        let inputs = if interned.is_empty() {
-            &inputs[1..]
-        } else {
-            &inputs[..]
-        };
-        let (dict, mut remaps) = if inputs.is_empty() {
-            (Dictionary::default(), Vec::new())
-        } else {
-            merge(inputs).ok_or_else(too_large)?
-        };
-        if interned.is_empty() {
-            remaps.insert(0, Vec::new());
-        }
-        // Source 0's codes are provisional ids: compose with the sort.
-        remaps[0] = interned_remap
-            .iter()
-            .map(|&rank| remaps[0][rank as usize])
-            .collect();
-        Ok(Values::Merged { dict, remaps })
     }
 
     /// Encodes `block` into `raw`, appends it and records it in `index`.
@@ -290,13 +123,15 @@ impl DictWriter {
     fn write_all(&mut self) -> Result<u64> {
         let values = self.props.num_entries - self.props.num_deletions;
         let started = Instant::now();
-        let sources = self.settle_values()?;
-        let coded = match &sources {
-            Values::Merged { dict, .. } => {
-                use_dictionary(values, dict.len() as u64, self.max_distinct_ratio)
-            }
-            Values::Direct { .. } => false,
-        };
+        let carried = self.values.carried_as_codes();
+        let column = std::mem::replace(&mut self.values, ValueColumn::new(0.0));
+        let column = column.settle().ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "{}: over 4 GiB of distinct values in one file",
+                self.path.display()
+            ))
+        })?;
+        let coded = column.dictionary().is_some();
         let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
         Statistics::add(&self.stats.dictionary_build_micros, micros);
         // A file of tombstones only has neither.
@@ -320,23 +155,17 @@ impl DictWriter {
             .then(|| BloomFilterBuilder::new(self.options.bloom_bits_per_key));
         let mut block = DictBlockBuilder::default();
         let mut raw = Vec::new();
-        let carried = self
-            .refs
-            .iter()
-            .filter(|&&(s, _)| s != 0 && s != NO_VALUE)
-            .count();
         Statistics::add(&self.stats.values_carried_as_codes, carried as u64);
-        let (keys, key_ends, refs) = (
+        let (keys, key_ends) = (
             std::mem::take(&mut self.keys),
             std::mem::take(&mut self.key_ends),
-            std::mem::take(&mut self.refs),
         );
         let key = |i: usize| {
             let start = if i == 0 { 0 } else { key_ends[i - 1] };
             let ikey = &keys[start..key_ends[i]];
             (&ikey[..ikey.len() - 8], trailer(ikey))
         };
-        for (i, &(source, code)) in refs.iter().enumerate() {
+        for i in 0..column.len() {
             let (ukey, t) = key(i);
             let new_key = i == 0 || key(i - 1).0 != ukey;
             if new_key {
@@ -349,13 +178,11 @@ impl DictWriter {
                     f.add_key(ukey);
                 }
             }
-            match (&sources, source, coded) {
-                (_, NO_VALUE, true) => block.add_code(ukey, t, 0),
-                (_, NO_VALUE, false) => block.add_plain(ukey, t, &[]),
-                (Values::Merged { remaps, .. }, s, true) => {
-                    block.add_code(ukey, t, remaps[s as usize][code as usize])
-                }
-                (_, s, _) => block.add_plain(ukey, t, sources.value(s, code)),
+            match (column.slot(i), coded) {
+                (Slot::None, true) => block.add_code(ukey, t, 0),
+                (Slot::None, false) => block.add_plain(ukey, t, &[]),
+                (Slot::Code(c), _) => block.add_code(ukey, t, c),
+                (Slot::Bytes(b), _) => block.add_plain(ukey, t, b),
             }
         }
         if block.rows() > 0 {
@@ -364,7 +191,7 @@ impl DictWriter {
         let (mut offset, mut compressor) = (out.offset, out.compressor);
         self.props.data_size = offset;
         self.props.num_data_blocks = index.blocks.len() as u64;
-        if let (true, Values::Merged { dict, .. }) = (coded, &sources) {
+        if let Some(dict) = column.dictionary() {
             raw.clear();
             dict.encode_to(&mut raw);
             // The dictionary is compressed like data blocks, and only when
@@ -428,24 +255,23 @@ impl TableWriter for DictWriter {
                 self.props.largest
             )));
         }
-        let r = match parsed.kind {
+        match parsed.kind {
             ValueKind::Delete => {
                 self.props.num_deletions += 1;
-                (NO_VALUE, 0)
+                self.values.push_none();
             }
             kind => {
                 if kind == ValueKind::Merge {
                     self.props.num_merges += 1;
                 }
                 match coded {
-                    Some(c) => (self.coded.reference(c.dictionary, c.code), c.code),
-                    None => (0, self.values.intern(value)),
+                    Some(c) => self.values.push_coded(c),
+                    None => self.values.push_bytes(value),
                 }
             }
-        };
+        }
         self.keys.extend_from_slice(internal_key);
         self.key_ends.push(self.keys.len());
-        self.refs.push(r);
         self.props.raw_key_bytes += internal_key.len() as u64;
         self.props.raw_value_bytes += value.len() as u64;
         let seq = parsed.seqno.get();
@@ -468,17 +294,8 @@ impl TableWriter for DictWriter {
 
     fn estimated_file_size(&self) -> u64 {
         // Keys as stored (the trailers apart, a little under the internal
-        // keys), about two bytes of code per entry, and the distinct
-        // values; or every value when the file would be plain.
-        let values = self.props.num_entries - self.props.num_deletions;
-        let (coded_distinct, coded_bytes) = self.coded.merged_estimate();
-        let distinct = self.values.distinct() as u64 + coded_distinct;
-        let value_bytes = if use_dictionary(values, distinct, self.max_distinct_ratio) {
-            self.values.value_bytes() as u64 + coded_bytes + 2 * self.props.num_entries
-        } else {
-            self.props.raw_value_bytes
-        };
-        self.keys.len() as u64 + value_bytes
+        // keys) and the values as the column expects to store them.
+        self.keys.len() as u64 + self.values.estimated_bytes()
     }
 
     fn finish(mut self: Box<Self>) -> Result<TableSummary> {
