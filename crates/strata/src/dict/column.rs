@@ -313,7 +313,10 @@ impl ValueColumn {
         plain.bytes.reserve(self.value_bytes as usize);
         for r in &mut self.refs {
             if r.0 != NO_VALUE {
-                *r = (PLAIN, plain.push(dict.value(remaps[r.0 as usize][r.1 as usize])));
+                *r = (
+                    PLAIN,
+                    plain.push(dict.value(remaps[r.0 as usize][r.1 as usize])),
+                );
             }
         }
         Some(SettledColumn {

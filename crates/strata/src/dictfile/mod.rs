@@ -19,6 +19,8 @@
 //!   writes codes; plain values when too many values are distinct.
 //! - [`reader`]: lookups, iteration and verification through
 //!   `crate::keyblock::rows`, and blocks and dictionary for filters.
+//! - [`slot`]: where an open file keeps a dictionary (pinned, or in the
+//!   block cache); column-group files keep theirs there too.
 //!
 //! A keyspace stores its values this way when its layout is a
 //! [`ValueDictionaryLayout`] (`KeyspaceOptions::with_value_dictionary`).
@@ -26,6 +28,7 @@
 pub mod block;
 pub mod meta;
 pub mod reader;
+pub mod slot;
 pub mod writer;
 
 use std::path::PathBuf;

@@ -3,19 +3,18 @@
 //! that run on codes.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Weak};
-
-use parking_lot::Mutex;
+use std::sync::Arc;
 
 use super::block::DictBlock;
 use super::meta::{BlockMeta, DICT_FOOTER, Index};
+use super::slot::{DictionarySlot, SlotFile};
 use crate::cache::BlockCache;
 use crate::dict::{CodedValue, Dictionary};
 use crate::error::{Error, Result};
 use crate::keyblock::{KeyRows, RowIter, RowSource};
 use crate::sst::TableProperties;
 use crate::sst::bloom::BloomFilter;
-use crate::sst::format::{BLOCK_TRAILER_LEN, BlockHandle, Footer};
+use crate::sst::format::{BLOCK_TRAILER_LEN, Footer};
 
 /// The most a scan reads in one call: a run of adjacent blocks.
 pub const SCAN_READ_BYTES: u64 = 1 << 20;
@@ -38,24 +37,8 @@ pub struct DictReader {
     blocks: Vec<BlockMeta>,
     filter: Option<BloomFilter>,
     properties: TableProperties,
-    dictionary: DictSlot,
+    dictionary: Option<DictionarySlot>,
     footer_offset: u64,
-}
-
-/// Where a reader finds its dictionary.
-enum DictSlot {
-    /// Plain values.
-    None,
-    /// Decoded at open and kept (no block cache).
-    Pinned(Arc<Dictionary>),
-    /// In the block cache under its block's offset; `live` finds a copy
-    /// the cache evicted but a cached data block still holds, so a
-    /// dictionary is never decoded twice while one copy is alive.
-    Cached {
-        handle: BlockHandle,
-        values: u64,
-        live: Mutex<Weak<Dictionary>>,
-    },
 }
 
 impl std::fmt::Debug for DictReader {
@@ -63,13 +46,7 @@ impl std::fmt::Debug for DictReader {
         f.debug_struct("DictReader")
             .field("path", &self.path)
             .field("blocks", &self.blocks.len())
-            .field(
-                "dictionary",
-                &matches!(
-                    self.dictionary,
-                    DictSlot::Pinned(_) | DictSlot::Cached { .. }
-                ),
-            )
+            .field("dictionary", &self.dictionary.is_some())
             .finish()
     }
 }
@@ -92,25 +69,20 @@ impl DictReader {
         if footer.filter.size > 0 {
             data_end = data_end.min(footer.filter.offset);
         }
+        let cache_id = BlockCache::new_id();
         let dictionary = match index.dictionary {
-            None => DictSlot::None,
+            None => None,
             Some((h, values)) => {
                 data_end = data_end.min(h.offset);
-                match &ctx.cache {
-                    None => DictSlot::Pinned(Arc::new(load_dictionary(
-                        &*file,
-                        &path,
-                        h,
-                        values,
-                        footer_offset,
-                        &ctx.stats,
-                    )?)),
-                    Some(_) => DictSlot::Cached {
-                        handle: h,
-                        values,
-                        live: Mutex::new(Weak::new()),
-                    },
-                }
+                let src = SlotFile {
+                    file: &*file,
+                    path: &path,
+                    footer_offset,
+                    cache: ctx.cache.as_deref(),
+                    cache_id,
+                    stats: &ctx.stats,
+                };
+                Some(DictionarySlot::open(&src, h, values)?)
             }
         };
         let filter = if footer.filter.size == 0 {
@@ -140,7 +112,7 @@ impl DictReader {
             file,
             path,
             cache: ctx.cache.clone(),
-            cache_id: BlockCache::new_id(),
+            cache_id,
             stats: Arc::clone(&ctx.stats),
             data_end,
             blocks: index.blocks,
@@ -154,43 +126,18 @@ impl DictReader {
     /// The file's dictionary, if its values are codes: from the block
     /// cache, or read and decoded (and cached).
     pub fn dictionary(&self) -> Result<Option<Arc<Dictionary>>> {
-        let (handle, values, live) = match &self.dictionary {
-            DictSlot::None => return Ok(None),
-            DictSlot::Pinned(d) => return Ok(Some(Arc::clone(d))),
-            DictSlot::Cached {
-                handle,
-                values,
-                live,
-            } => (*handle, *values, live),
+        let Some(slot) = &self.dictionary else {
+            return Ok(None);
         };
-        let cache = self.cache.as_ref();
-        if let Some(d) = cache
-            .and_then(|c| c.get_other(self.cache_id, handle.offset))
-            .and_then(|d| d.downcast::<Dictionary>().ok())
-        {
-            Statistics::add(&self.stats.dictionary_cache_hits, 1);
-            return Ok(Some(d));
-        }
-        let mut live = live.lock();
-        let d = match live.upgrade() {
-            Some(d) => d,
-            None => {
-                let d = Arc::new(load_dictionary(
-                    &*self.file,
-                    &self.path,
-                    handle,
-                    values,
-                    self.footer_offset,
-                    &self.stats,
-                )?);
-                *live = Arc::downgrade(&d);
-                d
-            }
+        let src = SlotFile {
+            file: &*self.file,
+            path: &self.path,
+            footer_offset: self.footer_offset,
+            cache: self.cache.as_deref(),
+            cache_id: self.cache_id,
+            stats: &self.stats,
         };
-        if let Some(c) = cache {
-            c.insert_other(self.cache_id, handle.offset, d.clone(), d.memory_bytes());
-        }
-        Ok(Some(d))
+        slot.get(&src).map(Some)
     }
 
     /// Calls `f(i, block)` for each data block `i` of `indices` (ascending),
@@ -292,7 +239,7 @@ impl DictReader {
 
     /// Whether the file's values are codes into a dictionary.
     pub fn has_dictionary(&self) -> bool {
-        !matches!(self.dictionary, DictSlot::None)
+        self.dictionary.is_some()
     }
 
     /// The data blocks' index entries.
@@ -309,34 +256,6 @@ impl DictReader {
     pub fn iter(self: &Arc<Self>) -> RowIter<DictReader> {
         RowIter::new(Arc::clone(self))
     }
-}
-
-/// Reads, checks and decodes the dictionary block at `h` (of `values`
-/// values) of `file`.
-fn load_dictionary(
-    file: &dyn RandomAccessFile,
-    path: &std::path::Path,
-    h: BlockHandle,
-    values: u64,
-    footer_offset: u64,
-    stats: &Statistics,
-) -> Result<Dictionary> {
-    let raw = read_block_contents(file, path, h, footer_offset)?;
-    let d = Dictionary::decode(&raw)
-        .map_err(|r| Error::corruption(path, h.offset, format!("dictionary: {r}")))?;
-    if d.len() as u64 != values {
-        return Err(Error::corruption(
-            path,
-            h.offset,
-            format!(
-                "the dictionary has {} values; the index says {values}",
-                d.len()
-            ),
-        ));
-    }
-    Statistics::add(&stats.dictionary_loads, 1);
-    Statistics::add(&stats.dictionary_load_bytes, d.memory_bytes() as u64);
-    Ok(d)
 }
 
 impl RowSource for DictReader {

@@ -35,6 +35,10 @@ pub struct TableOptions {
     pub bloom_bits_per_key: u32,
     /// Block compression: `none`, `lz4` or `zstd` (default none).
     pub compression: String,
+    /// A string column of a column-group file gets a dictionary of its
+    /// distinct values and stores codes (seed 002) when at most this share
+    /// of its values in the file are distinct (default 0.25; 0 never).
+    pub max_distinct_ratio: f64,
     /// Level-0 files that trigger a compaction (default 4).
     pub level0_compaction_trigger: usize,
     /// Re-run the layout advisor as the workload drifts and switch to its
@@ -59,6 +63,7 @@ impl Default for TableOptions {
             block_size: 16 << 10,
             bloom_bits_per_key: k.bloom_bits_per_key,
             compression: "none".into(),
+            max_distinct_ratio: crate::dictfile::DEFAULT_MAX_DISTINCT_RATIO,
             level0_compaction_trigger: k.level0_compaction_trigger,
             auto_layout_threshold: None,
             auto_layout_interval_ms: 5000,
@@ -79,6 +84,12 @@ impl TableOptions {
     pub fn validate(&self) -> Result<()> {
         self.keyspace_options().validate()?;
         self.compression()?;
+        if !(0.0..=1.0).contains(&self.max_distinct_ratio) {
+            return Err(Error::InvalidArgument(format!(
+                "max_distinct_ratio must be between 0 and 1; {} given",
+                self.max_distinct_ratio
+            )));
+        }
         if let Some(t) = self.auto_layout_threshold
             && !(t > 0.0 && t < 1.0)
         {

@@ -7,6 +7,13 @@
 //! values before the row is assembled ([`Bound::eval`]). Comparisons follow
 //! SQL: a comparison with a null is unknown, and a row matches only when
 //! the predicate is true.
+//!
+//! On a string column a file stores as codes into its dictionary (seed
+//! 002), a comparison with a constant becomes a comparison of codes with a
+//! code found by binary search in the dictionary ([`code_comparison`],
+//! [`Bound::on_codes`]): dictionary order is byte order, so the blocks'
+//! minimum and maximum codes skip blocks and the rows are tested on their
+//! codes, without their bytes.
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -16,6 +23,7 @@ use super::cgfile::block::compare_stat;
 use super::piece::Cell;
 use super::schema::{ColumnType, Schema};
 use super::value::Value;
+use crate::dict::Dictionary;
 use crate::error::{Error, Result};
 
 /// A comparison operator.
@@ -275,7 +283,64 @@ pub enum Bound {
     Not(Box<Bound>),
 }
 
+/// `x op value`, for the values `x` of a dictionary, as the same test on
+/// their codes: `code op' c`. A comparison no value can pass comes out as
+/// `code < 0`, one every value passes as `code >= 0` (still unknown for a
+/// null, as SQL has it).
+pub fn code_comparison(dict: &Dictionary, op: CmpOp, value: &[u8]) -> (CmpOp, u32) {
+    let lo = dict.lower_bound(value);
+    let exact = dict.try_value(lo) == Some(value);
+    match (op, exact) {
+        (CmpOp::Eq, true) => (CmpOp::Eq, lo),
+        (CmpOp::Eq, false) => (CmpOp::Lt, 0),
+        (CmpOp::Ne, true) => (CmpOp::Ne, lo),
+        (CmpOp::Ne, false) => (CmpOp::Ge, 0),
+        (CmpOp::Lt, _) => (CmpOp::Lt, lo),
+        (CmpOp::Le, true) => (CmpOp::Le, lo),
+        (CmpOp::Le, false) => (CmpOp::Lt, lo),
+        (CmpOp::Gt, true) => (CmpOp::Gt, lo),
+        (CmpOp::Gt, false) => (CmpOp::Ge, lo),
+        (CmpOp::Ge, _) => (CmpOp::Ge, lo),
+    }
+}
+
 impl Bound {
+    /// The predicate for one file whose string columns `dict(schema index)`
+    /// stores as codes: each comparison on such a column becomes a
+    /// comparison of its codes ([`code_comparison`]) typed `i32` (codes
+    /// are below 2^24), to be evaluated against code statistics or codes.
+    /// `None` when no comparison changes.
+    pub fn on_codes<'d>(&self, dict: &dyn Fn(usize) -> Option<&'d Dictionary>) -> Option<Bound> {
+        let all = |ps: &[Bound]| -> Option<Vec<Bound>> {
+            let rewritten: Vec<Option<Bound>> = ps.iter().map(|p| p.on_codes(dict)).collect();
+            rewritten.iter().any(Option::is_some).then(|| {
+                rewritten
+                    .into_iter()
+                    .zip(ps)
+                    .map(|(r, p)| r.unwrap_or_else(|| p.clone()))
+                    .collect()
+            })
+        };
+        match self {
+            Bound::Cmp {
+                column, op, value, ..
+            } => {
+                let d = dict(*column)?;
+                let (op, code) = code_comparison(d, *op, value);
+                Some(Bound::Cmp {
+                    column: *column,
+                    ty: ColumnType::Int32,
+                    op,
+                    value: (code as i32).to_le_bytes().to_vec(),
+                })
+            }
+            Bound::IsNull(..) => None,
+            Bound::And(ps) => all(ps).map(Bound::And),
+            Bound::Or(ps) => all(ps).map(Bound::Or),
+            Bound::Not(p) => p.on_codes(dict).map(|p| Bound::Not(Box::new(p))),
+        }
+    }
+
     /// Evaluates on a row whose columns `cell(schema index)` gives; `None`
     /// is SQL's unknown.
     pub fn eval<'a>(&self, cell: &dyn Fn(usize) -> Cell<'a>) -> Option<bool> {
@@ -438,6 +503,7 @@ mod tests {
                             nulls,
                             min: Some(min.to_le_bytes().to_vec()),
                             max: Some(max.to_le_bytes().to_vec()),
+                            codes: false,
                         },
                     )
                 })

@@ -39,6 +39,7 @@ impl TableKvLayout {
         shape: Arc<TableShape>,
         layout: TableLayout,
         ids: Vec<Vec<GroupId>>,
+        max_distinct_ratio: f64,
     ) -> Result<TableKvLayout> {
         shape.check_ids(&layout, &ids)?;
         let mut descriptor = String::from("strata.table/1:");
@@ -50,7 +51,7 @@ impl TableKvLayout {
             descriptor.push_str(&names.join(","));
         }
         Ok(TableKvLayout {
-            cg: Arc::new(CgFormat::new(Arc::clone(&shape))),
+            cg: Arc::new(CgFormat::new(Arc::clone(&shape), max_distinct_ratio)),
             reducer: Arc::new(TableReducer::new(shape.pieces.clone())),
             shape,
             layout,

@@ -245,6 +245,7 @@ fn keyspace_options(record: &TableRecord, state: &LayoutState) -> Result<Keyspac
         Arc::clone(&state.shape),
         state.layout.clone(),
         state.ids.clone(),
+        record.options.max_distinct_ratio,
     )?);
     Ok(opts)
 }

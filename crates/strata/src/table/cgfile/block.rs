@@ -17,12 +17,18 @@
 //!     null bitmap        ceil(rows / 8) bytes, bit r set if row r's is null
 //!     values             fixed width: rows × width bytes (zero where
 //!                        absent or null); utf8 and binary: (rows + 1) × u32
-//!                        offsets, then the bytes
+//!                        offsets, then the bytes; or, with column flag
+//!                        bit 2 (the file has a dictionary for the column),
+//!                        width: u8 and rows codes bit-packed to that width
+//!                        (`dict::bitpack`; 0 where absent or null)
 //! ```
 //!
 //! Integers are little-endian. A tombstone row has no column; a merge row
 //! only the columns its update set.
 
+use std::sync::Arc;
+
+use crate::dict::{CodedValue, Dictionary, bitpack};
 use crate::key::{SeqNo, ValueKind};
 pub use crate::keyblock::BlockError;
 use crate::keyblock::{KeyRows, u32_at};
@@ -32,6 +38,7 @@ use crate::table::schema::ColumnType;
 pub(super) const PARTIAL: u8 = 1;
 pub(super) const COL_PRESENCE: u8 = 1;
 pub(super) const COL_NULLS: u8 = 2;
+pub(super) const COL_CODES: u8 = 4;
 
 pub(super) fn set_bit(bitmap: &mut Vec<u8>, r: usize) {
     if bitmap.len() <= r / 8 {
@@ -51,8 +58,13 @@ fn get_bit(bitmap: &[u8], r: usize) -> bool {
 pub struct ColumnView<'a> {
     presence: Option<&'a [u8]>,
     nulls: Option<&'a [u8]>,
+    /// Fixed width: the values. Var: the offsets, or the packed codes.
     values: &'a [u8],
     bytes: &'a [u8],
+    /// For a column of codes: the file's dictionary and the codes' width.
+    codes: Option<(&'a Arc<Dictionary>, u8)>,
+    /// The block's rows.
+    rows: usize,
 }
 
 impl<'a> ColumnView<'a> {
@@ -79,9 +91,26 @@ impl<'a> ColumnView<'a> {
     /// Row `r`'s bytes (utf8 and binary).
     #[inline]
     pub fn var(&self, r: usize) -> &'a [u8] {
+        if let Some((dict, width)) = self.codes {
+            return dict.value(bitpack::get(self.values, width, r));
+        }
         let a = u32_at(self.values, r * 4) as usize;
         let b = u32_at(self.values, r * 4 + 4) as usize;
         &self.bytes[a..b]
+    }
+}
+
+impl<'a> ColumnView<'a> {
+    /// For a column stored as codes: the file's dictionary, the packed
+    /// codes and their width (a null or absent row's code is 0 and means
+    /// nothing).
+    pub fn codes(&self) -> Option<(&'a Arc<Dictionary>, &'a [u8], u8)> {
+        self.codes.map(|(d, w)| (d, self.values, w))
+    }
+
+    /// The block's rows.
+    pub fn rows(&self) -> usize {
+        self.rows
     }
 }
 
@@ -98,6 +127,10 @@ pub struct ColumnStats {
     /// Largest non-null value; for strings, `None` when it was too long to
     /// keep whole (the maximum is then unknown).
     pub max: Option<Vec<u8>>,
+    /// The column is stored as codes and `min` and `max` are codes into the
+    /// file's dictionary (4 bytes, little-endian), exact whatever the
+    /// values' length.
+    pub codes: bool,
 }
 
 /// Strings longer than this keep only a prefix as their block minimum and
@@ -135,6 +168,8 @@ struct ColumnSlices {
     values: (usize, usize),
     /// Var only: the bytes.
     bytes: (usize, usize),
+    /// A column of codes: the file's dictionary and the codes' width.
+    codes: Option<(Arc<Dictionary>, u8)>,
 }
 
 /// A decoded (parsed, checked) PAX block. Cheap accessors by row.
@@ -147,12 +182,15 @@ pub struct CgBlock {
 
 impl CgBlock {
     /// Parses block contents for a group whose columns are `group` (value
-    /// column numbers) of types from `schema`. Every length and offset is
-    /// checked, so the accessors cannot go out of bounds.
+    /// column numbers) of types from `schema`; `dicts[i]` is the file's
+    /// dictionary of the group's `i`-th column, if it has one (an empty
+    /// slice: none has). Every length, offset and code is checked, so the
+    /// accessors cannot go out of bounds.
     pub fn parse(
         data: Vec<u8>,
         schema: &PieceSchema,
         group: &[usize],
+        dicts: &[Option<Arc<Dictionary>>],
     ) -> Result<CgBlock, BlockError> {
         let (keys, flags, mut c) = KeyRows::parse(&data)?;
         let rows = keys.rows();
@@ -162,11 +200,25 @@ impl CgBlock {
         let partial = flags & PARTIAL != 0;
         let bitmap_len = rows.div_ceil(8);
         let mut columns = Vec::with_capacity(group.len());
-        for &v in group {
+        for (i, &v) in group.iter().enumerate() {
             let ty = schema.ty(v);
+            let dict = dicts.get(i).and_then(Option::as_ref);
             let cf = c.byte("column flags")?;
-            if cf & !(COL_PRESENCE | COL_NULLS) != 0 || (cf & COL_PRESENCE != 0) != partial {
+            if cf & !(COL_PRESENCE | COL_NULLS | COL_CODES) != 0
+                || (cf & COL_PRESENCE != 0) != partial
+            {
                 return Err(format!("bad flags {cf:#04x} for column {v}"));
+            }
+            if (cf & COL_CODES != 0) != dict.is_some() {
+                return Err(format!(
+                    "column {v} is {} but the file {} a dictionary for it",
+                    if cf & COL_CODES != 0 {
+                        "codes"
+                    } else {
+                        "plain"
+                    },
+                    if dict.is_some() { "has" } else { "has no" }
+                ));
             }
             let presence = if cf & COL_PRESENCE != 0 {
                 Some(c.take(bitmap_len, "presence bitmap")?)
@@ -178,9 +230,33 @@ impl CgBlock {
             } else {
                 None
             };
-            let (values, bytes) = match ty.fixed_width() {
-                Some(w) => (c.take(rows * w, "column values")?, (0, 0)),
-                None => c.offsets_and_bytes(rows, "column")?,
+            let mut codes = None;
+            let (values, bytes) = match (ty.fixed_width(), dict) {
+                (Some(w), None) => (c.take(rows * w, "column values")?, (0, 0)),
+                (None, None) => c.offsets_and_bytes(rows, "column")?,
+                (None, Some(dict)) => {
+                    let width = c.byte("code width")?;
+                    let limit = dict.len().max(1) as u32;
+                    if width > bitpack::width_for(limit - 1) {
+                        return Err(format!(
+                            "codes of {width} bits for a dictionary of {} values",
+                            dict.len()
+                        ));
+                    }
+                    let range = c.take(bitpack::packed_len(rows, width), "codes")?;
+                    let mut bad = false;
+                    bitpack::for_each(&data[range.0..range.1], width, rows, |_, code| {
+                        bad |= code >= limit
+                    });
+                    if bad {
+                        return Err(format!("a code of column {v} past its dictionary"));
+                    }
+                    codes = Some((Arc::clone(dict), width));
+                    (range, (0, 0))
+                }
+                (Some(_), Some(_)) => {
+                    return Err(format!("column {v} is fixed-width and cannot be codes"));
+                }
             };
             columns.push(ColumnSlices {
                 v,
@@ -189,6 +265,7 @@ impl CgBlock {
                 nulls,
                 values,
                 bytes,
+                codes,
             });
         }
         if c.pos() != data.len() {
@@ -293,7 +370,21 @@ impl CgBlock {
             nulls: c.nulls.map(|(a, b)| &d[a..b]),
             values: &d[c.values.0..c.values.1],
             bytes: &d[c.bytes.0..c.bytes.1],
+            codes: c.codes.as_ref().map(|(dict, w)| (dict, *w)),
+            rows: self.rows(),
         }
+    }
+
+    /// Row `r`'s value of the block's `i`-th column as a code into the
+    /// file's dictionary, if the column is stored as codes and the row
+    /// carries a non-null value.
+    pub fn value_code(&self, i: usize, r: usize) -> Option<CodedValue<'_>> {
+        let c = &self.columns[i];
+        let (dictionary, width) = c.codes.as_ref()?;
+        self.column_view(i).valid(r).then(|| CodedValue {
+            dictionary,
+            code: bitpack::get(&self.data[c.values.0..c.values.1], *width, r),
+        })
     }
 
     /// The position among the block's columns of value column `v`.
@@ -337,6 +428,10 @@ impl CgBlock {
             }
             ColumnType::Bool => Cell::Bool(d[at(1)] != 0),
             ColumnType::Utf8 | ColumnType::Binary => {
+                if let Some((dict, width)) = &c.codes {
+                    let code = bitpack::get(&d[c.values.0..c.values.1], *width, r);
+                    return Some(Cell::Bytes(dict.value(code)));
+                }
                 let a = u32_at(d, c.values.0 + r * 4) as usize;
                 let b = u32_at(d, c.values.0 + (r + 1) * 4) as usize;
                 Cell::Bytes(&d[c.bytes.0 + a..c.bytes.0 + b])
@@ -426,7 +521,7 @@ mod tests {
         assert_eq!(stats[0].max.as_deref(), Some(&b"x"[..]));
         let mut out = Vec::new();
         b.finish(&mut out);
-        let block = CgBlock::parse(out, &s, &group).expect("parse");
+        let block = CgBlock::parse(out, &s, &group, &[]).expect("parse");
         assert_eq!(block.rows(), 4);
         assert_eq!(block.user_key(2), b"bb");
         assert_eq!(block.kind(2), ValueKind::Delete);
@@ -467,7 +562,7 @@ mod tests {
         b.finish(&mut out);
         // rows varint + flags + key len + keys + trailers + 2 × (flags + values)
         assert_eq!(out.len(), 1 + 1 + 1 + 400 + 800 + 1 + 400 + 1 + 800);
-        let block = CgBlock::parse(out, &s, &group).expect("parse");
+        let block = CgBlock::parse(out, &s, &group, &[]).expect("parse");
         assert_eq!(block.cell(1, 42), Some(Cell::Float64(42.0)));
     }
 
@@ -489,7 +584,7 @@ mod tests {
         b.finish(&mut good);
         for cut in 0..good.len() {
             assert!(
-                CgBlock::parse(good[..cut].to_vec(), &s, &group).is_err(),
+                CgBlock::parse(good[..cut].to_vec(), &s, &group, &[]).is_err(),
                 "cut {cut}"
             );
         }
@@ -497,7 +592,7 @@ mod tests {
             for flip in [1u8, 0x40, 0xFF] {
                 let mut bad = good.clone();
                 bad[i] ^= flip;
-                if let Ok(block) = CgBlock::parse(bad, &s, &group) {
+                if let Ok(block) = CgBlock::parse(bad, &s, &group, &[]) {
                     for r in 0..block.rows() {
                         let _ = block.user_key(r);
                         for c in 0..group.len() {

@@ -4,15 +4,30 @@
 //! encoded when it is full.
 
 use super::block::{
-    COL_NULLS, COL_PRESENCE, ColumnStats, MAX_STAT_BYTES, PARTIAL, compare_stat, set_bit,
+    COL_CODES, COL_NULLS, COL_PRESENCE, ColumnStats, MAX_STAT_BYTES, PARTIAL, compare_stat, set_bit,
 };
+use crate::dict::bitpack;
 use crate::keyblock::KeyRowsBuilder;
 use crate::table::piece::{Cell, PieceSchema, PieceView};
 use crate::table::schema::ColumnType;
 
+/// A row's value of one column, as a writer hands it to the block.
+#[derive(Clone, Copy, Debug)]
+pub enum Value<'a> {
+    /// A value (or null).
+    Cell(Cell<'a>),
+    /// A code into the file's dictionary of the column.
+    Code(u32),
+}
+
 struct ColumnBuf {
     v: usize,
     ty: ColumnType,
+    /// Values are codes into the file's dictionary of the column.
+    coded: bool,
+    codes: Vec<u32>,
+    min_code: u32,
+    max_code: u32,
     presence: Vec<u8>,
     nulls: Vec<u8>,
     fixed: Vec<u8>,
@@ -30,6 +45,10 @@ impl ColumnBuf {
         ColumnBuf {
             v,
             ty,
+            coded: false,
+            codes: Vec::new(),
+            min_code: u32::MAX,
+            max_code: 0,
             presence: Vec::new(),
             nulls: Vec::new(),
             fixed: Vec::new(),
@@ -48,15 +67,27 @@ impl ColumnBuf {
         self.offsets.clear();
         self.offsets.push(0);
         self.bytes.clear();
+        self.codes.clear();
+        (self.min_code, self.max_code) = (u32::MAX, 0);
         self.stats = ColumnStats::default();
         self.max_unknown = false;
+    }
+
+    fn push_code(&mut self, r: usize, code: u32) {
+        set_bit(&mut self.presence, r);
+        self.stats.present += 1;
+        self.codes.push(code);
+        self.min_code = self.min_code.min(code);
+        self.max_code = self.max_code.max(code);
     }
 
     fn push(&mut self, r: usize, cell: Option<Cell<'_>>) {
         let width = self.ty.fixed_width();
         match cell {
             None | Some(Cell::Null) => {
-                if let Some(w) = width {
+                if self.coded {
+                    self.codes.push(0);
+                } else if let Some(w) = width {
                     self.fixed.extend(std::iter::repeat_n(0, w));
                 } else {
                     self.offsets.push(self.bytes.len() as u32);
@@ -141,7 +172,27 @@ impl ColumnBuf {
     }
 
     fn size(&self) -> usize {
-        self.fixed.len() + self.bytes.len() + self.offsets.len() * 4 + self.presence.len() * 2
+        let codes = bitpack::packed_len(self.codes.len(), bitpack::width_for(self.max_code));
+        self.fixed.len()
+            + self.bytes.len()
+            + self.offsets.len() * 4
+            + self.presence.len() * 2
+            + codes
+    }
+
+    fn stats(&self) -> ColumnStats {
+        let mut s = self.stats.clone();
+        if self.coded {
+            // Codes are exact bounds whatever the values' length.
+            s.codes = true;
+            if s.present > s.nulls {
+                s.min = Some(self.min_code.to_le_bytes().to_vec());
+                s.max = Some(self.max_code.to_le_bytes().to_vec());
+            }
+        } else if self.max_unknown {
+            s.max = None;
+        }
+        s
     }
 }
 
@@ -178,6 +229,12 @@ impl BlockBuilder {
         b
     }
 
+    /// Stores the group's `i`-th column as codes into the file's
+    /// dictionary: rows give it [`Value::Code`]s (or nulls).
+    pub fn set_coded(&mut self, i: usize) {
+        self.columns[i].coded = true;
+    }
+
     /// Adds a row: its user key, trailer and piece (`None` for a tombstone).
     /// Only the group's columns of the piece are kept.
     pub fn add(
@@ -186,14 +243,41 @@ impl BlockBuilder {
         trailer: u64,
         piece: Option<(&PieceSchema, &PieceView<'_>)>,
     ) {
+        self.add_values(user_key, trailer, |_, v| {
+            piece.and_then(|(s, p)| p.get(s, v)).map(Value::Cell)
+        });
+    }
+
+    /// Adds a row: its user key, trailer and, from `value(i, v)`, the value
+    /// of the group's `i`-th column (value column `v`), `None` where the
+    /// row does not carry it. A column set coded takes codes and nulls; the
+    /// others take cells.
+    pub fn add_values<'a>(
+        &mut self,
+        user_key: &[u8],
+        trailer: u64,
+        mut value: impl FnMut(usize, usize) -> Option<Value<'a>>,
+    ) {
         let r = self.rows;
         self.keys.add(user_key, trailer);
-        for c in &mut self.columns {
-            let cell = piece.and_then(|(s, p)| p.get(s, c.v));
-            if cell.is_none() {
-                self.partial = true;
+        for (i, c) in self.columns.iter_mut().enumerate() {
+            match value(i, c.v) {
+                Some(Value::Code(code)) => {
+                    debug_assert!(c.coded, "a code for a plain column");
+                    c.push_code(r, code)
+                }
+                Some(Value::Cell(cell)) => {
+                    debug_assert!(
+                        !c.coded || matches!(cell, Cell::Null),
+                        "a value for a column of codes"
+                    );
+                    c.push(r, Some(cell))
+                }
+                None => {
+                    self.partial = true;
+                    c.push(r, None)
+                }
             }
-            c.push(r, cell);
         }
         self.rows += 1;
     }
@@ -210,16 +294,7 @@ impl BlockBuilder {
 
     /// The statistics of each column (in group order) of the rows so far.
     pub fn stats(&self) -> Vec<ColumnStats> {
-        self.columns
-            .iter()
-            .map(|c| {
-                let mut s = c.stats.clone();
-                if c.max_unknown {
-                    s.max = None;
-                }
-                s
-            })
-            .collect()
+        self.columns.iter().map(ColumnBuf::stats).collect()
     }
 
     /// The last user key added.
@@ -245,6 +320,9 @@ impl BlockBuilder {
             if has_nulls {
                 cf |= COL_NULLS;
             }
+            if c.coded {
+                cf |= COL_CODES;
+            }
             out.push(cf);
             if self.partial {
                 out.extend_from_slice(&c.presence);
@@ -252,7 +330,11 @@ impl BlockBuilder {
             if has_nulls {
                 out.extend_from_slice(&c.nulls);
             }
-            if c.ty.fixed_width().is_some() {
+            if c.coded {
+                let width = bitpack::width_for(c.max_code);
+                out.push(width);
+                bitpack::pack(&c.codes, width, out);
+            } else if c.ty.fixed_width().is_some() {
                 out.extend_from_slice(&c.fixed);
             } else {
                 for o in &c.offsets {

@@ -9,7 +9,9 @@
 //!               offset: varint, size: varint, rows: varint,
 //!               last user key: varint length ++ bytes,
 //!               per column of the group:
-//!                 flags: u8 (bit 0 min follows, bit 1 max follows)
+//!                 flags: u8 (bit 0 min follows, bit 1 max follows,
+//!                        bit 2 min and max are codes into the file's
+//!                        dictionary of the column, 4 bytes each)
 //!                 present: varint, nulls: varint,
 //!                 [min: varint length ++ bytes] [max: varint length ++ bytes]
 //! properties: version: varint (= 1), then fields tag: varint
@@ -19,11 +21,15 @@
 //!             5 largest seqno, 6 smallest internal key, 7 largest internal
 //!             key, 8 data blocks, 9 owner database id, 10 file number,
 //!             11 group id, 12 columns (count varint, then per column the
-//!             value-column number varint and type code u8), 13 data size.
+//!             value-column number varint and type code u8), 13 data size,
+//!             14 dictionaries (count varint, then per dictionary the
+//!             value-column number, block offset, block size and value
+//!             count, varints).
 //!             Fields 1-8 and 11-13 are required; unknown ones are skipped.
 //! footer:     64 bytes, the core table footer's layout (index, filter and
 //!             properties handles as u64 pairs, CRC-32C of those 48 bytes,
-//!             format version u32 = 1) with magic "SRTATSCG".
+//!             format version u32: 2 when the file has a dictionary, else 1)
+//!             with magic "SRTATSCG".
 //! ```
 
 use std::path::Path;
@@ -34,8 +40,13 @@ use crate::error::{Error, Result};
 use crate::sst::format::{BlockHandle, FooterKind};
 use crate::table::schema::ColumnType;
 
-/// The column-group file format version this build writes and reads.
-pub const CG_FORMAT_VERSION: u32 = 1;
+/// The newest column-group file format version, which this build writes
+/// for files with a dictionary (and reads).
+pub const CG_FORMAT_VERSION: u32 = 2;
+
+/// The version of files without dictionaries, which builds before
+/// dictionaries read too.
+pub const CG_FORMAT_VERSION_PLAIN: u32 = 1;
 
 /// Magic number of column-group files ("SRTATSCG" little-endian).
 pub const CG_MAGIC: u64 = u64::from_le_bytes(*b"SRTATSCG");
@@ -75,6 +86,9 @@ pub fn encode_index(blocks: &[BlockMeta], out: &mut Vec<u8>) {
             }
             if s.max.is_some() {
                 flags |= 2;
+            }
+            if s.codes {
+                flags |= 4;
             }
             out.push(flags);
             put_varint64(out, s.present);
@@ -119,9 +133,10 @@ pub fn decode_index(
         for _ in 0..columns {
             let (&flags, rest) = src.split_first().ok_or_else(|| bad("truncated stats"))?;
             src = rest;
-            if flags & !3 != 0 {
+            if flags & !7 != 0 {
                 return Err(bad("unknown statistics flags"));
             }
+            let codes = flags & 4 != 0;
             let present = get_varint64(&mut src).ok_or_else(|| bad("bad present count"))?;
             let nulls = get_varint64(&mut src).ok_or_else(|| bad("bad null count"))?;
             if nulls > present || present > rows {
@@ -139,11 +154,19 @@ pub fn decode_index(
             };
             let min = read(flags & 1 != 0)?;
             let max = read(flags & 2 != 0)?;
+            if codes
+                && [&min, &max]
+                    .iter()
+                    .any(|m| m.as_ref().is_some_and(|m| m.len() != 4))
+            {
+                return Err(bad("a code bound that is not 4 bytes"));
+            }
             stats.push(ColumnStats {
                 present,
                 nulls,
                 min,
                 max,
+                codes,
             });
         }
         out.push(BlockMeta {
@@ -195,6 +218,19 @@ pub struct CgProperties {
     pub columns: Vec<(usize, ColumnType)>,
     /// Bytes of data blocks with their trailers.
     pub data_size: u64,
+    /// The dictionaries of the columns stored as codes.
+    pub dictionaries: Vec<DictionaryMeta>,
+}
+
+/// Where a column's dictionary is.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DictionaryMeta {
+    /// The value column.
+    pub column: usize,
+    /// The dictionary block.
+    pub handle: BlockHandle,
+    /// Its values.
+    pub values: u64,
 }
 
 const VERSION: u64 = 1;
@@ -232,6 +268,17 @@ impl CgProperties {
         }
         bytes(out, 12, &cols);
         int(out, 13, self.data_size);
+        if !self.dictionaries.is_empty() {
+            let mut d = Vec::new();
+            put_varint64(&mut d, self.dictionaries.len() as u64);
+            for m in &self.dictionaries {
+                put_varint64(&mut d, m.column as u64);
+                put_varint64(&mut d, m.handle.offset);
+                put_varint64(&mut d, m.handle.size);
+                put_varint64(&mut d, m.values);
+            }
+            bytes(out, 14, &d);
+        }
     }
 
     /// Decodes properties.
@@ -256,7 +303,7 @@ impl CgProperties {
             let (n, wire) = (tag >> 1, tag & 1);
             // Known fields must come with their own wire type.
             let want_wire = match n {
-                6 | 7 | 9 | 12 => Some(1),
+                6 | 7 | 9 | 12 | 14 => Some(1),
                 1..=5 | 8 | 10 | 11 | 13 => Some(0),
                 _ => None,
             };
@@ -290,6 +337,10 @@ impl CgProperties {
                         p.columns =
                             decode_columns(v).ok_or_else(|| bad("bad column list".into()))?
                     }
+                    14 => {
+                        p.dictionaries = decode_dictionaries(v)
+                            .ok_or_else(|| bad("bad dictionary list".into()))?
+                    }
                     _ => {}
                 }
             }
@@ -307,6 +358,26 @@ impl CgProperties {
         }
         Ok(p)
     }
+}
+
+fn decode_dictionaries(mut v: &[u8]) -> Option<Vec<DictionaryMeta>> {
+    let n = get_varint64(&mut v)?;
+    if n > v.len() as u64 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        let column = usize::try_from(get_varint64(&mut v)?).ok()?;
+        let offset = get_varint64(&mut v)?;
+        let size = get_varint64(&mut v)?;
+        let values = get_varint64(&mut v)?;
+        out.push(DictionaryMeta {
+            column,
+            handle: BlockHandle { offset, size },
+            values,
+        });
+    }
+    v.is_empty().then_some(out)
 }
 
 fn decode_columns(mut v: &[u8]) -> Option<Vec<(usize, ColumnType)>> {
@@ -346,12 +417,14 @@ mod tests {
                         nulls: 2,
                         min: Some(vec![1, 0, 0, 0]),
                         max: Some(vec![9, 0, 0, 0]),
+                        codes: true,
                     },
                     ColumnStats {
                         present: 4,
                         nulls: 4,
                         min: None,
                         max: None,
+                        codes: false,
                     },
                 ],
             },
@@ -369,6 +442,7 @@ mod tests {
                         nulls: 0,
                         min: Some(b"a".to_vec()),
                         max: None,
+                        codes: false,
                     },
                 ],
             },
@@ -393,15 +467,33 @@ mod tests {
             group: 3,
             columns: vec![(4, ColumnType::Int32), (5, ColumnType::Utf8)],
             data_size: 200,
+            dictionaries: vec![DictionaryMeta {
+                column: 5,
+                handle: BlockHandle {
+                    offset: 195,
+                    size: 40,
+                },
+                values: 3,
+            }],
         };
         let mut enc = Vec::new();
         props.encode_to(&mut enc);
         assert_eq!(CgProperties::decode(&enc, p, 0).expect("props"), props);
+        // Field 14 is optional: cut just before it, the properties are
+        // those of a file without dictionaries; every other cut is an error.
+        let plain = CgProperties {
+            dictionaries: Vec::new(),
+            ..props.clone()
+        };
+        let mut plain_enc = Vec::new();
+        plain.encode_to(&mut plain_enc);
         for cut in 1..enc.len() {
-            assert!(
-                CgProperties::decode(&enc[..cut], p, 0).is_err(),
-                "cut {cut}"
-            );
+            let r = CgProperties::decode(&enc[..cut], p, 0);
+            if cut == plain_enc.len() {
+                assert_eq!(r.expect("props without field 14"), plain);
+            } else {
+                assert!(r.is_err(), "cut {cut}");
+            }
         }
         // A known field with the other wire type, a newer version and
         // counts that overflow are errors, not misreadings or panics.

@@ -49,12 +49,18 @@ pub const CG_FORMAT: &str = "strata.cg1";
 #[derive(Clone)]
 pub struct CgFormat {
     shape: Arc<TableShape>,
+    max_distinct_ratio: f64,
 }
 
 impl CgFormat {
-    /// The format for a table of `shape`.
-    pub fn new(shape: Arc<TableShape>) -> CgFormat {
-        CgFormat { shape }
+    /// The format for a table of `shape`, whose files give a string column
+    /// a dictionary when at most `max_distinct_ratio` of its values are
+    /// distinct (0: never).
+    pub fn new(shape: Arc<TableShape>, max_distinct_ratio: f64) -> CgFormat {
+        CgFormat {
+            shape,
+            max_distinct_ratio,
+        }
     }
 }
 
@@ -77,6 +83,7 @@ impl TableFormat for CgFormat {
             ctx.group,
             columns,
             ctx,
+            self.max_distinct_ratio,
         )))
     }
 

@@ -7,6 +7,8 @@ use std::sync::Arc;
 use super::block::CgBlock;
 use super::meta::{BlockMeta, CG_FOOTER, CgProperties, decode_index};
 use crate::cache::BlockCache;
+use crate::dict::Dictionary;
+use crate::dictfile::slot::{DictionarySlot, SlotFile};
 use crate::error::{Error, Result};
 use crate::key::{KIND_SEEK, ValueKind, pack_trailer};
 use crate::keyblock::{KeyRows, RowSource, find_rows};
@@ -21,7 +23,7 @@ use crate::version::FileMeta;
 use crate::vfs::RandomAccessFile;
 
 /// An open column-group file. Its index, filter and properties stay in
-/// memory; data blocks go through the block cache.
+/// memory; data blocks and dictionaries go through the block cache.
 pub struct CgReader {
     file: Arc<dyn RandomAccessFile>,
     path: PathBuf,
@@ -35,6 +37,9 @@ pub struct CgReader {
     properties: CgProperties,
     /// The group's value-column numbers.
     columns: Vec<usize>,
+    /// Per column of the group, its dictionary if it is stored as codes.
+    dictionaries: Vec<Option<DictionarySlot>>,
+    footer_offset: u64,
 }
 
 impl std::fmt::Debug for CgReader {
@@ -75,11 +80,62 @@ impl CgReader {
         let blocks = decode_index(&index_raw, columns.len(), &path, footer.index.offset)?;
         // Data blocks end where the first meta block begins (a file written
         // without a filter has none: its handle is zero).
-        let data_end = if footer.filter.size == 0 {
+        let mut data_end = if footer.filter.size == 0 {
             footer.index.offset
         } else {
             footer.filter.offset.min(footer.index.offset)
         };
+        let cache_id = BlockCache::new_id();
+        let src = SlotFile {
+            file: &*file,
+            path: &path,
+            footer_offset,
+            cache: ctx.cache.as_deref(),
+            cache_id,
+            stats: &ctx.stats,
+        };
+        let mut dictionaries: Vec<Option<DictionarySlot>> = columns.iter().map(|_| None).collect();
+        let mut counts = vec![None; columns.len()];
+        for d in &properties.dictionaries {
+            let Ok(i) = columns.binary_search(&d.column) else {
+                return Err(bad(format!(
+                    "a dictionary for column {}, which the file does not hold",
+                    d.column
+                )));
+            };
+            if shape.pieces.ty(d.column).fixed_width().is_some() || dictionaries[i].is_some() {
+                return Err(bad(format!(
+                    "a dictionary for column {}, which cannot have one (fixed width, or a second)",
+                    d.column
+                )));
+            }
+            data_end = data_end.min(d.handle.offset);
+            dictionaries[i] = Some(DictionarySlot::open(&src, d.handle, d.values)?);
+            counts[i] = Some(d.values);
+        }
+        // Scans skip blocks by the index's code ranges: they must be codes
+        // of the file's dictionaries, and only where there is one.
+        for b in &blocks {
+            for (s, count) in b.stats.iter().zip(&counts) {
+                let fits = |m: &Option<Vec<u8>>| {
+                    m.as_deref().is_none_or(|m| {
+                        let code = u32::from_le_bytes(m.try_into().unwrap_or([0xff; 4]));
+                        count.is_some_and(|n| u64::from(code) < n)
+                    })
+                };
+                let ok = match count {
+                    Some(_) => s.codes || (s.min.is_none() && s.max.is_none()),
+                    None => !s.codes,
+                };
+                if !ok || (s.codes && !(fits(&s.min) && fits(&s.max))) {
+                    return Err(Error::corruption(
+                        &path,
+                        footer.index.offset,
+                        "index block: column statistics disagree with the file's dictionaries",
+                    ));
+                }
+            }
+        }
         let filter = if footer.filter.size == 0 {
             None
         } else {
@@ -106,14 +162,38 @@ impl CgReader {
             path,
             shape,
             cache: ctx.cache.clone(),
-            cache_id: BlockCache::new_id(),
+            cache_id,
             stats: Arc::clone(&ctx.stats),
             data_end,
             blocks,
             filter,
             properties,
             columns,
+            dictionaries,
+            footer_offset,
         })
+    }
+
+    /// The dictionary of the group's `i`-th column, if it is stored as
+    /// codes (from the cache, or read and cached).
+    pub fn dictionary(&self, i: usize) -> Result<Option<Arc<Dictionary>>> {
+        let Some(slot) = &self.dictionaries[i] else {
+            return Ok(None);
+        };
+        let src = SlotFile {
+            file: &*self.file,
+            path: &self.path,
+            footer_offset: self.footer_offset,
+            cache: self.cache.as_deref(),
+            cache_id: self.cache_id,
+            stats: &self.stats,
+        };
+        slot.get(&src).map(Some)
+    }
+
+    /// Whether the group's `i`-th column is stored as codes.
+    pub fn is_coded(&self, i: usize) -> bool {
+        self.dictionaries[i].is_some()
     }
 
     /// `file`'s reader, if `file` is a column-group file.
@@ -147,7 +227,14 @@ impl CgReader {
     fn read_block(&self, i: usize) -> Result<CgBlock> {
         let meta = &self.blocks[i];
         let raw = read_block_contents(&*self.file, &self.path, meta.handle, self.data_end)?;
-        let block = CgBlock::parse(raw, &self.shape.pieces, &self.columns)
+        let dicts = if self.dictionaries.iter().any(Option::is_some) {
+            (0..self.columns.len())
+                .map(|i| self.dictionary(i))
+                .collect::<Result<Vec<_>>>()?
+        } else {
+            Vec::new()
+        };
+        let block = CgBlock::parse(raw, &self.shape.pieces, &self.columns, &dicts)
             .map_err(|r| Error::corruption(&self.path, meta.handle.offset, r))?;
         if block.rows() as u64 != meta.rows
             || (block.rows() > 0 && block.user_key(block.rows() - 1) != meta.last_key.as_slice())

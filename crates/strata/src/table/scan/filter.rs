@@ -2,22 +2,36 @@
 //!
 //! Each comparison reads its column straight from the blocks' typed
 //! slices (as the batch gather does) and compares with the constant decoded
-//! once; `AND`, `OR` and `NOT` combine the rows' answers in SQL's
+//! once. On a string column a file stores as codes, the comparison becomes
+//! a code range found in the file's dictionary and the vectorised selection
+//! of `dict::select` runs over the block's packed codes, once per block: no
+//! value's bytes are read; `AND`, `OR` and `NOT` combine the rows' answers in SQL's
 //! three-valued logic (a comparison with a null is unknown, and a row is
 //! kept only where the predicate is true). Predicates on key columns are
 //! evaluated row by row by the scanner instead.
 
 use std::cmp::Ordering;
 
-use super::gather::views;
+use super::gather::{SlotView, views};
 use super::window::Window;
-use crate::table::predicate::{Bound, CmpOp, cell_cmp};
+use crate::dict::CodeSet;
+use crate::dict::select::select;
+use crate::table::predicate::{Bound, CmpOp, cell_cmp, code_comparison};
 use crate::table::schema::{ColumnType, Schema};
 
 /// Per row: known true, known false, or neither (unknown).
 struct Truth {
     t: Vec<bool>,
     f: Vec<bool>,
+}
+
+impl Truth {
+    /// Appends a row's answer (`None`: unknown).
+    #[inline]
+    fn push(&mut self, holds: Option<bool>) {
+        self.t.push(holds == Some(true));
+        self.f.push(holds == Some(false));
+    }
 }
 
 /// Whether `p` reads only value columns the window holds.
@@ -112,19 +126,16 @@ fn eval(p: &Bound, w: &Window, schema: &Schema, slot_of: &[Option<usize>]) -> Tr
 fn compare(w: &Window, slot: usize, ty: ColumnType, op: CmpOp, value: &[u8]) -> Truth {
     let views = views(w, slot);
     let refs = &w.cols[slot];
-    let mut t = Vec::with_capacity(refs.len());
-    let mut f = Vec::with_capacity(refs.len());
-    let mut push = |o: Option<Ordering>| match o {
-        Some(o) => {
-            let h = op.holds(o);
-            t.push(h);
-            f.push(!h);
-        }
-        None => {
-            t.push(false);
-            f.push(false);
-        }
+    let mut truth = Truth {
+        t: Vec::with_capacity(refs.len()),
+        f: Vec::with_capacity(refs.len()),
     };
+    macro_rules! push {
+        ($o:expr) => {{
+            let o: Option<Ordering> = $o;
+            truth.push(o.map(|o| op.holds(o)))
+        }};
+    }
     let fixed8 = || {
         let mut b = [0u8; 8];
         let n = value.len().min(8);
@@ -147,7 +158,7 @@ fn compare(w: &Window, slot: usize, ty: ColumnType, op: CmpOp, value: &[u8]) -> 
                     Some(None) => None,
                     None => other(r),
                 };
-                push(o);
+                push!(o);
             }
         }};
     }
@@ -157,19 +168,63 @@ fn compare(w: &Window, slot: usize, ty: ColumnType, op: CmpOp, value: &[u8]) -> 
         ColumnType::Float64 => typed!(8, f64::from_le_bytes, f64::total_cmp),
         ColumnType::Bool => typed!(1, |b: [u8; 1]| b[0], u8::cmp),
         ColumnType::Utf8 | ColumnType::Binary => {
+            let selected: Vec<Option<Selection>> = views
+                .iter()
+                .map(|v| v.as_ref().and_then(|v| select_codes(v, op, value)))
+                .collect();
             for &r in refs {
                 let (s, row) = r.parts();
-                let o = match views.get(s as usize) {
-                    Some(Some(cv)) => {
-                        let row = row as usize;
-                        cv.valid(row).then(|| cv.var(row).cmp(value))
+                let row = row as usize;
+                match (views.get(s as usize), selected.get(s as usize)) {
+                    (Some(Some(cv)), Some(Some(sel))) => {
+                        // On codes: the block's selection answers.
+                        truth.push(cv.valid(row).then(|| sel.holds(cv.holder_row(row))))
                     }
-                    Some(None) => None,
-                    None => other(r),
-                };
-                push(o);
+                    (Some(Some(cv)), _) => push!(cv.valid(row).then(|| cv.var(row).cmp(value))),
+                    (Some(None), _) => push!(None),
+                    (None, _) => push!(other(r)),
+                }
             }
         }
     }
-    Truth { t, f }
+    truth
+}
+
+/// Which rows of a block of codes pass a comparison: a bitmap over the
+/// block's rows, read negated for `<>`.
+struct Selection {
+    bits: Vec<u64>,
+    negate: bool,
+}
+
+impl Selection {
+    #[inline]
+    fn holds(&self, r: usize) -> bool {
+        let bit = self
+            .bits
+            .get(r / 64)
+            .is_some_and(|w| w >> (r % 64) & 1 == 1);
+        bit != self.negate
+    }
+}
+
+/// `column op value` over every row of `v`'s block, if the block stores
+/// the column as codes: the comparison as a code range in the file's
+/// dictionary, tested on the packed codes by the vectorised kernel.
+fn select_codes(v: &SlotView<'_>, op: CmpOp, value: &[u8]) -> Option<Selection> {
+    let view = v.holder_view();
+    let (dict, packed, width) = view.codes()?;
+    let (op, c) = code_comparison(dict, op, value);
+    let n = dict.len() as u32;
+    let (set, negate) = match op {
+        CmpOp::Eq => (CodeSet::half_open(c, c + 1), false),
+        CmpOp::Ne => (CodeSet::half_open(c, c + 1), true),
+        CmpOp::Lt => (CodeSet::half_open(0, c), false),
+        CmpOp::Le => (CodeSet::half_open(0, c + 1), false),
+        CmpOp::Gt => (CodeSet::half_open(c + 1, n), false),
+        CmpOp::Ge => (CodeSet::half_open(c, n), false),
+    };
+    let mut bits = Vec::new();
+    select(packed, width, view.rows(), &set, &mut bits);
+    Some(Selection { bits, negate })
 }

@@ -49,6 +49,17 @@ impl<'a> SlotView<'a> {
     pub fn var(&self, r: usize) -> &'a [u8] {
         self.view.var(self.at(r))
     }
+
+    /// The holder's column, which a segment row `r` reads at `at(r)`.
+    pub fn holder_view(&self) -> &ColumnView<'a> {
+        &self.view
+    }
+
+    /// The holder's row of the segment's row `r`.
+    #[inline]
+    pub fn holder_row(&self, r: usize) -> usize {
+        self.at(r)
+    }
 }
 
 /// Slot `slot`'s column for each of the window's segments (`None` where

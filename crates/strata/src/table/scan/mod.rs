@@ -307,11 +307,19 @@ impl Scanner {
             Some(None) => true,
             Some(Some(k)) => k > meta.last_key.as_slice(),
         };
+        // Statistics of a column of codes are codes, and the predicate is
+        // rewritten to compare codes (`CgRun::prepare`).
         alone
-            && !p.may_match(&|idx| {
+            && !run.predicate(p).may_match(&|idx| {
                 let v = self.schema.value_number(idx)?;
                 let i = run.cols.iter().position(|&(c, _)| c == v)?;
-                Some((run.cols[i].1, meta.stats[i].clone()))
+                let s = &meta.stats[i];
+                let ty = if s.codes {
+                    ColumnType::Int32
+                } else {
+                    run.cols[i].1
+                };
+                Some((ty, s.clone()))
             })
     }
 
@@ -319,6 +327,10 @@ impl Scanner {
     /// rules out); leaves it without one at its end.
     fn fill(&mut self, i: usize) -> Result<()> {
         loop {
+            if let (Some(p), Source::Cg(run)) = (&self.spec.predicate, &mut self.cursors[i].source)
+            {
+                run.prepare(p, &self.schema)?;
+            }
             if self.can_skip(i) {
                 if let Source::Cg(run) = &mut self.cursors[i].source {
                     run.skip()?;

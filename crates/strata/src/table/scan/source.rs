@@ -16,7 +16,8 @@ use crate::table::cgfile::block::CgBlock;
 use crate::table::cgfile::block_builder::BlockBuilder;
 use crate::table::cgfile::{BlockMeta, CgReader};
 use crate::table::piece::{PieceSchema, PieceView};
-use crate::table::schema::ColumnType;
+use crate::table::predicate::Bound;
+use crate::table::schema::{ColumnType, Schema};
 use crate::version::FileMeta;
 
 /// Entries of a whole-row source staged per chunk (more when the last
@@ -71,6 +72,10 @@ pub(super) struct CgRun {
     map: Arc<[Option<usize>]>,
     /// The group's columns in group order, with their types.
     pub cols: Vec<(usize, ColumnType)>,
+    /// The scan's predicate rewritten for a file's columns of codes
+    /// ([`Bound::on_codes`]): the file's position and the rewrite (`None`:
+    /// no comparison changed).
+    coded: Option<(usize, Option<Bound>)>,
 }
 
 impl CgRun {
@@ -97,7 +102,49 @@ impl CgRun {
             lower: None,
             map: map.into(),
             cols,
+            coded: None,
         })
+    }
+
+    /// Rewrites `p` for the file of the next block, whose string columns
+    /// may be codes into its dictionaries (once per file; loads only the
+    /// dictionaries of columns `p` compares).
+    pub fn prepare(&mut self, p: &Bound, schema: &Schema) -> Result<()> {
+        let Some(f) = self.files.get(self.file) else {
+            return Ok(());
+        };
+        if self.coded.as_ref().is_some_and(|(at, _)| *at == self.file) {
+            return Ok(());
+        }
+        let r = reader(f)?;
+        let mut columns = Vec::new();
+        p.columns(&mut columns);
+        let mut dicts = vec![None; self.cols.len()];
+        for c in columns {
+            if let Some(i) = schema
+                .value_number(c)
+                .and_then(|v| self.map.get(v).copied().flatten())
+                && r.is_coded(i)
+            {
+                dicts[i] = r.dictionary(i)?;
+            }
+        }
+        let rewritten = p.on_codes(&|c| {
+            let i = schema
+                .value_number(c)
+                .and_then(|v| self.map.get(v).copied().flatten())?;
+            dicts[i].as_deref()
+        });
+        self.coded = Some((self.file, rewritten));
+        Ok(())
+    }
+
+    /// `p` as [`CgRun::prepare`] rewrote it for the next block's file.
+    pub fn predicate<'a>(&'a self, p: &'a Bound) -> &'a Bound {
+        match &self.coded {
+            Some((at, Some(b))) if *at == self.file => b,
+            _ => p,
+        }
     }
 
     /// Positions before the first row at or after `lower`.
@@ -258,8 +305,13 @@ impl PieceRun {
         // sized once rather than grown.)
         self.buf.reserve(self.builder.size_estimate() + 64);
         self.builder.finish(&mut self.buf);
-        let block = CgBlock::parse(std::mem::take(&mut self.buf), &self.pieces, &self.group)
-            .map_err(|r| Error::corruption("a scan's staged rows", 0, r))?;
+        let block = CgBlock::parse(
+            std::mem::take(&mut self.buf),
+            &self.pieces,
+            &self.group,
+            &[],
+        )
+        .map_err(|r| Error::corruption("a scan's staged rows", 0, r))?;
         Ok(Some(Chunk {
             block: Arc::new(block),
             map: Arc::clone(&self.map),
