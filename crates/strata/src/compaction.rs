@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use crate::dict::{CodedValue, Dictionary};
+use crate::dict::{CodedValue, Codes, Dictionary};
 use crate::error::Result;
 use crate::ids::Level;
 use crate::iter::{InternalIterator, MergingIterator};
@@ -592,9 +592,9 @@ pub fn compact_entries(
 
 /// Receives each surviving entry of one output: its index, the internal key,
 /// the value and, when the survivor is an input entry unchanged whose
-/// source stored it as a dictionary code, that code.
-pub type FanoutEmitFn<'a> =
-    dyn FnMut(usize, &[u8], &[u8], Option<CodedValue<'_>>) -> Result<()> + 'a;
+/// source stored it (or some of its columns) as dictionary codes, those
+/// codes.
+pub type FanoutEmitFn<'a> = dyn FnMut(usize, &[u8], &[u8], Codes<'_>) -> Result<()> + 'a;
 
 /// Like [`compact_entries`], for a compaction with `outputs` outputs (the
 /// child groups a group's data moves into) read in one pass: `owner_of[c]`
@@ -634,6 +634,8 @@ struct Span {
     owner: Option<usize>,
     /// (index into the loop's dictionaries, code).
     code: Option<(usize, u32)>,
+    /// Its columns' codes: a range of the loop's column codes.
+    columns: (usize, usize),
 }
 
 fn compact_core<I: InternalIterator + ?Sized>(
@@ -655,6 +657,9 @@ fn compact_core<I: InternalIterator + ?Sized>(
     let mut buf: Vec<u8> = Vec::new();
     let mut spans: Vec<Span> = Vec::new();
     let mut dicts: Vec<Arc<Dictionary>> = Vec::new();
+    // (value column, index into `dicts`, code) of the versions' columns
+    // their sources store as codes.
+    let mut column_codes: Vec<(usize, usize, u32)> = Vec::new();
     let mut cur_key: Vec<u8> = Vec::new();
     let mut key_buf = Vec::new();
     let mut have_key = false;
@@ -695,21 +700,24 @@ fn compact_core<I: InternalIterator + ?Sized>(
                     // bytes (a merge result is a new value). Nothing to look
                     // for when no input gave codes.
                     let trailer = seqno.get() << 8 | kind as u64;
-                    let coded = (!dicts.is_empty())
+                    let source = (!dicts.is_empty())
                         .then(|| {
                             spans.iter().filter(mine).find(|s| {
-                                s.code.is_some()
+                                (s.code.is_some() || s.columns.0 < s.columns.1)
                                     && s.trailer == trailer
                                     && std::ptr::eq(value_of(s), value)
                             })
                         })
-                        .flatten()
-                        .and_then(|s| s.code)
-                        .map(|(d, code)| CodedValue {
+                        .flatten();
+                    let codes = source.map_or_else(Codes::default, |s| Codes {
+                        value: s.code.map(|(d, code)| CodedValue {
                             dictionary: &dicts[d],
                             code,
-                        });
-                    emit(out, &key_buf, value, coded)
+                        }),
+                        columns: &column_codes[s.columns.0..s.columns.1],
+                        dictionaries: &dicts,
+                    });
+                    emit(out, &key_buf, value, codes)
                 };
                 match policy.reducer {
                     None => reduce_key(&cur_key, &vs, policy, &mut stats, &mut write)?,
@@ -719,6 +727,7 @@ fn compact_core<I: InternalIterator + ?Sized>(
             }
             buf.clear();
             spans.clear();
+            column_codes.clear();
             have_key = false;
         }
         if !valid {
@@ -742,19 +751,13 @@ fn compact_core<I: InternalIterator + ?Sized>(
             have_key = true;
         }
         let start = buf.len();
+        let columns_start = column_codes.len();
+        input.column_codes(&mut |v, cv| {
+            let d = dict_index(&mut dicts, cv.dictionary);
+            column_codes.push((v, d, cv.code));
+        });
         let code = match input.value_code() {
-            Some(cv) => {
-                // Inputs are a few files: the last dictionary met is
-                // almost always the one.
-                let d = match dicts.iter().rposition(|d| Arc::ptr_eq(d, cv.dictionary)) {
-                    Some(d) => d,
-                    None => {
-                        dicts.push(Arc::clone(cv.dictionary));
-                        dicts.len() - 1
-                    }
-                };
-                Some((d, cv.code))
-            }
+            Some(cv) => Some((dict_index(&mut dicts, cv.dictionary), cv.code)),
             None => {
                 buf.extend_from_slice(input.value());
                 None
@@ -766,12 +769,25 @@ fn compact_core<I: InternalIterator + ?Sized>(
             end: buf.len(),
             owner: owner(input),
             code,
+            columns: (columns_start, column_codes.len()),
         });
         stats.entries_in += 1;
         input.next();
     }
     input.status()?;
     Ok(stats)
+}
+
+/// `dictionary`'s index in `dicts`, added if new. Inputs are a few files:
+/// the last dictionary met is almost always the one.
+fn dict_index(dicts: &mut Vec<Arc<Dictionary>>, dictionary: &Arc<Dictionary>) -> usize {
+    match dicts.iter().rposition(|d| Arc::ptr_eq(d, dictionary)) {
+        Some(d) => d,
+        None => {
+            dicts.push(Arc::clone(dictionary));
+            dicts.len() - 1
+        }
+    }
 }
 
 #[cfg(test)]

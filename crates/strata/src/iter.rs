@@ -41,6 +41,13 @@ pub trait InternalIterator: Send {
     fn value_code(&self) -> Option<crate::dict::CodedValue<'_>> {
         None
     }
+    /// Calls `f(v, code)` for each value column `v` the current entry's
+    /// source stores as a code into a dictionary (string columns of
+    /// column-group files), so that compaction can carry those codes. The
+    /// default, for sources without, calls nothing. REQUIRES: `valid()`.
+    fn column_codes(&self, f: &mut dyn FnMut(usize, crate::dict::CodedValue<'_>)) {
+        let _ = f;
+    }
     /// Makes `value()` readable. A source may position itself lazily
     /// (knowing its current key without reading the entry: a level whose
     /// next entry is a file's first, see [`crate::version::LevelIter::new_lazy`]);
@@ -607,6 +614,11 @@ impl InternalIterator for MergingIterator {
 
     fn value_code(&self) -> Option<crate::dict::CodedValue<'_>> {
         self.children[self.current?].value_code()
+    }
+    fn column_codes(&self, f: &mut dyn FnMut(usize, crate::dict::CodedValue<'_>)) {
+        if let Some(c) = self.current {
+            self.children[c].column_codes(f)
+        }
     }
 
     fn status(&self) -> Result<()> {

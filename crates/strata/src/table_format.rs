@@ -109,17 +109,17 @@ impl fmt::Debug for dyn TableFormat {
 pub trait TableWriter: Send {
     /// Adds an entry.
     fn add(&mut self, internal_key: &[u8], value: &[u8]) -> Result<()>;
-    /// Adds an entry whose value an input file stored as `coded` (a code
-    /// into its dictionary; `value` is the same value's bytes). A
-    /// dictionary-encoded writer keeps the code and remaps it when the file
-    /// is finished; the default ignores it.
+    /// Adds an entry whose value, or some of whose columns, an input file
+    /// stored as codes into its dictionaries (`value` holds the same
+    /// values' bytes). A writer with dictionaries keeps the codes and
+    /// remaps them when the file is finished; the default ignores them.
     fn add_coded(
         &mut self,
         internal_key: &[u8],
         value: &[u8],
-        coded: Option<crate::dict::CodedValue<'_>>,
+        codes: crate::dict::Codes<'_>,
     ) -> Result<()> {
-        let _ = coded;
+        let _ = codes;
         self.add(internal_key, value)
     }
     /// Entries added so far.
@@ -351,6 +351,9 @@ impl InternalIterator for TableHandleIter {
     }
     fn value_code(&self) -> Option<crate::dict::CodedValue<'_>> {
         each!(self, it => it.value_code(), None)
+    }
+    fn column_codes(&self, f: &mut dyn FnMut(usize, crate::dict::CodedValue<'_>)) {
+        each!(self, it => it.column_codes(f), ())
     }
     fn may_contain_user_key(&self, user_key: &[u8]) -> bool {
         each!(self, it => it.may_contain_user_key(user_key), true)

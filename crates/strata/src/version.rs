@@ -526,6 +526,11 @@ impl InternalIterator for LevelIter {
     fn value_code(&self) -> Option<crate::dict::CodedValue<'_>> {
         self.current.as_ref()?.value_code()
     }
+    fn column_codes(&self, f: &mut dyn FnMut(usize, crate::dict::CodedValue<'_>)) {
+        if let Some(c) = &self.current {
+            c.column_codes(f)
+        }
+    }
     fn settle(&mut self) {
         self.load_pending();
     }

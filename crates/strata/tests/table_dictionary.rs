@@ -203,6 +203,11 @@ fn tables_with_dictionaries_read_like_tables_without_through_restarts() {
             s.plain_value_files_written > before.plain_value_files_written,
             "{s:?}"
         );
+        // Compactions of files with dictionaries carried `city` as codes.
+        assert!(
+            s.values_carried_as_codes > before.values_carried_as_codes,
+            "{s:?}"
+        );
         db.close().expect("close");
     }
     assert_eq!(plain_model, coded_model);

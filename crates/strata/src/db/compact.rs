@@ -288,43 +288,39 @@ impl DbInner {
             b.finish()
                 .inspect_err(|_| self.remove_tables(std::iter::once(number)))
         };
-        let mut emit = |i: usize,
-                        k: &[u8],
-                        v: &[u8],
-                        coded: Option<crate::dict::CodedValue<'_>>|
-         -> Result<()> {
-            let o = &mut outs[i];
-            let uk = user_key(k);
-            let split = o
-                .builder
-                .as_ref()
-                .is_some_and(|b| b.estimated_file_size() >= target && uk != o.last_ukey.as_slice());
-            if split && let Some(b) = o.builder.take() {
-                o.done.push(finish(b)?);
-            }
-            if o.builder.is_none() {
-                let number = self.allocate_file_number()?;
-                o.builder = Some(TableOutput::create(
-                    FileTarget {
-                        vfs: &self.vfs,
-                        dir: &self.path,
-                        db_id: &self.db_id,
-                        stats: &self.stats,
-                    },
-                    number,
-                    opts,
-                    &o.format,
-                    t.output_level,
-                    o.group,
-                )?);
-            }
-            if let Some(b) = o.builder.as_mut() {
-                b.add(k, v, coded)?;
-            }
-            o.last_ukey.clear();
-            o.last_ukey.extend_from_slice(uk);
-            Ok(())
-        };
+        let mut emit =
+            |i: usize, k: &[u8], v: &[u8], coded: crate::dict::Codes<'_>| -> Result<()> {
+                let o = &mut outs[i];
+                let uk = user_key(k);
+                let split = o.builder.as_ref().is_some_and(|b| {
+                    b.estimated_file_size() >= target && uk != o.last_ukey.as_slice()
+                });
+                if split && let Some(b) = o.builder.take() {
+                    o.done.push(finish(b)?);
+                }
+                if o.builder.is_none() {
+                    let number = self.allocate_file_number()?;
+                    o.builder = Some(TableOutput::create(
+                        FileTarget {
+                            vfs: &self.vfs,
+                            dir: &self.path,
+                            db_id: &self.db_id,
+                            stats: &self.stats,
+                        },
+                        number,
+                        opts,
+                        &o.format,
+                        t.output_level,
+                        o.group,
+                    )?);
+                }
+                if let Some(b) = o.builder.as_mut() {
+                    b.add(k, v, coded)?;
+                }
+                o.last_ukey.clear();
+                o.last_ukey.extend_from_slice(uk);
+                Ok(())
+            };
         let r: Result<DropStats> = compaction::compact_entries_fanout(
             input,
             owner_of,

@@ -83,7 +83,7 @@ impl TableOutput {
         &mut self,
         internal_key: &[u8],
         value: &[u8],
-        coded: Option<crate::dict::CodedValue<'_>>,
+        coded: crate::dict::Codes<'_>,
     ) -> Result<()> {
         self.writer.add_coded(internal_key, value, coded)
     }
@@ -140,7 +140,7 @@ pub(super) fn build_table(
             if let Some(c) = copy.as_deref_mut() {
                 c.add(k, v);
             }
-            b.add(k, v, None)
+            b.add(k, v, crate::dict::Codes::default())
         },
         stop,
     );

@@ -45,5 +45,36 @@ pub struct CodedValue<'a> {
     /// The value's code in it.
     pub code: u32,
 }
+/// The codes an entry's value has in its source file's dictionaries, as
+/// compaction hands a surviving entry to an output's writer: the whole
+/// value's (a dictionary-encoded key-value file), or some columns' (the
+/// string columns of a column-group file stored as codes).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Codes<'a> {
+    /// The whole value's code.
+    pub value: Option<CodedValue<'a>>,
+    /// (value column, index into `dictionaries`, code), per column stored
+    /// as codes.
+    pub columns: &'a [(usize, usize, u32)],
+    /// The dictionaries `columns` refers to.
+    pub dictionaries: &'a [Arc<Dictionary>],
+}
+
+impl<'a> Codes<'a> {
+    /// Value column `v`'s code, if the source gave one.
+    pub fn column(&self, v: usize) -> Option<CodedValue<'a>> {
+        let &(_, d, code) = self.columns.iter().find(|c| c.0 == v)?;
+        Some(CodedValue {
+            dictionary: self.dictionaries.get(d)?,
+            code,
+        })
+    }
+
+    /// Whether there is no code at all.
+    pub fn is_empty(&self) -> bool {
+        self.value.is_none() && self.columns.is_empty()
+    }
+}
+
 pub use predicate::ValuePredicate;
 pub use select::{CodeSet, Kernel};

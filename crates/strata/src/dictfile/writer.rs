@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use super::block::DictBlockBuilder;
 use super::meta::{BlockMeta, DICT_FOOTER, DICT_FORMAT_VERSION, Index};
-use crate::dict::CodedValue;
+use crate::dict::Codes;
 use crate::dict::column::{Slot, ValueColumn};
 use crate::error::{Error, Result};
 use crate::key::{SeqNo, ValueKind, compare_internal, parse_internal_key, trailer};
@@ -230,15 +230,10 @@ impl DictWriter {
 
 impl TableWriter for DictWriter {
     fn add(&mut self, internal_key: &[u8], value: &[u8]) -> Result<()> {
-        self.add_coded(internal_key, value, None)
+        self.add_coded(internal_key, value, Codes::default())
     }
 
-    fn add_coded(
-        &mut self,
-        internal_key: &[u8],
-        value: &[u8],
-        coded: Option<CodedValue<'_>>,
-    ) -> Result<()> {
+    fn add_coded(&mut self, internal_key: &[u8], value: &[u8], codes: Codes<'_>) -> Result<()> {
         if let Some(e) = &self.failed {
             return Err(e.duplicate());
         }
@@ -264,7 +259,7 @@ impl TableWriter for DictWriter {
                 if kind == ValueKind::Merge {
                     self.props.num_merges += 1;
                 }
-                match coded {
+                match codes.value {
                     Some(c) => self.values.push_coded(c),
                     None => self.values.push_bytes(value),
                 }

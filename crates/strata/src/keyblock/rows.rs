@@ -49,6 +49,9 @@ pub trait RowSource: Send + Sync + 'static {
     fn value_code(_block: &Self::Block, _r: usize) -> Option<CodedValue<'_>> {
         None
     }
+    /// Calls `f(v, code)` for each value column `v` of row `r` stored as a
+    /// code, for a format that stores columns so.
+    fn column_codes(_block: &Self::Block, _r: usize, _f: &mut dyn FnMut(usize, CodedValue<'_>)) {}
     /// Row `r`'s value (empty for a tombstone) into `value` (cleared first).
     /// Used unless `BORROWS_VALUES`.
     fn value_into(
@@ -372,6 +375,12 @@ impl<S: RowSource> InternalIterator for RowIter<S> {
 
     fn value_code(&self) -> Option<CodedValue<'_>> {
         S::value_code(self.block.as_ref()?, self.row)
+    }
+
+    fn column_codes(&self, f: &mut dyn FnMut(usize, CodedValue<'_>)) {
+        if let Some(b) = self.block.as_ref() {
+            S::column_codes(b, self.row, f)
+        }
     }
 
     fn may_contain_user_key(&self, user_key: &[u8]) -> bool {

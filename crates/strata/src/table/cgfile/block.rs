@@ -375,6 +375,18 @@ impl CgBlock {
         }
     }
 
+    /// Calls `f(v, code)` for each column `v` of the block stored as codes
+    /// whose row `r` carries a non-null value.
+    pub fn for_each_code(&self, r: usize, f: &mut dyn FnMut(usize, CodedValue<'_>)) {
+        for (i, c) in self.columns.iter().enumerate() {
+            if c.codes.is_some()
+                && let Some(code) = self.value_code(i, r)
+            {
+                f(c.v, code);
+            }
+        }
+    }
+
     /// Row `r`'s value of the block's `i`-th column as a code into the
     /// file's dictionary, if the column is stored as codes and the row
     /// carries a non-null value.

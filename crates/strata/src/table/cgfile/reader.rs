@@ -313,6 +313,13 @@ impl RowSource for CgReader {
     fn scratch(&self) -> PieceEncoder {
         PieceEncoder::new(&self.shape.pieces)
     }
+    fn column_codes(
+        block: &CgBlock,
+        r: usize,
+        f: &mut dyn FnMut(usize, crate::dict::CodedValue<'_>),
+    ) {
+        block.for_each_code(r, f)
+    }
     fn value_into(&self, block: &CgBlock, r: usize, enc: &mut PieceEncoder, value: &mut Vec<u8>) {
         value.clear();
         if block.kind(r) != ValueKind::Delete {

@@ -20,8 +20,8 @@ use super::meta::{
     BlockMeta, CG_FOOTER, CG_FORMAT_VERSION, CG_FORMAT_VERSION_PLAIN, CgProperties, DictionaryMeta,
     encode_index,
 };
-use crate::dict::CodedValue;
 use crate::dict::column::{SettledColumn, Slot, ValueColumn};
+use crate::dict::{CodedValue, Codes};
 use crate::error::{Error, Result};
 use crate::key::{SeqNo, ValueKind, parse_internal_key, trailer};
 use crate::sst::bloom::BloomFilterBuilder;
@@ -375,12 +375,7 @@ impl CgWriter {
         Ok(out.offset + r.map_err(|e| self.fail(e))?)
     }
 
-    fn add_entry(
-        &mut self,
-        internal_key: &[u8],
-        value: &[u8],
-        coded: &[Option<CodedValue<'_>>],
-    ) -> Result<()> {
+    fn add_entry(&mut self, internal_key: &[u8], value: &[u8], codes: Codes<'_>) -> Result<()> {
         self.check_failed()?;
         let parsed = parse_internal_key(internal_key).ok_or_else(|| {
             Error::corruption(&self.path, 0, "malformed internal key handed to the writer")
@@ -414,9 +409,14 @@ impl CgWriter {
                         format!("entry to write is not a row piece: {e}"),
                     )
                 })?;
-                for (i, c) in self.columns.iter_mut().enumerate() {
+                for c in &mut self.columns {
                     let cell = view.get(&self.shape.pieces, c.v);
-                    c.push(r, cell, coded.get(i).copied().flatten());
+                    let coded = if codes.columns.is_empty() {
+                        None
+                    } else {
+                        codes.column(c.v)
+                    };
+                    c.push(r, cell, coded);
                 }
                 if kind == ValueKind::Merge {
                     self.props.num_merges += 1;
@@ -449,7 +449,11 @@ struct Output {
 
 impl TableWriter for CgWriter {
     fn add(&mut self, internal_key: &[u8], value: &[u8]) -> Result<()> {
-        self.add_entry(internal_key, value, &[])
+        self.add_entry(internal_key, value, Codes::default())
+    }
+
+    fn add_coded(&mut self, internal_key: &[u8], value: &[u8], codes: Codes<'_>) -> Result<()> {
+        self.add_entry(internal_key, value, codes)
     }
 
     fn num_entries(&self) -> u64 {
