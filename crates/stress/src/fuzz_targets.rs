@@ -28,6 +28,11 @@ use strata::manifest::VersionEdit;
 use strata::sst::format::{BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, Footer, block_trailer};
 use strata::sst::{Block, TableReader};
 use strata::stats::Statistics;
+use strata::table::ColumnType;
+use strata::table::cgfile::CgReader;
+use strata::table::cgfile::meta::{CG_FORMAT_VERSION, CG_MAGIC, CgProperties, decode_index};
+use strata::table::piece::PieceSchema;
+use strata::table::shape::TableShape;
 use strata::table_format::{OpenContext, TableSource};
 use strata::vfs::RandomAccessFile;
 use strata_cli::shell::{Command, parse_line};
@@ -44,6 +49,8 @@ pub const TARGETS: &[&str] = &[
     "dict_file",
     "dict_file_repaired",
     "dictionary",
+    "cg_file",
+    "cg_file_repaired",
 ];
 
 /// The check of target `name`.
@@ -58,6 +65,8 @@ pub fn by_name(name: &str) -> Option<fn(&[u8])> {
         "dict_file" => dict_file,
         "dict_file_repaired" => dict_file_repaired,
         "dictionary" => dictionary,
+        "cg_file" => cg_file,
+        "cg_file_repaired" => cg_file_repaired,
         _ => return None,
     })
 }
@@ -295,6 +304,150 @@ pub fn sst_table_repaired(data: &[u8]) {
     let mut d = data.to_vec();
     repair_table_checksums(&mut d);
     sst_table(&d);
+}
+
+/// The value columns of the table whose column-group files `cg_file`
+/// reads (its seeds are written for it): one of each type.
+pub fn cg_shape() -> Arc<TableShape> {
+    Arc::new(TableShape::new(PieceSchema::from_types(vec![
+        ColumnType::Int32,
+        ColumnType::Utf8,
+        ColumnType::Binary,
+        ColumnType::Int64,
+        ColumnType::Float64,
+        ColumnType::Bool,
+    ])))
+}
+
+/// Bytes as a column-group file of [`cg_shape`]'s table, with and without
+/// a block cache: open, verify, iterate both ways, look keys up, read every
+/// cell of every block. A file that passes `verify` iterates as many
+/// entries as its properties say, in strict order, and the index's code
+/// ranges of its columns of codes are those of the blocks' codes.
+pub fn cg_file(data: &[u8]) {
+    for cache in [Some(Arc::new(BlockCache::new(1 << 20))), None] {
+        let ctx = OpenContext {
+            file_number: FileNumber(1),
+            cache,
+            stats: Arc::new(Statistics::default()),
+        };
+        cg_file_with(data, &ctx);
+    }
+}
+
+fn cg_file_with(data: &[u8], ctx: &OpenContext) {
+    let file = Arc::new(BytesFile(data.to_vec()));
+    let Ok(reader) = CgReader::open(file, PathBuf::from("fuzz.sst"), cg_shape(), ctx) else {
+        return;
+    };
+    let reader = Arc::new(reader);
+    let verified = TableSource::verify(&*reader).is_ok();
+    let entries = check_reads(
+        data,
+        verified,
+        &|| Box::new(strata::keyblock::RowIter::new(Arc::clone(&reader))),
+        &|u, s, f| TableSource::get(&*reader, u, s, f),
+    );
+    let columns = reader.columns().len();
+    for i in 0..reader.blocks().len().min(MAX_DICT_BLOCKS) {
+        let Ok(block) = reader.block(i) else {
+            continue;
+        };
+        for c in 0..columns {
+            let view = block.column_view(c);
+            let mut codes: Option<(u32, u32)> = None;
+            for r in 0..block.rows() {
+                let _ = block.cell(c, r);
+                if let Some(code) = block.value_code(c, r) {
+                    let (lo, hi) = codes.get_or_insert((code.code, code.code));
+                    (*lo, *hi) = ((*lo).min(code.code), (*hi).max(code.code));
+                    assert!(
+                        (code.code as usize) < code.dictionary.len(),
+                        "a parsed block has a code past its dictionary"
+                    );
+                    assert_eq!(
+                        block.cell(c, r),
+                        Some(strata::table::piece::Cell::Bytes(
+                            code.dictionary.value(code.code)
+                        )),
+                        "a row's cell is not its code's value"
+                    );
+                }
+            }
+            assert_eq!(
+                view.codes().is_some(),
+                reader.is_coded(c),
+                "a block's column is codes where the file has no dictionary, or the reverse"
+            );
+            let s = &reader.blocks()[i].stats[c];
+            if verified && s.codes {
+                let code = |m: &Option<Vec<u8>>| {
+                    m.as_deref()
+                        .map(|m| u32::from_le_bytes(m.try_into().unwrap_or([0; 4])))
+                };
+                assert_eq!(
+                    (code(&s.min), code(&s.max)),
+                    (codes.map(|c| c.0), codes.map(|c| c.1)),
+                    "a verified file's code range disagrees with its block"
+                );
+            }
+        }
+    }
+    if let Some(e) = entries {
+        assert_eq!(
+            e.len() as u64,
+            reader.properties().num_entries,
+            "a verified file iterates another number of entries than its properties say"
+        );
+        assert!(
+            e.windows(2)
+                .all(|w| key::compare_internal(&w[0].0, &w[1].0) == std::cmp::Ordering::Less),
+            "a verified file's entries are not in strict internal-key order"
+        );
+    }
+}
+
+/// Rewrites the checksums of a column-group file's image: the footer gets
+/// the column-group magic, version 2 and its CRC; the filter, properties
+/// and index blocks, and the dictionary and data blocks they list (when in
+/// bounds), get their trailer CRCs recomputed.
+pub fn repair_cg_checksums(data: &mut [u8]) {
+    let Some((fo, footer)) = footer_of(data, CG_FORMAT_VERSION) else {
+        return;
+    };
+    let mut enc = footer.encode();
+    enc[FOOTER_LEN - 8..].copy_from_slice(&CG_MAGIC.to_le_bytes());
+    data[fo..].copy_from_slice(&enc);
+    fix_filter(data, fo, footer.filter);
+    let path = Path::new("fuzz.sst");
+    // Meta blocks are never compressed by the writer.
+    let Some(raw) = fix_block(data, fo, footer.properties) else {
+        return;
+    };
+    let Ok(props) = CgProperties::decode(&raw, path, footer.properties.offset) else {
+        return;
+    };
+    for d in props.dictionaries.iter().take(MAX_ENTRIES) {
+        fix_block(data, fo, d.handle);
+    }
+    let Some(raw) = fix_block(data, fo, footer.index) else {
+        return;
+    };
+    let Ok(blocks) = decode_index(&raw, props.columns.len(), path, footer.index.offset) else {
+        return;
+    };
+    for b in blocks.iter().take(MAX_ENTRIES) {
+        fix_block(data, fo, b.handle);
+    }
+}
+
+/// [`cg_file`] after [`repair_cg_checksums`]: reaches the index,
+/// dictionary, block and properties parsing that checksums shield from
+/// plain byte mutations.
+pub fn cg_file_repaired(data: &[u8]) {
+    let mut d = data.to_vec();
+    repair_cg_checksums(&mut d);
+    cg_file(&d);
 }
 
 /// Blocks of a dictionary-encoded file whose codes are scanned at most.

@@ -15,7 +15,7 @@ use strata::manifest::{NewFile, TableFile, VersionEdit};
 use strata::sst::block::BlockBuilder;
 use strata::sst::{Compression, TableBuilder, TableBuilderOptions};
 use strata::stats::Statistics;
-use strata::table_format::{GroupId, TableFormat, WriterContext};
+use strata::table_format::{GroupId, TableFormat, TableWriter, WriterContext};
 use strata::vfs::Vfs;
 use strata::vfs_mem::MemVfs;
 use strata::{Db, KeyspaceOptions, Options, WriteBatch, WriteOptions};
@@ -162,6 +162,76 @@ fn compacted_dict_file(vfs: &MemVfs) -> io::Result<Vec<u8>> {
     }
     drop(db);
     best.ok_or_else(|| io::Error::other("no table file in the seed database"))
+}
+
+/// A column-group file of the fuzz targets' table
+/// ([`crate::fuzz_targets::cg_shape`]) holding value columns `columns`,
+/// written by the format's own writer from [`entries`]' keys with rows of
+/// every type (few distinct strings when `few` is set).
+fn cg_file(
+    vfs: &MemVfs,
+    name: &str,
+    opts: TableBuilderOptions,
+    columns: &[usize],
+    max_distinct_ratio: f64,
+    n: usize,
+    few: bool,
+) -> io::Result<Vec<u8>> {
+    use strata::table::cgfile::CgWriter;
+    use strata::table::piece::{Cell, PieceEncoder};
+    let shape = crate::fuzz_targets::cg_shape();
+    let path = PathBuf::from(format!("/seeds/{name}.sst"));
+    let stats = Arc::new(Statistics::default());
+    let ctx = WriterContext {
+        options: &opts,
+        level: strata::Level(2),
+        group: GroupId(3),
+        owner_db_id: b"seed-database-id",
+        file_number: Fnum(9),
+        stats: &stats,
+    };
+    let file = vfs.create(&path).map_err(err)?;
+    let mut w = CgWriter::new(
+        file,
+        path.clone(),
+        Arc::clone(&shape),
+        GroupId(3),
+        columns,
+        &ctx,
+        max_distinct_ratio,
+    );
+    let strings = few_values(if few { 5 } else { 1000 });
+    let mut enc = PieceEncoder::new(&shape.pieces);
+    let mut piece = Vec::new();
+    for (i, (k, _)) in entries(n, 2).into_iter().enumerate() {
+        let kind = k[k.len() - 8];
+        enc.clear();
+        let text = strings(i, 1);
+        let bin = strings(i + 1, 2);
+        // A merge (kind 2) sets only some columns; every eleventh value of
+        // a column is null.
+        for v in 0..6 {
+            if kind == 2 && v % 2 == 0 {
+                continue;
+            }
+            let cell = match v {
+                _ if (i + v) % 11 == 0 => Cell::Null,
+                0 => Cell::Int32(i as i32 - 50),
+                1 => Cell::Bytes(&text),
+                2 => Cell::Bytes(&bin),
+                3 => Cell::Int64(-(i as i64) << 20),
+                4 => Cell::Float64(i as f64 / 3.0),
+                _ => Cell::Bool(i % 3 == 0),
+            };
+            enc.push(&shape.pieces, v, cell);
+        }
+        piece.clear();
+        enc.finish(&shape.pieces, &mut piece);
+        let value: &[u8] = if kind == 0 { &[] } else { &piece };
+        w.add(&k, value).map_err(err)?;
+    }
+    Box::new(w).finish().map_err(err)?;
+    vfs.read_all(&path).map_err(err)
 }
 
 fn dictionary_encoding(values: &[&[u8]]) -> io::Result<Vec<u8>> {
@@ -444,6 +514,42 @@ pub fn write_all(out: &Path) -> io::Result<usize> {
         )?,
     ));
     files.push(("dict_file", "compacted".into(), compacted_dict_file(&vfs)?));
+
+    let none = Compression::None;
+    for (name, opts, columns, ratio, n, few) in [
+        (
+            "coded",
+            o(512, 16, 10, none),
+            &[0usize, 1, 2, 5][..],
+            0.25,
+            80,
+            true,
+        ),
+        ("plain", o(512, 16, 10, none), &[1, 2, 3], 0.25, 60, false),
+        (
+            "all-lz4",
+            o(1024, 16, 0, Compression::Lz4),
+            &[0, 1, 2, 3, 4, 5],
+            1.0,
+            70,
+            true,
+        ),
+        (
+            "strings-zstd",
+            o(256, 16, 10, Compression::Zstd),
+            &[1, 2],
+            0.5,
+            90,
+            true,
+        ),
+        ("one", o(4096, 16, 10, none), &[1], 1.0, 1, true),
+    ] {
+        files.push((
+            "cg_file",
+            name.into(),
+            cg_file(&vfs, &format!("cg-{name}"), opts, columns, ratio, n, few)?,
+        ));
+    }
 
     files.push(("dictionary", "empty".into(), dictionary_encoding(&[])?));
     files.push((

@@ -46,6 +46,10 @@ pub mod advisor;
 mod arrowio;
 mod auto;
 pub(crate) mod catalog;
+#[cfg(feature = "testing")]
+#[doc(hidden)]
+pub mod cgfile;
+#[cfg(not(feature = "testing"))]
 mod cgfile;
 pub mod cost;
 mod describe;
@@ -59,6 +63,10 @@ mod reduce;
 mod scan;
 pub mod schema;
 mod seam;
+#[cfg(feature = "testing")]
+#[doc(hidden)]
+pub mod shape;
+#[cfg(not(feature = "testing"))]
 mod shape;
 mod stats;
 #[allow(clippy::module_inception)]

@@ -375,6 +375,28 @@ impl CgBlock {
         }
     }
 
+    /// The smallest and largest code of the block's `i`-th column over the
+    /// rows that carry a non-null value, if it is stored as codes and some
+    /// row does (what the index's statistics must say).
+    pub fn code_range(&self, i: usize) -> Option<(u32, u32)> {
+        let c = &self.columns[i];
+        let (_, width) = c.codes.as_ref()?;
+        let view = self.column_view(i);
+        let mut range: Option<(u32, u32)> = None;
+        bitpack::for_each(
+            &self.data[c.values.0..c.values.1],
+            *width,
+            self.rows(),
+            |r, code| {
+                if view.valid(r) {
+                    let (lo, hi) = range.get_or_insert((code, code));
+                    (*lo, *hi) = ((*lo).min(code), (*hi).max(code));
+                }
+            },
+        );
+        range
+    }
+
     /// Calls `f(v, code)` for each column `v` of the block stored as codes
     /// whose row `r` carries a non-null value.
     pub fn for_each_code(&self, r: usize, f: &mut dyn FnMut(usize, CodedValue<'_>)) {

@@ -24,7 +24,7 @@
 
 pub mod block;
 pub mod block_builder;
-mod meta;
+pub mod meta;
 mod reader;
 mod writer;
 

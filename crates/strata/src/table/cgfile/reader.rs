@@ -206,6 +206,11 @@ impl CgReader {
         &self.columns
     }
 
+    /// The properties block.
+    pub fn properties(&self) -> &CgProperties {
+        &self.properties
+    }
+
     /// The data blocks' index entries.
     pub fn blocks(&self) -> &[BlockMeta] {
         &self.blocks
@@ -244,6 +249,28 @@ impl CgReader {
                 meta.handle.offset,
                 "the block disagrees with its index entry (rows or last key)",
             ));
+        }
+        // Scans skip blocks by the index's code ranges: they must be the
+        // block's.
+        for (i, s) in meta.stats.iter().enumerate() {
+            if !s.codes {
+                continue;
+            }
+            let code = |m: &Option<Vec<u8>>| {
+                m.as_deref()
+                    .map(|m| u32::from_le_bytes(m.try_into().unwrap_or([0xff; 4])))
+            };
+            let range = block.code_range(i);
+            if (code(&s.min), code(&s.max)) != (range.map(|r| r.0), range.map(|r| r.1)) {
+                return Err(Error::corruption(
+                    &self.path,
+                    meta.handle.offset,
+                    format!(
+                        "the block's codes of column {} disagree with its index entry",
+                        self.columns[i]
+                    ),
+                ));
+            }
         }
         Ok(block)
     }
