@@ -222,8 +222,8 @@ pub(crate) fn run(db: &Db, rows: u64, out: &mut impl Write) -> Result<i32, Failu
     let d = t.describe()?;
     for l in &d.levels {
         let groups = l.groups.len();
-        let files: usize = l.groups.iter().map(|g| g.1).sum();
-        let bytes: u64 = l.groups.iter().map(|g| g.2).sum();
+        let files: usize = l.groups.iter().map(|g| g.files).sum();
+        let bytes: u64 = l.groups.iter().map(|g| g.bytes).sum();
         writeln!(
             out,
             "   L{}: {groups} group(s), {files} file(s), {:.1} MiB",

@@ -61,6 +61,11 @@ pub enum TableCommand {
         /// cost saving above this fraction (between 0 and 1, e.g. 0.2).
         #[arg(long, value_name = "THRESHOLD")]
         auto: Option<f64>,
+        /// String columns of column-group files get a dictionary of each
+        /// file's distinct values, and store codes, when at most this share
+        /// of a file's values are distinct (default 0.25; 0 never).
+        #[arg(long, value_name = "RATIO")]
+        dictionary_ratio: Option<f64>,
     },
     /// Import the rows of a CSV file (- for standard input) into NAME.
     ///
@@ -345,8 +350,15 @@ pub(crate) fn run(
             layout,
             levels,
             auto,
+            dictionary_ratio,
         } => {
-            create(db, name, columns, key, layout.as_deref(), *levels, *auto)?;
+            let options = CreateOptions {
+                layout: layout.as_deref(),
+                levels: *levels,
+                auto: *auto,
+                dictionary_ratio: *dictionary_ratio,
+            };
+            create(db, name, columns, key, &options)?;
             writeln!(out, "OK")?;
         }
         TableCommand::Import {
@@ -482,29 +494,44 @@ pub(crate) fn run(
     Ok(0)
 }
 
+/// The options of `table create` beyond the schema.
+#[derive(Default)]
+pub struct CreateOptions<'a> {
+    /// `--layout`.
+    pub layout: Option<&'a str>,
+    /// `--levels`.
+    pub levels: Option<usize>,
+    /// `--auto`.
+    pub auto: Option<f64>,
+    /// `--dictionary-ratio`.
+    pub dictionary_ratio: Option<f64>,
+}
+
 fn create(
     db: &Db,
     name: &str,
     columns: &str,
     key: &str,
-    layout: Option<&str>,
-    levels: Option<usize>,
-    auto: Option<f64>,
+    o: &CreateOptions<'_>,
 ) -> Result<Table, Failure> {
     let cols = parse_columns(columns)?;
     let key: Vec<&str> = key.split(',').map(str::trim).collect();
     let schema = Schema::new(cols, &key).map_err(|e| usage(message(&e)))?;
     let mut opts = TableOptions::default();
-    if let Some(l) = layout {
+    if let Some(l) = o.layout {
         opts.layout = l.to_string();
     }
-    if let Some(n) = levels {
+    if let Some(n) = o.levels {
         opts.num_levels = n;
     }
-    opts.auto_layout_threshold = auto;
+    if let Some(r) = o.dictionary_ratio {
+        opts.max_distinct_ratio = r;
+    }
+    opts.auto_layout_threshold = o.auto;
     opts.validate().map_err(|e| {
         let m = message(&e)
             .replace("auto_layout_threshold", "--auto")
+            .replace("max_distinct_ratio", "--dictionary-ratio")
             .replace("num_levels", "--levels");
         usage(format!("invalid option value: {m}"))
     })?;

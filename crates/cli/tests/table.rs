@@ -523,8 +523,9 @@ fn check_finds_a_damaged_column_group_block_and_reads_never_return_it() {
     );
     assert_ok(&r, "create");
     let mut csv = String::from("id,a,b\n");
+    // Every b distinct, so b's file is plain and the largest.
     for i in 0..4000 {
-        csv.push_str(&format!("{i},{},{}\n", i * 7, "v".repeat(30)));
+        csv.push_str(&format!("{i},{},{}{i:05}\n", i * 7, "v".repeat(25)));
     }
     let csv = write_file(t.path(), "m.csv", &csv);
     assert_ok(&strata(&db, &["table", "import", "m", &csv]), "import");
@@ -628,5 +629,40 @@ fn the_demo_builds_a_table_that_the_table_commands_then_read_and_reruns_cleanly(
         2,
         &["--rows"],
         "zero rows",
+    );
+}
+
+#[test]
+fn create_takes_a_dictionary_ratio_and_refuses_a_bad_one() {
+    let t = tempdir();
+    let db = db_dir(&t);
+    let create = |name: &str, ratio: &str| {
+        strata(
+            &db,
+            &[
+                "table",
+                "create",
+                name,
+                "--columns",
+                "id:i64, city:utf8?",
+                "--key",
+                "id",
+                "--layout",
+                "column",
+                "--dictionary-ratio",
+                ratio,
+            ],
+        )
+    };
+    let r = create("bad", "1.5");
+    assert_fails(&r, 2, &["--dictionary-ratio", "1.5"], "ratio above 1");
+    let r = create("cities", "0.5");
+    assert_ok(&r, "create with a ratio");
+    let r = strata(&db, &["table", "describe", "cities"]);
+    assert_ok(&r, "describe");
+    assert!(
+        r.stdout.contains("at most 50% of its values"),
+        "{}",
+        r.stdout
     );
 }

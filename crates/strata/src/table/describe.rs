@@ -68,9 +68,22 @@ pub struct TableStatistics {
 pub struct LevelDescription {
     /// The level.
     pub level: usize,
-    /// Per column group with files on the level: its columns (names), files
-    /// and bytes.
-    pub groups: Vec<(Vec<String>, usize, u64)>,
+    /// Per column group with files on the level.
+    pub groups: Vec<GroupDescription>,
+}
+
+/// One column group's run on one level.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupDescription {
+    /// Its columns (names).
+    pub columns: Vec<String>,
+    /// Its files.
+    pub files: usize,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Per string column (name), the files that store it as codes into a
+    /// dictionary; columns no file does are left out.
+    pub dictionary_files: Vec<(String, usize)>,
 }
 
 /// What `describe` shows of a table.
@@ -98,15 +111,31 @@ impl fmt::Display for TableDescription {
         for line in self.layout.describe(&self.schema).lines() {
             writeln!(f, "  {line}")?;
         }
+        let r = self.options.max_distinct_ratio;
+        if r > 0.0 {
+            writeln!(
+                f,
+                "dictionaries: a string column of a columnar file gets one when at most {}% of its values there are distinct",
+                r * 100.0
+            )?;
+        } else {
+            writeln!(f, "dictionaries: off")?;
+        }
         writeln!(f, "stored:")?;
         for l in &self.levels {
-            for (cols, files, bytes) in &l.groups {
-                writeln!(
+            for g in &l.groups {
+                write!(
                     f,
-                    "  L{}: <{}> {files} files, {bytes} bytes",
+                    "  L{}: <{}> {} files, {} bytes",
                     l.level,
-                    cols.join(",")
+                    g.columns.join(","),
+                    g.files,
+                    g.bytes
                 )?;
+                for (c, n) in &g.dictionary_files {
+                    write!(f, ", {c} dictionary-encoded in {n}")?;
+                }
+                writeln!(f)?;
             }
         }
         let s = &self.stats;

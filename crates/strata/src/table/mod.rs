@@ -81,7 +81,9 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 
 pub use arrowio::{array_to_values, values_to_array};
-pub use describe::{LayoutAdvice, LevelDescription, TableDescription, TableStatistics};
+pub use describe::{
+    GroupDescription, LayoutAdvice, LevelDescription, TableDescription, TableStatistics,
+};
 pub use layout::TableLayout;
 pub use options::TableOptions;
 pub use predicate::{CmpOp, Predicate};
@@ -564,12 +566,27 @@ impl Table {
         for l in 0..sv.version.num_levels() {
             let mut groups = Vec::new();
             for (g, files) in sv.version.runs(Level::from_index(l)) {
-                let cols = state
-                    .shape
-                    .group_columns(g)
-                    .map(&name_of)
-                    .unwrap_or_default();
-                groups.push((cols, files.len(), files.iter().map(|f| f.size).sum()));
+                let columns = state.shape.group_columns(g).unwrap_or_default();
+                let mut dictionary_files = Vec::new();
+                for &v in columns {
+                    let n = files
+                        .iter()
+                        .filter(|f| {
+                            cgfile::CgReader::of(f).is_some_and(|r| {
+                                r.properties().dictionaries.iter().any(|d| d.column == v)
+                            })
+                        })
+                        .count();
+                    if n > 0 {
+                        dictionary_files.push((i.schema.value_column(v).name.clone(), n));
+                    }
+                }
+                groups.push(GroupDescription {
+                    columns: name_of(columns),
+                    files: files.len(),
+                    bytes: files.iter().map(|f| f.size).sum(),
+                    dictionary_files,
+                });
             }
             if !groups.is_empty() {
                 levels.push(LevelDescription { level: l, groups });
