@@ -159,6 +159,11 @@ pub struct SuiteArgs {
     /// opd suite: entries of each sweep point (default: --num / 4).
     #[arg(long, value_parser = count_arg)]
     pub sweep_num: Option<u64>,
+    /// opd suite: rows of the table phase (dictionary-encoded string
+    /// columns of a table against plain ones, SQLite and DuckDB; default
+    /// --num, 0 skips it).
+    #[arg(long, value_parser = count_arg)]
+    pub opd_table_rows: Option<u64>,
     /// Writes a markdown section (machine, command, tables, ratios, charts)
     /// for docs/BENCHMARKS.md to this file.
     #[arg(long)]

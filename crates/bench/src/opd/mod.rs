@@ -18,6 +18,7 @@
 //! codes (this machine's single-core streaming limit) in the same run.
 
 mod measure;
+mod table;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -214,6 +215,7 @@ struct Config {
     mix_ops: u64,
     sweep: Vec<f64>,
     sweep_num: u64,
+    table_rows: u64,
     db: PathBuf,
 }
 
@@ -394,6 +396,7 @@ pub fn run(sa: &SuiteArgs) -> Result<()> {
         mix_ops: sa.mix_ops,
         sweep: parse_shares(&sa.sweep)?,
         sweep_num: sa.sweep_num.unwrap_or(settings.num / 4).max(1000),
+        table_rows: sa.opd_table_rows.unwrap_or(settings.num),
         db: sa.args.db.clone(),
         settings,
     };
@@ -451,12 +454,21 @@ pub fn run(sa: &SuiteArgs) -> Result<()> {
         }
         results.push(r);
     }
+    let tables = if c.table_rows > 0 {
+        table::run(&d, c.table_rows, c.filters, s.seed, &c.db, s.cache_size)?
+    } else {
+        Vec::new()
+    };
     let sweep = run_sweep(&c)?;
     let chart = match &sa.args.plot {
         Some(dir) => Some(sweep_chart(&sweep, dir)?),
         None => None,
     };
-    let text = report(&c, &d, &k, &results, &sweep, &notes, chart.as_deref());
+    let mut text = report(&c, &d, &k, &results, &sweep, &notes, chart.as_deref());
+    if !tables.is_empty() {
+        text.push('\n');
+        text.push_str(&table::report(&tables, c.table_rows, c.filters));
+    }
     println!("{text}");
     if let Some(path) = &sa.report {
         crate::report::write_report(path, &text)?;
