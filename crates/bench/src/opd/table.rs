@@ -29,8 +29,8 @@ use strata::table::{
 use strata::{Db, Options};
 
 use super::measure::Dataset;
-use crate::keys::permutation;
 use crate::engine::dir_usage;
+use crate::keys::permutation;
 use crate::{Error, Result};
 
 /// Rows per insert batch.
@@ -69,7 +69,10 @@ impl Rows {
     }
 
     fn batch(&self, d: &Dataset, range: std::ops::Range<usize>) -> Result<RecordBatch> {
-        let ids: Vec<i64> = self.order[range.clone()].iter().map(|&k| k as i64).collect();
+        let ids: Vec<i64> = self.order[range.clone()]
+            .iter()
+            .map(|&k| k as i64)
+            .collect();
         let cities: Vec<&str> = self.cities[range]
             .iter()
             .map(|&c| std::str::from_utf8(&d.values[c as usize]).unwrap_or(""))
@@ -169,8 +172,11 @@ fn strata_run(
     let mut secs = Vec::new();
     let mut matches = Vec::new();
     for (lo, hi) in filters {
-        let p = Predicate::cmp("city", CmpOp::Ge, Value::Utf8(lo.clone()))
-            .and(Predicate::cmp("city", CmpOp::Lt, Value::Utf8(hi.clone())));
+        let p = Predicate::cmp("city", CmpOp::Ge, Value::Utf8(lo.clone())).and(Predicate::cmp(
+            "city",
+            CmpOp::Lt,
+            Value::Utf8(hi.clone()),
+        ));
         let start = Instant::now();
         let mut count = 0u64;
         for b in t
@@ -227,7 +233,8 @@ fn sqlite_run(
             for i in lo..(lo + BATCH).min(n) {
                 let k = rows.order[i] as i64;
                 let city = std::str::from_utf8(&d.values[rows.cities[i] as usize]).unwrap_or("");
-                st.execute(rusqlite::params![k, city, k % 1000]).map_err(e)?;
+                st.execute(rusqlite::params![k, city, k % 1000])
+                    .map_err(e)?;
             }
         }
         tx.commit().map_err(e)?;
@@ -299,7 +306,8 @@ fn duckdb_run(
         let mut w = std::io::BufWriter::new(std::fs::File::create(&csv).map_err(io)?);
         for (i, &k) in rows.order.iter().enumerate() {
             // Values are printable ASCII: quote them, doubling quotes.
-            let city = String::from_utf8_lossy(&d.values[rows.cities[i] as usize]).replace('"', "\"\"");
+            let city =
+                String::from_utf8_lossy(&d.values[rows.cities[i] as usize]).replace('"', "\"\"");
             writeln!(w, "{k},\"{city}\",{}", k % 1000).map_err(io)?;
         }
         w.flush().map_err(io)?;
@@ -337,8 +345,11 @@ fn duckdb_run(
         }
         return Err(Error(format!("{SCRIPT} failed: {err}")));
     }
-    let r: DuckResult = serde_json::from_slice(&out.stdout)
-        .map_err(|e| Error(format!("{SCRIPT} printed something that is not its JSON: {e}")))?;
+    let r: DuckResult = serde_json::from_slice(&out.stdout).map_err(|e| {
+        Error(format!(
+            "{SCRIPT} printed something that is not its JSON: {e}"
+        ))
+    })?;
     let _ = std::fs::remove_dir_all(dir);
     Ok(Some(TableResult {
         label: format!("DuckDB {}", r.version),
@@ -363,8 +374,19 @@ pub fn run(
     let r = Rows::new(d, rows, seed);
     let f = ranges(d, filters, seed);
     let mut out = Vec::new();
-    for (label, ratio) in [("strata-dict", TableOptions::default().max_distinct_ratio), ("strata-plain", 0.0)] {
-        let x = strata_run(label, ratio, d, &r, &f, &db.join(format!("table-{label}")), cache_bytes)?;
+    for (label, ratio) in [
+        ("strata-dict", TableOptions::default().max_distinct_ratio),
+        ("strata-plain", 0.0),
+    ] {
+        let x = strata_run(
+            label,
+            ratio,
+            d,
+            &r,
+            &f,
+            &db.join(format!("table-{label}")),
+            cache_bytes,
+        )?;
         println!(
             "opd table: {label}: load {:.1} s, compaction {:.1} s, {} on disk, filter {:.1} ms",
             x.load_secs,
