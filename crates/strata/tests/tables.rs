@@ -411,7 +411,7 @@ fn a_layout_change_takes_effect_through_compaction_and_reads_stay_right() {
         // After a full compaction every level is in the new layout.
         let d = t.describe().expect("describe");
         for level in &d.levels {
-            for (cols, _, _) in &level.groups {
+            for cols in level.groups.iter().map(|g| &g.columns) {
                 let want: Vec<Vec<String>> = l
                     .groups(level.level)
                     .iter()

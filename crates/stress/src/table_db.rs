@@ -127,7 +127,7 @@ pub fn table_shape_line(h: &TableHandles) -> String {
                     .levels
                     .iter()
                     .map(|l| {
-                        let files: usize = l.groups.iter().map(|g| g.1).sum();
+                        let files: usize = l.groups.iter().map(|g| g.files).sum();
                         if l.level == 0 {
                             format!("L0={files}")
                         } else {

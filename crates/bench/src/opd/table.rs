@@ -29,6 +29,7 @@ use strata::table::{
 use strata::{Db, Options};
 
 use super::measure::Dataset;
+#[cfg(feature = "sqlite")]
 use crate::engine::dir_usage;
 use crate::keys::permutation;
 use crate::{Error, Result};
