@@ -12,7 +12,7 @@
 //! - [`dictionary`]: the sorted distinct values, front-coded on disk,
 //!   decoded once in memory; the builder that collects a file's distinct
 //!   values as its entries stream in.
-//! - [`column`]: one column's values while its file is written, settled
+//! - [`mod@column`]: one column's values while its file is written, settled
 //!   into a dictionary and codes, or kept plain.
 //! - [`merge`]: the k-way merge of dictionaries a compaction's output
 //!   takes, restricted to the values still referenced, with code remaps.
