@@ -112,6 +112,21 @@ impl<'a> ColumnView<'a> {
     pub fn rows(&self) -> usize {
         self.rows
     }
+
+    /// Bit `i` set for each row `from + i` (`i < len`) with a non-null
+    /// value; `None` when every row has one.
+    pub fn validity(&self, from: usize, len: usize) -> Option<Vec<u64>> {
+        if self.presence.is_none() && self.nulls.is_none() {
+            return None;
+        }
+        let mut out = vec![0u64; len.div_ceil(64)];
+        for i in 0..len {
+            if self.valid(from + i) {
+                out[i / 64] |= 1 << (i % 64);
+            }
+        }
+        Some(out)
+    }
 }
 
 /// Minimum, maximum and counts of one column over one block.

@@ -16,6 +16,7 @@ use super::gather::{SlotView, views};
 use super::window::Window;
 use crate::dict::CodeSet;
 use crate::dict::select::select;
+use crate::table::cgfile::block::ColumnView;
 use crate::table::predicate::{Bound, CmpOp, cell_cmp, code_comparison};
 use crate::table::schema::{ColumnType, Schema};
 
@@ -227,4 +228,253 @@ fn select_codes(v: &SlotView<'_>, op: CmpOp, value: &[u8]) -> Option<Selection> 
     let mut bits = Vec::new();
     select(packed, width, view.rows(), &set, &mut bits);
     Some(Selection { bits, negate })
+}
+
+/// Per row of a lone lead segment (bit `i`: its `i`-th row): known true,
+/// known false; neither is unknown.
+struct Bits {
+    t: Vec<u64>,
+    f: Vec<u64>,
+}
+
+/// `len` bits set.
+fn ones(len: usize) -> Vec<u64> {
+    let mut v = vec![u64::MAX; len.div_ceil(64)];
+    if len % 64 != 0
+        && let Some(last) = v.last_mut()
+    {
+        *last = (1u64 << (len % 64)) - 1;
+    }
+    v
+}
+
+/// Bits `from..from + len` of `bits`, as a bitmap from 0.
+fn slice_bits(bits: &[u64], from: usize, len: usize) -> Vec<u64> {
+    let word = |i: usize| bits.get(i).copied().unwrap_or(0);
+    let (w, sh) = (from / 64, from % 64);
+    let mut out: Vec<u64> = (0..len.div_ceil(64))
+        .map(|k| {
+            let lo = word(w + k) >> sh;
+            if sh == 0 {
+                lo
+            } else {
+                lo | (word(w + k + 1) << (64 - sh))
+            }
+        })
+        .collect();
+    if len % 64 != 0
+        && let Some(last) = out.last_mut()
+    {
+        *last &= (1u64 << (len % 64)) - 1;
+    }
+    out
+}
+
+/// The rows of window `w`'s lone lead segment `s` (see
+/// `Window::lone_lead`) for which `p` is true, as a bitmap over the
+/// segment's rows: the predicate tested on the blocks' column vectors
+/// before any row is made. `p` must be [`vectorizable`].
+pub(super) fn select_lead(
+    p: &Bound,
+    w: &Window,
+    s: usize,
+    schema: &Schema,
+    slot_of: &[Option<usize>],
+) -> Vec<u64> {
+    eval_lead(p, w, s, w.segment_rows(s), schema, slot_of).t
+}
+
+fn eval_lead(
+    p: &Bound,
+    w: &Window,
+    s: usize,
+    len: usize,
+    schema: &Schema,
+    slot_of: &[Option<usize>],
+) -> Bits {
+    let words = len.div_ceil(64);
+    match p {
+        Bound::Cmp {
+            column,
+            ty,
+            op,
+            value,
+        } => match lead_view(w, s, slot(schema, slot_of, *column)) {
+            Some((view, from)) => compare_lead(&view, from, len, *ty, *op, value),
+            None => Bits {
+                t: vec![0; words],
+                f: vec![0; words],
+            },
+        },
+        Bound::IsNull(column, want) => {
+            let valid = match lead_view(w, s, slot(schema, slot_of, *column)) {
+                Some((view, from)) => view.validity(from, len).unwrap_or_else(|| ones(len)),
+                None => vec![0; words],
+            };
+            let null: Vec<u64> = valid.iter().zip(ones(len)).map(|(v, o)| !v & o).collect();
+            if *want {
+                Bits { t: null, f: valid }
+            } else {
+                Bits { t: valid, f: null }
+            }
+        }
+        Bound::And(ps) => {
+            let mut acc = Bits {
+                t: ones(len),
+                f: vec![0; words],
+            };
+            for p in ps {
+                let x = eval_lead(p, w, s, len, schema, slot_of);
+                for k in 0..words {
+                    acc.t[k] &= x.t[k];
+                    acc.f[k] |= x.f[k];
+                }
+            }
+            acc
+        }
+        Bound::Or(ps) => {
+            let mut acc = Bits {
+                t: vec![0; words],
+                f: ones(len),
+            };
+            for p in ps {
+                let x = eval_lead(p, w, s, len, schema, slot_of);
+                for k in 0..words {
+                    acc.t[k] |= x.t[k];
+                    acc.f[k] &= x.f[k];
+                }
+            }
+            acc
+        }
+        Bound::Not(p) => {
+            let x = eval_lead(p, w, s, len, schema, slot_of);
+            Bits { t: x.f, f: x.t }
+        }
+    }
+}
+
+/// The column of slot `slot` for lead `s`'s rows, and the block row of the
+/// lead's first: `None` when the block holding the slot lacks the column
+/// (every value null).
+fn lead_view<'a>(w: &'a Window, s: usize, slot: usize) -> Option<(ColumnView<'a>, usize)> {
+    let h = w.holder(s, slot);
+    let c = &w.segs[h.seg as usize].chunk;
+    let i = c.map[w.want_column(slot)]?;
+    let from = w.segs[s].start as i64 + i64::from(h.shift);
+    Some((c.block.column_view(i), usize::try_from(from).ok()?))
+}
+
+/// `column op value` over rows `from..from + len` of `view`.
+fn compare_lead(
+    view: &ColumnView<'_>,
+    from: usize,
+    len: usize,
+    ty: ColumnType,
+    op: CmpOp,
+    value: &[u8],
+) -> Bits {
+    let words = len.div_ceil(64);
+    let valid = view.validity(from, len);
+    let mut t = vec![0u64; words];
+    let mut f = vec![0u64; words];
+    // Rows with a value: each answer sets a bit of `t` or of `f`.
+    let mut answer = |i: usize, h: bool| {
+        if h {
+            t[i / 64] |= 1 << (i % 64);
+        } else {
+            f[i / 64] |= 1 << (i % 64);
+        }
+    };
+    let has = |i: usize| {
+        valid
+            .as_ref()
+            .is_none_or(|v| v[i / 64] >> (i % 64) & 1 == 1)
+    };
+    let mut fixed8 = [0u8; 8];
+    let n = value.len().min(8);
+    fixed8[..n].copy_from_slice(&value[..n]);
+    macro_rules! typed {
+        ($n:literal, $decode:expr, $cmp:expr) => {{
+            let c = $decode(fixed8[..$n].try_into().unwrap_or([0u8; $n]));
+            for i in 0..len {
+                if has(i) {
+                    answer(i, op.holds($cmp(&$decode(view.fixed::<$n>(from + i)), &c)));
+                }
+            }
+        }};
+    }
+    match ty {
+        ColumnType::Int32 => typed!(4, i32::from_le_bytes, i32::cmp),
+        ColumnType::Int64 | ColumnType::Timestamp => typed!(8, i64::from_le_bytes, i64::cmp),
+        ColumnType::Float64 => typed!(8, f64::from_le_bytes, f64::total_cmp),
+        ColumnType::Bool => typed!(1, |b: [u8; 1]| b[0], u8::cmp),
+        ColumnType::Utf8 | ColumnType::Binary => match view.codes() {
+            Some((dict, packed, width)) => {
+                // On codes: one selection over the block, then the lead's
+                // rows of it.
+                let (op, c) = code_comparison(dict, op, value);
+                let n = dict.len() as u32;
+                let (set, negate) = match op {
+                    CmpOp::Eq => (CodeSet::half_open(c, c + 1), false),
+                    CmpOp::Ne => (CodeSet::half_open(c, c + 1), true),
+                    CmpOp::Lt => (CodeSet::half_open(0, c), false),
+                    CmpOp::Le => (CodeSet::half_open(0, c + 1), false),
+                    CmpOp::Gt => (CodeSet::half_open(c + 1, n), false),
+                    CmpOp::Ge => (CodeSet::half_open(c, n), false),
+                };
+                let mut bits = Vec::new();
+                select(packed, width, view.rows(), &set, &mut bits);
+                let sel = slice_bits(&bits, from, len);
+                let valid = valid.clone().unwrap_or_else(|| ones(len));
+                for k in 0..words {
+                    let hit = if negate { !sel[k] } else { sel[k] };
+                    t[k] = valid[k] & hit;
+                    f[k] = valid[k] & !hit;
+                }
+                return Bits { t, f };
+            }
+            None => {
+                for i in 0..len {
+                    if has(i) {
+                        answer(i, op.holds(view.var(from + i).cmp(value)));
+                    }
+                }
+            }
+        },
+    }
+    Bits { t, f }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bit_slices_shift_across_words_and_mask_the_tail() {
+        let bits = vec![0xF0F0_F0F0_F0F0_F0F0u64, 0x0123_4567_89AB_CDEF, 0xFFFF];
+        for from in [0usize, 1, 4, 63, 64, 65, 100] {
+            for len in [0usize, 1, 7, 64, 65, 120] {
+                let got = slice_bits(&bits, from, len);
+                assert_eq!(got.len(), len.div_ceil(64));
+                for i in 0..len {
+                    let want = bits
+                        .get((from + i) / 64)
+                        .is_some_and(|w| w >> ((from + i) % 64) & 1 == 1);
+                    assert_eq!(
+                        got[i / 64] >> (i % 64) & 1 == 1,
+                        want,
+                        "from {from} len {len} bit {i}"
+                    );
+                }
+                if len % 64 != 0 {
+                    assert_eq!(
+                        got[len / 64] >> (len % 64),
+                        0,
+                        "tail of from {from} len {len}"
+                    );
+                }
+            }
+        }
+        assert_eq!(ones(70), vec![u64::MAX, 0x3F]);
+    }
 }

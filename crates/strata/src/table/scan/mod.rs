@@ -430,10 +430,33 @@ impl Scanner {
             return Ok(false);
         }
 
-        self.window.resolve(self.spec.snap, &mut self.resolver);
-        self.counters.rows_read += self.window.rows as u64;
-        if self.spec.predicate.is_some() {
-            self.filter()?;
+        match self.window.lone_lead(self.spec.snap) {
+            // Rows at rest on one level: the predicate picks them from the
+            // blocks' columns before they are made rows.
+            Some(s) => {
+                let selected = match &self.spec.predicate {
+                    Some(p) if self.predicate_vectorized => Some(filter::select_lead(
+                        p,
+                        &self.window,
+                        s,
+                        &self.schema,
+                        &self.slot_of,
+                    )),
+                    _ => None,
+                };
+                self.counters.rows_read += self.window.segment_rows(s) as u64;
+                self.window.take_lead_rows(s, selected.as_deref());
+                if self.spec.predicate.is_some() && selected.is_none() {
+                    self.filter()?;
+                }
+            }
+            None => {
+                self.window.resolve(self.spec.snap, &mut self.resolver);
+                self.counters.rows_read += self.window.rows as u64;
+                if self.spec.predicate.is_some() {
+                    self.filter()?;
+                }
+            }
         }
         Ok(true)
     }

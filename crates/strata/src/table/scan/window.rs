@@ -139,6 +139,8 @@ pub(super) struct Window {
     scratch: Vec<Item>,
     runs: Vec<usize>,
     expanded: Vec<Item>,
+    /// Whether the segments have been zipped (once per window).
+    zipped: bool,
 }
 
 impl Window {
@@ -159,6 +161,7 @@ impl Window {
             scratch: Vec::new(),
             runs: Vec::new(),
             expanded: Vec::new(),
+            zipped: false,
         }
     }
 
@@ -175,6 +178,7 @@ impl Window {
         self.resolved_rows = 0;
         self.rows = 0;
         self.taken = 0;
+        self.zipped = false;
     }
 
     /// Adds rows `start..end` of a chunk from `level` (0 for the sources
@@ -300,7 +304,7 @@ impl Window {
         items.clear();
         runs.clear();
         runs.push(0);
-        self.zip_groups();
+        self.zip();
         for (s, seg) in self.segs.iter().enumerate() {
             if seg.follower {
                 continue;
@@ -362,6 +366,78 @@ impl Window {
         }
         self.simple = simple;
         self.items = items;
+    }
+
+    /// [`Self::zip_groups`], once per window.
+    fn zip(&mut self) {
+        if !self.zipped {
+            self.zip_groups();
+            self.zipped = true;
+        }
+    }
+
+    /// `Some(s)` when segment `s` is the window's only segment to merge
+    /// (any other is its zipped partner) and each of its rows is a visible
+    /// insert of a key of its own, whole in it and its partners: the
+    /// common window of a scan of data at rest on one level. The window's
+    /// rows are then its rows, one for one, with no merge or resolution,
+    /// and a predicate can be tested on its columns before any row is
+    /// made ([`Self::take_lead_rows`]).
+    pub fn lone_lead(&mut self, snap: SeqNo) -> Option<usize> {
+        self.zip();
+        let mut leads = self.segs.iter().enumerate().filter(|(_, s)| !s.follower);
+        let (s, seg) = leads.next()?;
+        if leads.next().is_some() || seg.events != Some(true) || (seg.merged && seg.partial) {
+            return None;
+        }
+        let b = &seg.chunk.block;
+        for r in seg.start..seg.end {
+            let t = b.trailer(r);
+            if t & 0xff != ValueKind::Put as u64 || SeqNo(t >> 8) > snap {
+                return None;
+            }
+            if r > seg.start
+                && b.key_prefix(r) == b.key_prefix(r - 1)
+                && (seg.short.is_some() || b.user_key(r) == b.user_key(r - 1))
+            {
+                return None;
+            }
+        }
+        Some(s)
+    }
+
+    /// The rows of segment `s` (from its start).
+    pub fn segment_rows(&self, s: usize) -> usize {
+        self.segs[s].end - self.segs[s].start
+    }
+
+    /// Makes lone lead `s`'s rows the window's rows: those whose bit is set
+    /// in `selected` (bit `i` is the segment's `i`-th row), or all.
+    pub fn take_lead_rows(&mut self, s: usize, selected: Option<&[u64]>) {
+        let (start, end) = (self.segs[s].start, self.segs[s].end);
+        let mut push = |r: usize| {
+            let x = Ref::at(s as u32, r as u32);
+            for c in &mut self.cols {
+                c.push(x);
+            }
+            self.keys.push(x);
+            self.rows += 1;
+        };
+        match selected {
+            None => (start..end).for_each(&mut push),
+            Some(bits) => {
+                for (w, &word) in bits.iter().enumerate() {
+                    let mut m = word;
+                    while m != 0 {
+                        let i = w * 64 + m.trailing_zeros() as usize;
+                        m &= m - 1;
+                        if start + i < end {
+                            push(start + i);
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// Pairs the segments of one level's groups that hold the same rows,
