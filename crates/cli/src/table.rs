@@ -312,18 +312,27 @@ fn parse_conditions(schema: &Schema, conditions: &[String]) -> Result<Option<Pre
         let mut p = Predicate::parse_simple(text).map_err(|e| bad(message(&e)))?;
         let col = match &p {
             Predicate::Cmp { column, .. }
+            | Predicate::In { column, .. }
+            | Predicate::StartsWith { column, .. }
             | Predicate::IsNull(column)
             | Predicate::IsNotNull(column) => column.clone(),
             _ => String::new(),
         };
         let c = column(schema, &col, &format!("--where {text:?}"))?;
         // Binary constants may be hex, as everywhere else in the tool.
-        if let Predicate::Cmp { value, .. } = &mut p
-            && c.ty == ColumnType::Binary
-            && let Value::Utf8(s) = value
-            && s.starts_with("0x")
-        {
-            *value = Value::Binary(decode_token(s).map_err(bad)?);
+        let constants: Vec<&mut Value> = match &mut p {
+            Predicate::Cmp { value, .. } => vec![value],
+            Predicate::In { values, .. } => values.iter_mut().collect(),
+            Predicate::StartsWith { prefix, .. } => vec![prefix],
+            _ => Vec::new(),
+        };
+        for value in constants {
+            if c.ty == ColumnType::Binary
+                && let Value::Utf8(s) = value
+                && s.starts_with("0x")
+            {
+                *value = Value::Binary(decode_token(s).map_err(bad)?);
+            }
         }
         p.bind(schema).map_err(|e| bad(message(&e)))?;
         all.push(p);

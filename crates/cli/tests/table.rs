@@ -115,6 +115,29 @@ fn create_import_scan_get_update_describe_advise_set_layout_drop() {
         r.lines(),
         ["name,score", "ada,36.5", "\"bob, jr\",12", "eve,100"]
     );
+    for (cond, want) in [
+        ("name IN (ada, 'eve', zed)", vec!["name", "ada", "eve"]),
+        ("name STARTS WITH b", vec!["name", "\"bob, jr\""]),
+        // (A record of one empty field is written quoted.)
+        ("id in (2,5)", vec!["name", "\"\"", "\"\""]),
+    ] {
+        let r = strata(
+            &db,
+            &[
+                "table",
+                "scan",
+                "users",
+                "--where",
+                cond,
+                "--columns",
+                "name",
+                "--format",
+                "csv",
+            ],
+        );
+        assert_ok(&r, cond);
+        assert_eq!(r.lines(), want, "{cond}");
+    }
     let r = strata(&db, &["table", "scan", "users", "--where", "name is null"]);
     assert_ok(&r, "IS NULL");
     assert_eq!(r.lines()[2..], [" 2 | NULL |     7", " 5 | NULL |    55"]);

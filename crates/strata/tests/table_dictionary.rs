@@ -176,6 +176,25 @@ fn predicates() -> Vec<Predicate> {
     ps.push(Predicate::Not(Box::new(c(CmpOp::Eq, city(0)))));
     ps.push(c(CmpOp::Eq, city(4000)).or(c(CmpOp::Eq, city(10))));
     ps.push(Predicate::cmp("note", CmpOp::Ge, "note 59"));
+    ps.push(Predicate::In {
+        column: "city".into(),
+        values: vec![city(300).into(), absent.clone().into(), city(5900).into()],
+    });
+    for prefix in [
+        "a-city-whose-name-is-quite-long-01".to_string(),
+        "a-city-whose-name-is-quite-long-".to_string(),
+        "b".to_string(),
+        String::new(),
+    ] {
+        ps.push(Predicate::StartsWith {
+            column: "city".into(),
+            prefix: prefix.into(),
+        });
+    }
+    ps.push(Predicate::StartsWith {
+        column: "tag".into(),
+        prefix: Value::Binary(vec![0, 2]),
+    });
     ps
 }
 

@@ -242,6 +242,16 @@ fn random_predicate(rng: &mut StdRng, depth: u32) -> Predicate {
             ),
             2 => Predicate::IsNull(["c3", "s"][rng.random_range(0..2)].into()),
             3 => Predicate::IsNotNull(["c0", "s"][rng.random_range(0..2)].into()),
+            4 => Predicate::StartsWith {
+                column: "s".into(),
+                prefix: Value::Utf8(["", "m", "u2", "z"][rng.random_range(0..4)].into()),
+            },
+            5 => Predicate::In {
+                column: format!("c{}", rng.random_range(0..COLS - 1)),
+                values: (0..rng.random_range(1..4))
+                    .map(|_| Value::Int32(rng.random_range(-600..600)))
+                    .collect(),
+            },
             _ => Predicate::cmp(
                 format!("c{}", rng.random_range(0..COLS - 1)),
                 op,
@@ -290,6 +300,15 @@ fn model_eval(p: &Predicate, key: i64, row: &Row) -> Option<bool> {
                 CmpOp::Ge => o.is_ge(),
             })
         }
+        Predicate::In { column: c, values } => {
+            let v = column(c);
+            (!v.is_null()).then(|| values.contains(&v))
+        }
+        Predicate::StartsWith { column: c, prefix } => match (column(c), prefix) {
+            (Value::Utf8(v), Value::Utf8(p)) => Some(v.starts_with(p.as_str())),
+            (Value::Null, _) => None,
+            (a, b) => panic!("prefix {b:?} of {a:?}"),
+        },
         Predicate::IsNull(c) => Some(column(c).is_null()),
         Predicate::IsNotNull(c) => Some(!column(c).is_null()),
         Predicate::And(ps) => {

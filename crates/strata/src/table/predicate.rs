@@ -92,6 +92,21 @@ pub enum Predicate {
         /// The constant (converted to the column's type).
         value: Value,
     },
+    /// `column IN (values)`: equal to one of them.
+    In {
+        /// The column.
+        column: String,
+        /// The constants (converted to the column's type); at least one.
+        values: Vec<Value>,
+    },
+    /// `column` (utf8 or binary) starts with `prefix` (SQL's
+    /// `LIKE 'prefix%'`).
+    StartsWith {
+        /// The column.
+        column: String,
+        /// The prefix: text or bytes.
+        prefix: Value,
+    },
     /// `column IS NULL`.
     IsNull(String),
     /// `column IS NOT NULL`.
@@ -141,6 +156,24 @@ impl Predicate {
         if let Some(c) = upper.strip_suffix(" IS NULL") {
             return Ok(Predicate::IsNull(t[..c.len()].trim().to_string()));
         }
+        let unquote = |v: &str| v.trim().trim_matches('\'').to_string();
+        if let Some(i) = upper.find(" STARTS WITH ") {
+            return Ok(Predicate::StartsWith {
+                column: t[..i].trim().to_string(),
+                prefix: Value::Utf8(unquote(&t[i + " STARTS WITH ".len()..])),
+            });
+        }
+        if let Some(i) = upper.find(" IN ")
+            && let Some(list) = t[i + 4..]
+                .trim()
+                .strip_prefix('(')
+                .and_then(|l| l.strip_suffix(')'))
+        {
+            return Ok(Predicate::In {
+                column: t[..i].trim().to_string(),
+                values: list.split(',').map(|v| Value::Utf8(unquote(v))).collect(),
+            });
+        }
         for op in ["<=", ">=", "!=", "<>", "==", "=", "<", ">"] {
             if let Some(i) = t.find(op) {
                 let column = t[..i].trim();
@@ -159,7 +192,8 @@ impl Predicate {
         }
         Err(Error::InvalidArgument(format!(
             "cannot read the predicate {text:?}; write column<op>value with op one of \
-             = != < <= > >=, or column IS [NOT] NULL"
+             = != < <= > >=, column IN (v1, v2, ...), column STARTS WITH prefix, or \
+             column IS [NOT] NULL"
         )))
     }
 
@@ -186,6 +220,52 @@ impl Predicate {
                     ty: c.ty,
                     op: *op,
                     value: stat_value(&value),
+                }
+            }
+            // An IN list is the OR of its equalities, a prefix the range of
+            // values from it up to its successor: on a column of codes both
+            // become code sets by binary search in the file's dictionary.
+            Predicate::In { column, values } => {
+                if values.is_empty() {
+                    return Err(Error::InvalidArgument(format!(
+                        "{column:?} IN (): an IN list needs at least one value"
+                    )));
+                }
+                Bound::Or(
+                    values
+                        .iter()
+                        .map(|v| Predicate::cmp(column.clone(), CmpOp::Eq, v.clone()).bind(schema))
+                        .collect::<Result<_>>()?,
+                )
+            }
+            Predicate::StartsWith { column, prefix } => {
+                let i = schema.index_of(column)?;
+                let ty = schema.columns()[i].ty;
+                let prefix: &[u8] = match (ty, prefix) {
+                    (ColumnType::Utf8 | ColumnType::Binary, Value::Utf8(s)) => s.as_bytes(),
+                    (ColumnType::Utf8 | ColumnType::Binary, Value::Binary(b)) => b,
+                    (ColumnType::Utf8 | ColumnType::Binary, v) => {
+                        return Err(Error::InvalidArgument(format!(
+                            "{column:?} STARTS WITH {v}: a prefix is text or bytes"
+                        )));
+                    }
+                    _ => {
+                        return Err(Error::InvalidArgument(format!(
+                            "{column:?} is {ty}: only utf8 and binary columns have prefixes"
+                        )));
+                    }
+                };
+                let cmp = |op, value: &[u8]| Bound::Cmp {
+                    column: i,
+                    ty,
+                    op,
+                    value: value.to_vec(),
+                };
+                match prefix_successor(prefix) {
+                    Some(hi) => Bound::And(vec![cmp(CmpOp::Ge, prefix), cmp(CmpOp::Lt, &hi)]),
+                    // Empty or all 0xff: every value from it on starts with
+                    // it (and a null is unknown, as SQL has it).
+                    None => cmp(CmpOp::Ge, prefix),
                 }
             }
             Predicate::IsNull(c) => Bound::IsNull(schema.index_of(c)?, true),
@@ -215,6 +295,17 @@ impl fmt::Display for Predicate {
         };
         match self {
             Predicate::Cmp { column, op, value } => write!(f, "{column} {} {value}", op.symbol()),
+            Predicate::In { column, values } => {
+                write!(f, "{column} IN (")?;
+                for (i, v) in values.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{v}")?;
+                }
+                f.write_str(")")
+            }
+            Predicate::StartsWith { column, prefix } => write!(f, "{column} STARTS WITH {prefix}"),
             Predicate::IsNull(c) => write!(f, "{c} IS NULL"),
             Predicate::IsNotNull(c) => write!(f, "{c} IS NOT NULL"),
             Predicate::And(ps) => join(f, ps, "AND"),
@@ -222,6 +313,16 @@ impl fmt::Display for Predicate {
             Predicate::Not(p) => write!(f, "NOT {p}"),
         }
     }
+}
+
+/// The smallest byte string above every string that starts with `prefix`
+/// (its last byte below 0xff incremented, what follows dropped); `None`
+/// when every byte is 0xff.
+fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let end = prefix.iter().rposition(|&b| b != 0xff)?;
+    let mut s = prefix[..=end].to_vec();
+    s[end] += 1;
+    Some(s)
 }
 
 /// A constant in the byte form block statistics use.
@@ -464,6 +565,71 @@ mod tests {
             2 => s.map_or(Cell::Null, |s| Cell::Bytes(s.as_bytes())),
             _ => Cell::Int64(0),
         }
+    }
+
+    #[test]
+    fn prefixes_and_in_lists_hold_exactly_where_they_should_and_bad_ones_are_errors() {
+        let s = schema();
+        let bytes: &[&[u8]] = &[
+            b"",
+            b"a",
+            b"ab",
+            b"ab\0",
+            b"ab\xff",
+            b"ab\xff\xff",
+            b"ac",
+            b"b",
+            b"\xff",
+            b"\xff\xff",
+            b"\xff\x00",
+        ];
+        for prefix in bytes {
+            let p = Predicate::StartsWith {
+                column: "s".into(),
+                prefix: Value::Binary(prefix.to_vec()),
+            }
+            .bind(&s)
+            .expect("bind");
+            for v in bytes {
+                let got = p.eval(&|c| if c == 2 { Cell::Bytes(v) } else { Cell::Null });
+                assert_eq!(
+                    got,
+                    Some(v.starts_with(prefix)),
+                    "{v:?} starts with {prefix:?}"
+                );
+            }
+            assert_eq!(p.eval(&|_| Cell::Null), None, "null starts with {prefix:?}");
+        }
+        assert_eq!(prefix_successor(b"ab\xff"), Some(b"ac".to_vec()));
+        assert_eq!(prefix_successor(b"\xff\xff"), None);
+        let p = Predicate::In {
+            column: "n".into(),
+            values: vec![Value::Int32(3), Value::Utf8("7".into())],
+        }
+        .bind(&s)
+        .expect("bind");
+        assert_eq!(p.eval(&row(Some(7), None)), Some(true));
+        assert_eq!(p.eval(&row(Some(4), None)), Some(false));
+        assert_eq!(p.eval(&row(None, None)), None);
+        let empty = Predicate::In {
+            column: "n".into(),
+            values: Vec::new(),
+        };
+        assert!(empty.bind(&s).is_err());
+        let on_int = Predicate::StartsWith {
+            column: "n".into(),
+            prefix: Value::Utf8("1".into()),
+        };
+        let e = on_int.bind(&s).expect_err("prefix of an i32");
+        assert!(e.to_string().contains("only utf8 and binary"), "{e}");
+        assert_eq!(
+            Predicate::In {
+                column: "n".into(),
+                values: vec![Value::Int32(1), Value::Int32(2)]
+            }
+            .to_string(),
+            "n IN (1, 2)"
+        );
     }
 
     #[test]
