@@ -107,34 +107,50 @@ fn cg_file_repaired_corpus() {
     corpus("cg_file_repaired");
 }
 
+type Seed = (
+    PathBuf,
+    std::sync::Arc<dyn strata::vfs::RandomAccessFile>,
+    PathBuf,
+    strata::table_format::OpenContext,
+);
+
+/// `target`'s seeds, each written to an in-memory file system: the seed's
+/// path, the file opened there, its path there, and a context without a
+/// cache to open it in.
+fn seeds_in_memory(target: &str) -> Vec<Seed> {
+    use std::sync::Arc;
+    use strata::vfs::Vfs;
+    let vfs = strata::vfs_mem::MemVfs::new();
+    files_under(&fuzz_dir().join("seeds").join(target))
+        .into_iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let data = std::fs::read(&f).expect("read seed");
+            let path = PathBuf::from(format!("/seed{i}.sst"));
+            let mut w = vfs.create(&path).expect("create");
+            w.append(&data).expect("append");
+            w.sync().expect("sync");
+            let ctx = strata::table_format::OpenContext {
+                file_number: strata::FileNumber(1),
+                cache: None,
+                stats: Arc::new(strata::stats::Statistics::default()),
+            };
+            let file = vfs.open(&path).expect("open");
+            (f, file, path, ctx)
+        })
+        .collect()
+}
+
 /// The `cg_file` seeds open and pass `verify`; some have columns of codes
 /// and some not, and some several blocks.
 #[test]
 fn cg_seeds_are_valid() {
-    use std::sync::Arc;
-    use strata::stats::Statistics;
     use strata::table::cgfile::CgReader;
-    use strata::table_format::{OpenContext, TableSource};
-    use strata::vfs::Vfs;
-    use strata::vfs_mem::MemVfs;
+    use strata::table_format::TableSource;
 
-    let seeds = files_under(&fuzz_dir().join("seeds/cg_file"));
     let (mut coded, mut plain, mut multi) = (0, 0, 0);
-    let vfs = MemVfs::new();
-    for (i, f) in seeds.iter().enumerate() {
-        let data = std::fs::read(f).expect("read seed");
-        let path = PathBuf::from(format!("/seed{i}.sst"));
-        let path = path.as_path();
-        let mut w = vfs.create(path).expect("create");
-        w.append(&data).expect("append");
-        w.sync().expect("sync");
-        let ctx = OpenContext {
-            file_number: strata::FileNumber(1),
-            cache: None,
-            stats: Arc::new(Statistics::default()),
-        };
-        let file = vfs.open(path).expect("open");
-        let r = CgReader::open(file, path.to_path_buf(), fuzz_targets::cg_shape(), &ctx)
+    for (f, file, path, ctx) in seeds_in_memory("cg_file") {
+        let r = CgReader::open(file, path, fuzz_targets::cg_shape(), &ctx)
             .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
         TableSource::verify(&r).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
         let columns = r.columns().len();
@@ -162,31 +178,13 @@ fn dictionary_corpus() {
 /// and the `dictionary` seeds decode.
 #[test]
 fn dict_seeds_are_valid() {
-    use std::sync::Arc;
     use strata::dictfile::DictReader;
-    use strata::stats::Statistics;
-    use strata::table_format::{OpenContext, TableSource};
-    use strata::vfs::Vfs;
-    use strata::vfs_mem::MemVfs;
+    use strata::table_format::TableSource;
 
-    let seeds = files_under(&fuzz_dir().join("seeds/dict_file"));
     let (mut coded, mut plain, mut multi) = (0, 0, 0);
-    let vfs = MemVfs::new();
-    for (i, f) in seeds.iter().enumerate() {
-        let data = std::fs::read(f).expect("read seed");
-        let path = PathBuf::from(format!("/seed{i}.sst"));
-        let path = path.as_path();
-        let mut w = vfs.create(path).expect("create");
-        w.append(&data).expect("append");
-        w.sync().expect("sync");
-        let ctx = OpenContext {
-            file_number: strata::FileNumber(1),
-            cache: None,
-            stats: Arc::new(Statistics::default()),
-        };
-        let file = vfs.open(path).expect("open");
-        let r = DictReader::open(file, path.to_path_buf(), &ctx)
-            .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+    for (f, file, path, ctx) in seeds_in_memory("dict_file") {
+        let r =
+            DictReader::open(file, path, &ctx).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
         TableSource::verify(&r).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
         if r.has_dictionary() {
             coded += 1;

@@ -73,9 +73,21 @@ pub fn run(dir: &Path, csv: &Path, q: &DuckQueries) -> Result<Option<DuckResult>
         serde_json::to_vec(q).map_err(|e| Error(e.to_string()))?,
     )
     .map_err(|e| Error(format!("{}: {e}", qpath.display())))?;
-    let script = Path::new(SCRIPT);
-    if !script.exists() {
-        eprintln!("htap: {SCRIPT} not found (run from the repository root); DuckDB skipped");
+    run_script("htap", SCRIPT, csv, &qpath, &dir.join("duck.db"))
+}
+
+/// Runs a suite's DuckDB script (`python3 SCRIPT --csv CSV --queries
+/// QUERIES --db DB`) and parses the JSON it prints; `Ok(None)`, with a
+/// message naming `suite`, when the script, Python or DuckDB is missing.
+pub fn run_script<T: serde::de::DeserializeOwned>(
+    suite: &str,
+    script: &str,
+    csv: &Path,
+    queries: &Path,
+    db: &Path,
+) -> Result<Option<T>> {
+    if !Path::new(script).exists() {
+        eprintln!("{suite}: {script} not found (run from the repository root); DuckDB skipped");
         return Ok(None);
     }
     let out = Command::new("python3")
@@ -83,14 +95,14 @@ pub fn run(dir: &Path, csv: &Path, q: &DuckQueries) -> Result<Option<DuckResult>
         .arg("--csv")
         .arg(csv)
         .arg("--queries")
-        .arg(&qpath)
+        .arg(queries)
         .arg("--db")
-        .arg(dir.join("duck.db"))
+        .arg(db)
         .output();
     let out = match out {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("htap: cannot run python3 ({e}); DuckDB skipped");
+            eprintln!("{suite}: cannot run python3 ({e}); DuckDB skipped");
             return Ok(None);
         }
     };
@@ -98,16 +110,16 @@ pub fn run(dir: &Path, csv: &Path, q: &DuckQueries) -> Result<Option<DuckResult>
         let err = String::from_utf8_lossy(&out.stderr);
         if err.contains("No module named 'duckdb'") {
             eprintln!(
-                "htap: the duckdb Python package is missing (bash scripts/install-peer-deps.sh \
+                "{suite}: the duckdb Python package is missing (bash scripts/install-peer-deps.sh \
                  installs it); DuckDB skipped"
             );
             return Ok(None);
         }
-        return Err(Error(format!("{SCRIPT} failed: {err}")));
+        return Err(Error(format!("{script} failed: {err}")));
     }
     serde_json::from_slice(&out.stdout).map(Some).map_err(|e| {
         Error(format!(
-            "{SCRIPT} printed something that is not its JSON: {e}"
+            "{script} printed something that is not its JSON: {e}"
         ))
     })
 }

@@ -16,7 +16,7 @@
 //! (pure row with the automatic layout on). SQLite runs the whole mix;
 //! DuckDB runs Q2a, Q4 and Q5 on the final rows.
 
-mod duckdb;
+pub(crate) mod duckdb;
 mod engines;
 mod report;
 pub mod workload;

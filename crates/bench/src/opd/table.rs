@@ -15,7 +15,6 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -295,10 +294,6 @@ fn duckdb_run(
     filters: &[(String, String)],
     dir: &Path,
 ) -> Result<Option<TableResult>> {
-    if !Path::new(SCRIPT).exists() {
-        eprintln!("opd: {SCRIPT} not found (run from the repository root); DuckDB skipped");
-        return Ok(None);
-    }
     let io = |x: std::io::Error| Error(format!("{}: {x}", dir.display()));
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir).map_err(io)?;
@@ -319,38 +314,11 @@ fn duckdb_run(
         serde_json::to_vec(&DuckQueries { ranges: filters }).map_err(|e| Error(e.to_string()))?,
     )
     .map_err(io)?;
-    let out = Command::new("python3")
-        .arg(SCRIPT)
-        .arg("--csv")
-        .arg(&csv)
-        .arg("--queries")
-        .arg(&q)
-        .arg("--db")
-        .arg(dir.join("duck.db"))
-        .output();
-    let out = match out {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("opd: cannot run python3 ({e}); DuckDB skipped");
-            return Ok(None);
-        }
+    let r: Option<DuckResult> =
+        crate::htap::duckdb::run_script("opd", SCRIPT, &csv, &q, &dir.join("duck.db"))?;
+    let Some(r) = r else {
+        return Ok(None);
     };
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        if err.contains("No module named 'duckdb'") {
-            eprintln!(
-                "opd: the duckdb Python package is missing (bash scripts/install-peer-deps.sh \
-                 installs it); DuckDB skipped"
-            );
-            return Ok(None);
-        }
-        return Err(Error(format!("{SCRIPT} failed: {err}")));
-    }
-    let r: DuckResult = serde_json::from_slice(&out.stdout).map_err(|e| {
-        Error(format!(
-            "{SCRIPT} printed something that is not its JSON: {e}"
-        ))
-    })?;
     let _ = std::fs::remove_dir_all(dir);
     Ok(Some(TableResult {
         label: format!("DuckDB {}", r.version),

@@ -215,19 +215,25 @@ impl Selection {
 fn select_codes(v: &SlotView<'_>, op: CmpOp, value: &[u8]) -> Option<Selection> {
     let view = v.holder_view();
     let (dict, packed, width) = view.codes()?;
+    let (set, negate) = code_set(dict, op, value);
+    let mut bits = Vec::new();
+    select(packed, width, view.rows(), &set, &mut bits);
+    Some(Selection { bits, negate })
+}
+
+/// `x op value` over a dictionary's values as a set of codes, and whether
+/// the answer is the set's complement (`<>`, as the complement of `=`).
+fn code_set(dict: &crate::dict::Dictionary, op: CmpOp, value: &[u8]) -> (CodeSet, bool) {
     let (op, c) = code_comparison(dict, op, value);
     let n = dict.len() as u32;
-    let (set, negate) = match op {
+    match op {
         CmpOp::Eq => (CodeSet::half_open(c, c + 1), false),
         CmpOp::Ne => (CodeSet::half_open(c, c + 1), true),
         CmpOp::Lt => (CodeSet::half_open(0, c), false),
         CmpOp::Le => (CodeSet::half_open(0, c + 1), false),
         CmpOp::Gt => (CodeSet::half_open(c + 1, n), false),
         CmpOp::Ge => (CodeSet::half_open(c, n), false),
-    };
-    let mut bits = Vec::new();
-    select(packed, width, view.rows(), &set, &mut bits);
-    Some(Selection { bits, negate })
+    }
 }
 
 /// Per row of a lone lead segment (bit `i`: its `i`-th row): known true,
@@ -412,16 +418,7 @@ fn compare_lead(
             Some((dict, packed, width)) => {
                 // On codes: one selection over the block, then the lead's
                 // rows of it.
-                let (op, c) = code_comparison(dict, op, value);
-                let n = dict.len() as u32;
-                let (set, negate) = match op {
-                    CmpOp::Eq => (CodeSet::half_open(c, c + 1), false),
-                    CmpOp::Ne => (CodeSet::half_open(c, c + 1), true),
-                    CmpOp::Lt => (CodeSet::half_open(0, c), false),
-                    CmpOp::Le => (CodeSet::half_open(0, c + 1), false),
-                    CmpOp::Gt => (CodeSet::half_open(c + 1, n), false),
-                    CmpOp::Ge => (CodeSet::half_open(c, n), false),
-                };
+                let (set, negate) = code_set(dict, op, value);
                 let mut bits = Vec::new();
                 select(packed, width, view.rows(), &set, &mut bits);
                 let sel = slice_bits(&bits, from, len);
