@@ -246,7 +246,7 @@ struct Bits {
 /// `len` bits set.
 fn ones(len: usize) -> Vec<u64> {
     let mut v = vec![u64::MAX; len.div_ceil(64)];
-    if len % 64 != 0
+    if !len.is_multiple_of(64)
         && let Some(last) = v.last_mut()
     {
         *last = (1u64 << (len % 64)) - 1;
@@ -268,7 +268,7 @@ fn slice_bits(bits: &[u64], from: usize, len: usize) -> Vec<u64> {
             }
         })
         .collect();
-    if len % 64 != 0
+    if !len.is_multiple_of(64)
         && let Some(last) = out.last_mut()
     {
         *last &= (1u64 << (len % 64)) - 1;
