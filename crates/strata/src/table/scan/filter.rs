@@ -126,7 +126,7 @@ fn eval(p: &Bound, w: &Window, schema: &Schema, slot_of: &[Option<usize>]) -> Tr
 /// `column op value` for every row of the window.
 fn compare(w: &Window, slot: usize, ty: ColumnType, op: CmpOp, value: &[u8]) -> Truth {
     let views = views(w, slot);
-    let refs = &w.cols[slot];
+    let refs = w.refs(slot);
     let mut truth = Truth {
         t: Vec::with_capacity(refs.len()),
         f: Vec::with_capacity(refs.len()),

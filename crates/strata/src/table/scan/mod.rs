@@ -526,7 +526,7 @@ impl Scanner {
     fn gather(&mut self, from: usize, to: usize) -> Result<()> {
         for (o, b) in self.outputs.iter().zip(self.builders.iter_mut()) {
             if let Output::Value(slot) = *o {
-                gather::append_slot(&self.window, slot, &self.window.cols[slot][from..to], b)?;
+                gather::append_slot(&self.window, slot, &self.window.refs(slot)[from..to], b)?;
             }
         }
         if self.outputs.iter().any(|o| matches!(o, Output::Key(_))) {

@@ -120,10 +120,14 @@ pub(super) struct Window {
     /// The value columns whose carriers decide whether a row exists.
     event_cols: Vec<usize>,
     pub segs: Vec<Segment>,
-    /// Per slot, per output row.
-    pub cols: Vec<Vec<Ref>>,
+    /// Per slot, per output row; unused while `uniform` (see [`Self::refs`]).
+    cols: Vec<Vec<Ref>>,
     /// Per output row: where its key is.
     pub keys: Vec<Ref>,
+    /// Every output row so far takes every slot from the row its key is
+    /// in (rows that are one entry each: the common case), so `keys` stands
+    /// for every slot's references and none are written per slot.
+    uniform: bool,
     /// Per segment and slot (`seg * want.len() + slot`): where the values
     /// are.
     holders: Vec<Holder>,
@@ -162,6 +166,7 @@ impl Window {
             runs: Vec::new(),
             expanded: Vec::new(),
             zipped: false,
+            uniform: true,
         }
     }
 
@@ -179,6 +184,41 @@ impl Window {
         self.rows = 0;
         self.taken = 0;
         self.zipped = false;
+        self.uniform = true;
+    }
+
+    /// Slot `slot`'s reference of every output row.
+    #[inline]
+    pub fn refs(&self, slot: usize) -> &[Ref] {
+        if self.uniform {
+            &self.keys
+        } else {
+            &self.cols[slot]
+        }
+    }
+
+    /// Writes the per-slot references of the rows so far, before a row
+    /// whose slots come from other rows than its key's.
+    fn materialize(&mut self) {
+        if self.uniform {
+            for c in &mut self.cols {
+                c.clear();
+                c.extend_from_slice(&self.keys);
+            }
+            self.uniform = false;
+        }
+    }
+
+    /// Adds an output row whose every slot and key are segment row `r`.
+    #[inline]
+    fn push_whole(&mut self, r: Ref) {
+        if !self.uniform {
+            for c in &mut self.cols {
+                c.push(r);
+            }
+        }
+        self.keys.push(r);
+        self.rows += 1;
     }
 
     /// Adds rows `start..end` of a chunk from `level` (0 for the sources
@@ -232,7 +272,7 @@ impl Window {
     /// Output row `i`'s value of slot `slot`.
     #[inline]
     pub fn value(&self, slot: usize, i: usize) -> Cell<'_> {
-        self.cell(slot, self.cols[slot][i])
+        self.cell(slot, self.refs(slot)[i])
     }
 
     /// Where segment `seg`'s rows' values of slot `slot` are.
@@ -353,12 +393,7 @@ impl Window {
                     Simple::Never => false,
                 }
             {
-                let r = Ref::at(first.seg, first.row);
-                for c in &mut self.cols {
-                    c.push(r);
-                }
-                self.keys.push(r);
-                self.rows += 1;
+                self.push_whole(Ref::at(first.seg, first.row));
             } else {
                 self.resolve_key(&items[i..j], snap, resolver);
             }
@@ -415,14 +450,7 @@ impl Window {
     /// in `selected` (bit `i` is the segment's `i`-th row), or all.
     pub fn take_lead_rows(&mut self, s: usize, selected: Option<&[u64]>) {
         let (start, end) = (self.segs[s].start, self.segs[s].end);
-        let mut push = |r: usize| {
-            let x = Ref::at(s as u32, r as u32);
-            for c in &mut self.cols {
-                c.push(x);
-            }
-            self.keys.push(x);
-            self.rows += 1;
-        };
+        let mut push = |r: usize| self.push_whole(Ref::at(s as u32, r as u32));
         match selected {
             None => (start..end).for_each(&mut push),
             Some(bits) => {
@@ -671,10 +699,18 @@ impl Window {
         let Some(first) = event else { return };
         if let [e] = entries {
             let r = Ref::at(e.seg, e.row);
-            for c in &mut self.cols {
-                c.push(r);
+            if !self.uniform {
+                for c in &mut self.cols {
+                    c.push(r);
+                }
+            } else if first.seg != e.seg || first.row != e.row {
+                self.materialize();
+                for c in &mut self.cols {
+                    c.push(r);
+                }
             }
         } else {
+            self.materialize();
             self.stitch(entries, first.trailer >> 8);
         }
         self.push_row(first);
@@ -747,6 +783,7 @@ impl Window {
         if !resolver.exists() {
             return;
         }
+        self.materialize();
         let idx = self.resolved_rows as u32;
         self.resolved_rows += 1;
         for slot in 0..self.want.len() {
@@ -764,15 +801,19 @@ impl Window {
         for (i, &k) in keep.iter().enumerate() {
             if k {
                 self.keys[w] = self.keys[i];
-                for c in &mut self.cols {
-                    c[w] = c[i];
+                if !self.uniform {
+                    for c in &mut self.cols {
+                        c[w] = c[i];
+                    }
                 }
                 w += 1;
             }
         }
         self.keys.truncate(w);
-        for c in &mut self.cols {
-            c.truncate(w);
+        if !self.uniform {
+            for c in &mut self.cols {
+                c.truncate(w);
+            }
         }
         self.rows = w;
     }
