@@ -102,7 +102,7 @@ fn fixed<T, const N: usize>(
 where
     T: ArrowPrimitiveType,
 {
-    if let Some(values) = dense::<T, N>(w, refs, views, from_bytes) {
+    if let Some(values) = dense::<T, N>(refs, views, from_bytes) {
         b.append_slice(&values);
         return Ok(());
     }
@@ -132,11 +132,11 @@ where
     Ok(())
 }
 
-/// A segment's values in [`dense`]'s copy.
+/// A segment's values as [`dense`] reads them.
 #[derive(Clone, Copy)]
 struct DenseSeg<'a> {
-    /// Where its row 0 is in the copy.
-    at: isize,
+    /// Its holder's values, every row's (little-endian, `N` bytes each).
+    values: &'a [u8],
     /// Its holder's presence bits, if some rows lack the column.
     presence: Option<&'a [u8]>,
     /// Its holder's rows are this far from its own.
@@ -144,10 +144,9 @@ struct DenseSeg<'a> {
 }
 
 /// Where every value `refs` point at is present and not null (the common
-/// case), the values: each segment's rows are copied out in one pass,
-/// then picked by position. `None` sends the caller to the general loop.
+/// case), the values, read in place from the blocks' vectors. `None` sends
+/// the caller to the general loop.
 fn dense<T, const N: usize>(
-    w: &Window,
     refs: &[Ref],
     views: &[Option<SlotView<'_>>],
     from_bytes: fn([u8; N]) -> T::Native,
@@ -155,45 +154,39 @@ fn dense<T, const N: usize>(
 where
     T: ArrowPrimitiveType,
 {
-    // Per segment: where its row 0 is in `flat`, and its holder's presence
-    // bits and shift; `None` where the holder has nulls (a reference to it
-    // means the general loop).
-    let mut segs: Vec<Option<DenseSeg<'_>>> = Vec::with_capacity(views.len());
-    let mut flat: Vec<T::Native> = Vec::new();
-    for (v, seg) in views.iter().zip(&w.segs) {
-        let dense = v.as_ref().and_then(|v| {
-            let (a, b) = (v.at(seg.start), v.at(seg.end));
+    // Per segment: its holder's values, presence bits and shift; `None`
+    // where the holder has nulls (a reference to it means the general
+    // loop).
+    let segs: Vec<Option<DenseSeg<'_>>> = views
+        .iter()
+        .map(|v| {
+            let v = v.as_ref()?;
             let (values, presence) = v.view.without_nulls()?;
-            Some((values.get(a * N..b * N)?, presence, v.shift))
-        });
-        segs.push(dense.map(|(vals, presence, shift)| {
-            let at = flat.len() as isize - seg.start as isize;
-            flat.extend(vals.chunks_exact(N).map(|c| {
-                let mut b = [0u8; N];
-                b.copy_from_slice(c);
-                from_bytes(b)
-            }));
-            DenseSeg {
-                at,
+            Some(DenseSeg {
+                values,
                 presence,
-                shift,
-            }
-        }));
-    }
+                shift: v.shift,
+            })
+        })
+        .collect();
     let mut out = Vec::with_capacity(refs.len());
     for &r in refs {
         let (s, row) = r.parts();
         let DenseSeg {
-            at,
+            values,
             presence,
             shift,
         } = (*segs.get(s as usize)?)?;
+        let at = (row as usize).wrapping_add_signed(shift);
         if let Some(p) = presence
-            && !get_bit(p, (row as usize).wrapping_add_signed(shift))?
+            && !get_bit(p, at)?
         {
             return None;
         }
-        out.push(*flat.get(at.wrapping_add(row as isize) as usize)?);
+        let bytes = values.get(at * N..at * N + N)?;
+        let mut b = [0u8; N];
+        b.copy_from_slice(bytes);
+        out.push(from_bytes(b));
     }
     Some(out)
 }
