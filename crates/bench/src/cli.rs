@@ -13,7 +13,9 @@ use crate::record::{latest_medians, read_all};
 use crate::runner::{RunPlan, run};
 use crate::settings::{BenchSettings, parse_count, parse_size};
 use crate::workload::{Workload, parse_workloads};
-use crate::{Error, Result, advisorsuite, htap, memsuite, opd, plot, report, shortsuite, sysinfo};
+use crate::{
+    Error, Result, advisorsuite, htap, memsuite, opd, plot, prodsuite, report, shortsuite, sysinfo,
+};
 
 /// db_bench- and YCSB-style benchmarks of Strata, optionally against
 /// RocksDB (feature `rocksdb`) and fjall (feature `fjall`).
@@ -78,7 +80,8 @@ pub enum Command {
 /// `suite` flags.
 #[derive(Args, Debug)]
 pub struct SuiteArgs {
-    /// The suite: quick, kv, memtable, shortrange, htap, advisor or opd.
+    /// The suite: quick, kv, memtable, shortrange, htap, advisor, opd or
+    /// production.
     #[arg(long)]
     pub suite: String,
     /// memtable suite: the longest one phase may run (seconds); a phase that
@@ -358,6 +361,10 @@ pub const SUITES: &[Suite] = &[
         apply: opd::apply_defaults,
     },
     Suite {
+        name: "production",
+        apply: prodsuite::apply_defaults,
+    },
+    Suite {
         name: "kv",
         apply: |a, given| {
             if !given("num") {
@@ -553,6 +560,8 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
                         advisorsuite::run(&s)
                     } else if suite.name == "opd" {
                         opd::run(&s)
+                    } else if suite.name == "production" {
+                        prodsuite::run_suite(&s, |a| plan_from_args(a, Some("production")))
                     } else if suite.name == "shortrange" {
                         let phase_given = sub.is_some_and(|m| given_in(m)("max_phase_secs"));
                         if !phase_given {

@@ -35,6 +35,7 @@ pub mod keys;
 pub mod memsuite;
 pub mod opd;
 pub mod plot;
+pub mod prodsuite;
 pub mod record;
 pub mod report;
 pub mod runner;
