@@ -8,7 +8,10 @@
 //! values as references into `dict::column` (which interns them, keeps
 //! codes carried from input dictionaries, and settles each column into a
 //! dictionary or plain values). A file is at most the target file size, so
-//! this holds about one file in memory.
+//! this holds about one file in memory. A group none of whose columns can
+//! get a dictionary (fixed-width columns only, or dictionaries off) is
+//! written as its rows arrive instead, a block at a time: a compaction
+//! fanning out to many groups then holds one block per group, not one file.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -143,6 +146,16 @@ fn get_bit(bitmap: &[u8], r: usize) -> bool {
     bitmap.get(r / 8).is_some_and(|b| b & (1 << (r % 8)) != 0)
 }
 
+/// A file written as its rows arrive: the block being filled, the file so
+/// far, its blocks' index entries and its filter.
+struct Streaming {
+    block: BlockBuilder,
+    out: Output,
+    blocks: Vec<BlockMeta>,
+    filter: Option<BloomFilterBuilder>,
+    last_user_key: Vec<u8>,
+}
+
 /// Writes one column-group file (see the module docs of `cgfile`).
 pub struct CgWriter {
     file: Box<dyn WritableFile>,
@@ -154,6 +167,8 @@ pub struct CgWriter {
     keys: Vec<u8>,
     key_ends: Vec<usize>,
     columns: Vec<FileColumn>,
+    /// Set when no column can get a dictionary: rows go to blocks at once.
+    streaming: Option<Streaming>,
     props: CgProperties,
     failed: Option<Error>,
 }
@@ -178,11 +193,28 @@ impl CgWriter {
             columns: columns.iter().map(|&v| (v, shape.pieces.ty(v))).collect(),
             ..Default::default()
         };
+        let coded_possible = max_distinct_ratio > 0.0
+            && columns
+                .iter()
+                .any(|&v| shape.pieces.ty(v).fixed_width().is_none());
+        let streaming = (!coded_possible).then(|| Streaming {
+            block: BlockBuilder::new(&shape.pieces, columns),
+            out: Output {
+                offset: 0,
+                compressor: BlockCompressor::default(),
+                raw: Vec::new(),
+            },
+            blocks: Vec::new(),
+            filter: (ctx.options.bloom_bits_per_key > 0)
+                .then(|| BloomFilterBuilder::new(ctx.options.bloom_bits_per_key)),
+            last_user_key: Vec::new(),
+        });
         CgWriter {
             columns: columns
                 .iter()
                 .map(|&v| FileColumn::new(v, shape.pieces.ty(v), max_distinct_ratio))
                 .collect(),
+            streaming,
             file,
             path,
             shape,
@@ -290,6 +322,10 @@ impl CgWriter {
     /// Writes the kept rows as blocks, then the dictionaries, the filter,
     /// the index, the properties and the footer; returns the file's size.
     fn write_all(&mut self) -> Result<u64> {
+        if let Some(mut st) = self.streaming.take() {
+            self.flush_block(&mut st.block, &mut st.out, &mut st.blocks)?;
+            return self.write_meta(st.out, st.blocks, st.filter, &[]);
+        }
         let settled = self.settle()?;
         let group: Vec<usize> = self.columns.iter().map(|c| c.v).collect();
         let mut block = BlockBuilder::new(&self.shape.pieces, &group);
@@ -331,26 +367,42 @@ impl CgWriter {
             block.add_values(ukey, t, |i, _| columns[i].value(&settled[i], r));
         }
         self.flush_block(&mut block, &mut out, &mut blocks)?;
+        let dictionaries: Vec<(usize, &crate::dict::Dictionary)> = columns
+            .iter()
+            .zip(&settled)
+            .filter_map(|(c, s)| match s {
+                Settled::Var(s) => s.dictionary().map(|d| (c.v, d)),
+                Settled::Fixed => None,
+            })
+            .collect();
+        self.write_meta(out, blocks, filter, &dictionaries)
+    }
+
+    /// Writes, after the data blocks, the dictionaries, the filter, the
+    /// index, the properties and the footer; returns the file's size.
+    fn write_meta(
+        &mut self,
+        mut out: Output,
+        blocks: Vec<BlockMeta>,
+        filter: Option<BloomFilterBuilder>,
+        dictionaries: &[(usize, &crate::dict::Dictionary)],
+    ) -> Result<u64> {
         self.props.data_size = out.offset;
         self.props.num_blocks = blocks.len() as u64;
-        for (c, s) in columns.iter().zip(&settled) {
-            if let Settled::Var(s) = s
-                && let Some(dict) = s.dictionary()
-            {
-                let mut raw = Vec::new();
-                dict.encode_to(&mut raw);
-                // Compressed like data blocks, and only when that pays (the
-                // framing keeps it plain otherwise).
-                let handle = self.append(&mut out, self.options.compression, &raw)?;
-                self.props.dictionaries.push(DictionaryMeta {
-                    column: c.v,
-                    handle,
-                    values: dict.len() as u64,
-                });
-            }
+        for &(column, dict) in dictionaries {
+            let mut raw = Vec::new();
+            dict.encode_to(&mut raw);
+            // Compressed like data blocks, and only when that pays (the
+            // framing keeps it plain otherwise).
+            let handle = self.append(&mut out, self.options.compression, &raw)?;
+            self.props.dictionaries.push(DictionaryMeta {
+                column,
+                handle,
+                values: dict.len() as u64,
+            });
         }
         let mut filter_handle = BlockHandle::default();
-        if let Some(f) = filter.take()
+        if let Some(f) = filter
             && f.num_keys() > 0
         {
             filter_handle = self.append(&mut out, Compression::None, &f.finish())?;
@@ -393,8 +445,78 @@ impl CgWriter {
                 self.props.largest
             )));
         }
+        if let Some(mut st) = self.streaming.take() {
+            let r = self.stream_entry(&mut st, internal_key, value);
+            self.streaming = Some(st);
+            r?;
+        } else {
+            self.buffer_entry(internal_key, value, codes)?;
+        }
+        let seq = parsed.seqno.get();
+        if self.props.num_entries == 0 {
+            self.props.smallest = internal_key.to_vec();
+            self.props.smallest_seqno = seq;
+            self.props.largest_seqno = seq;
+        }
+        self.props.smallest_seqno = self.props.smallest_seqno.min(seq);
+        self.props.largest_seqno = self.props.largest_seqno.max(seq);
+        self.props.largest.clear();
+        self.props.largest.extend_from_slice(internal_key);
+        self.props.num_entries += 1;
+        Ok(())
+    }
+
+    /// Parses a Put or Merge entry's value as a row piece.
+    fn piece<'v>(&self, value: &'v [u8]) -> Result<PieceView<'v>> {
+        PieceView::parse(&self.shape.pieces, value).map_err(|e| {
+            Error::corruption(
+                &self.path,
+                0,
+                format!("entry to write is not a row piece: {e}"),
+            )
+        })
+    }
+
+    /// Adds an entry to the streaming file's block, cutting a block first
+    /// if it is full and the entry starts a new user key.
+    fn stream_entry(
+        &mut self,
+        st: &mut Streaming,
+        internal_key: &[u8],
+        value: &[u8],
+    ) -> Result<()> {
+        let ukey = &internal_key[..internal_key.len() - 8];
+        let new_key = self.props.num_entries == 0 || ukey != st.last_user_key.as_slice();
+        // Blocks end between user keys, so one key's versions share a block.
+        if new_key && st.block.size_estimate() >= self.options.block_size {
+            self.flush_block(&mut st.block, &mut st.out, &mut st.blocks)?;
+        }
+        let t = trailer(internal_key);
+        if t & 0xff == ValueKind::Delete as u64 {
+            st.block.add(ukey, t, None);
+            self.props.num_deletions += 1;
+        } else {
+            let view = self.piece(value)?;
+            st.block.add(ukey, t, Some((&self.shape.pieces, &view)));
+            if t & 0xff == ValueKind::Merge as u64 {
+                self.props.num_merges += 1;
+            }
+        }
+        if new_key {
+            if let Some(f) = st.filter.as_mut() {
+                f.add_key(ukey);
+            }
+            st.last_user_key.clear();
+            st.last_user_key.extend_from_slice(ukey);
+        }
+        Ok(())
+    }
+
+    /// Keeps an entry's key and column values until the file is finished.
+    fn buffer_entry(&mut self, internal_key: &[u8], value: &[u8], codes: Codes<'_>) -> Result<()> {
         let r = self.key_ends.len();
-        match parsed.kind {
+        let t = trailer(internal_key);
+        match ValueKind::from_u8((t & 0xff) as u8).unwrap_or(ValueKind::Put) {
             ValueKind::Delete => {
                 for c in &mut self.columns {
                     c.push(r, None, None);
@@ -402,13 +524,7 @@ impl CgWriter {
                 self.props.num_deletions += 1;
             }
             kind => {
-                let view = PieceView::parse(&self.shape.pieces, value).map_err(|e| {
-                    Error::corruption(
-                        &self.path,
-                        0,
-                        format!("entry to write is not a row piece: {e}"),
-                    )
-                })?;
+                let view = self.piece(value)?;
                 for c in &mut self.columns {
                     let cell = view.get(&self.shape.pieces, c.v);
                     let coded = if codes.columns.is_empty() {
@@ -425,17 +541,6 @@ impl CgWriter {
         }
         self.keys.extend_from_slice(internal_key);
         self.key_ends.push(self.keys.len());
-        let seq = parsed.seqno.get();
-        if self.props.num_entries == 0 {
-            self.props.smallest = internal_key.to_vec();
-            self.props.smallest_seqno = seq;
-            self.props.largest_seqno = seq;
-        }
-        self.props.smallest_seqno = self.props.smallest_seqno.min(seq);
-        self.props.largest_seqno = self.props.largest_seqno.max(seq);
-        self.props.largest.clear();
-        self.props.largest.extend_from_slice(internal_key);
-        self.props.num_entries += 1;
         Ok(())
     }
 }
@@ -461,6 +566,9 @@ impl TableWriter for CgWriter {
     }
 
     fn estimated_file_size(&self) -> u64 {
+        if let Some(st) = &self.streaming {
+            return st.out.offset + st.block.size_estimate() as u64;
+        }
         // Keys as stored (the trailers apart, a little under the internal
         // keys) and each column as it expects to be stored.
         self.keys.len() as u64
