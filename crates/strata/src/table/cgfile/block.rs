@@ -259,9 +259,16 @@ impl CgBlock {
                         ));
                     }
                     let range = c.take(bitpack::packed_len(rows, width), "codes")?;
+                    // A row with a value needs a code in the dictionary (an
+                    // empty dictionary has none); the others' codes are not
+                    // read, and only need to fit the width.
+                    let bit = |slice: Option<(usize, usize)>, r: usize| {
+                        slice.map(|(a, _)| get_bit(&data[a..], r))
+                    };
                     let mut bad = false;
-                    bitpack::for_each(&data[range.0..range.1], width, rows, |_, code| {
-                        bad |= code >= limit
+                    bitpack::for_each(&data[range.0..range.1], width, rows, |r, code| {
+                        let valued = bit(presence, r) != Some(false) && bit(nulls, r) != Some(true);
+                        bad |= code >= limit || (valued && code as usize >= dict.len());
                     });
                     if bad {
                         return Err(format!("a code of column {v} past its dictionary"));
@@ -613,6 +620,65 @@ mod tests {
         assert_eq!(out.len(), 1 + 1 + 1 + 400 + 800 + 1 + 400 + 1 + 800);
         let block = CgBlock::parse(out, &s, &group, &[]).expect("parse");
         assert_eq!(block.cell(1, 42), Some(Cell::Float64(42.0)));
+    }
+
+    #[test]
+    fn codes_must_lie_in_the_dictionary_for_rows_with_values() {
+        use crate::table::cgfile::block_builder::Value;
+        let s = schema();
+        let group = [1usize];
+        // Rows: code 1, null, code 0.
+        let mut b = BlockBuilder::new(&s, &group);
+        b.set_coded(0);
+        let cells = [
+            Some(Value::Code(1)),
+            Some(Value::Cell(Cell::Null)),
+            Some(Value::Code(0)),
+        ];
+        for (i, v) in cells.iter().enumerate() {
+            b.add_values(
+                format!("k{i}").as_bytes(),
+                pack_trailer(SeqNo(1), 1),
+                |_, _| *v,
+            );
+        }
+        let stats = b.stats();
+        assert!(stats[0].codes);
+        assert_eq!(stats[0].min.as_deref(), Some(&0u32.to_le_bytes()[..]));
+        assert_eq!(stats[0].max.as_deref(), Some(&1u32.to_le_bytes()[..]));
+        let mut out = Vec::new();
+        b.finish(&mut out);
+        let dict = |values: &[&[u8]]| {
+            Some(Arc::new(
+                Dictionary::from_sorted(values.iter().copied()).expect("dict"),
+            ))
+        };
+        let block = CgBlock::parse(out.clone(), &s, &group, &[dict(&[b"a", b"b"])]).expect("parse");
+        assert_eq!(block.cell(0, 0), Some(Cell::Bytes(b"b")));
+        assert_eq!(block.cell(0, 1), Some(Cell::Null));
+        assert_eq!(block.code_range(0), Some((0, 1)));
+        // A dictionary too small for a row's code, an empty one, or none at
+        // all: errors, not panics on read.
+        for d in [dict(&[b"a"]), dict(&[]), None] {
+            assert!(CgBlock::parse(out.clone(), &s, &group, &[d]).is_err());
+        }
+        // Codes of width 0 (every code 0) against an empty dictionary: the
+        // row with a value has no value to read.
+        let mut z = BlockBuilder::new(&s, &group);
+        z.set_coded(0);
+        z.add_values(b"k", pack_trailer(SeqNo(1), 1), |_, _| Some(Value::Code(0)));
+        let mut zero = Vec::new();
+        z.finish(&mut zero);
+        assert!(CgBlock::parse(zero.clone(), &s, &group, &[dict(&[b"only"])]).is_ok());
+        assert!(CgBlock::parse(zero, &s, &group, &[dict(&[])]).is_err());
+        // A plain block read as if the file had a dictionary: an error.
+        let mut p = BlockBuilder::new(&s, &group);
+        let piece_bytes = piece(&s, &[(1, Cell::Bytes(b"x"))]);
+        let view = PieceView::parse(&s, &piece_bytes).expect("piece");
+        p.add(b"k", pack_trailer(SeqNo(1), 1), Some((&s, &view)));
+        let mut plain = Vec::new();
+        p.finish(&mut plain);
+        assert!(CgBlock::parse(plain, &s, &group, &[dict(&[b"x"])]).is_err());
     }
 
     #[test]
