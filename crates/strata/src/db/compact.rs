@@ -63,16 +63,23 @@ impl DbInner {
                 }
             };
             let (id, t) = task;
+            let started = Instant::now();
             let r = self.run_compaction(id, &t);
+            // The outcome is recorded before the task ends, so that
+            // `wait_for_background_work`, which reports a failure once no
+            // compaction runs, never sees this one ended with an older
+            // failure still standing.
+            match &r {
+                Ok(()) => self.note_compaction_success(started),
+                Err(e) => self.note_compaction_failure(e, started),
+            }
             end_task(&mut self.state.lock(), id, &t);
             self.bg_cv.notify_all();
             match r {
                 Ok(()) => {
                     backoff = COMPACTION_RETRY_MIN;
-                    self.state.lock().compaction_error = None;
                 }
-                Err(e) => {
-                    self.note_compaction_failure(&e);
+                Err(_) => {
                     // Pause before picking again: the same compaction would
                     // most likely fail the same way at once.
                     let deadline = Instant::now() + backoff;
@@ -94,7 +101,13 @@ impl DbInner {
     /// pause; `wait_for_background_work` reports the failure meanwhile. (A
     /// failed manifest write inside the compaction is sticky on its own, in
     /// `log_edit`.)
-    pub(super) fn note_compaction_failure(&self, e: &Error) {
+    ///
+    /// A failure is counted but not reported when a compaction that started
+    /// after the failed one has already succeeded: the failed one ran
+    /// through a window (a full disk, since freed) that a later compaction
+    /// saw closed, and whatever work it left is still pending, so it is
+    /// retried and reported if it fails again.
+    pub(super) fn note_compaction_failure(&self, e: &Error, started: Instant) {
         if matches!(e, Error::Closed) {
             return;
         }
@@ -103,8 +116,20 @@ impl DbInner {
             return;
         }
         let mut st = self.state.lock();
-        st.compaction_error = Some(e.duplicate());
         st.compaction_failures += 1;
+        if st.last_compaction_success.is_some_and(|s| s > started) {
+            return;
+        }
+        st.compaction_error = Some(e.duplicate());
+    }
+
+    /// Records a compaction that started at `started` and succeeded.
+    pub(super) fn note_compaction_success(&self, started: Instant) {
+        let mut st = self.state.lock();
+        st.compaction_error = None;
+        if st.last_compaction_success.is_none_or(|s| s < started) {
+            st.last_compaction_success = Some(started);
+        }
     }
 
     /// Carries out a compaction task whose inputs are marked as being
@@ -461,14 +486,16 @@ impl DbInner {
                 }
             };
             let Some(t) = task else { continue };
+            let started = Instant::now();
             let r = self.run_compaction(id, &t);
+            // Recorded before the task ends (see the background loop).
+            match &r {
+                Ok(()) => self.note_compaction_success(started),
+                Err(e) => self.note_compaction_failure(e, started),
+            }
             end_task(&mut self.state.lock(), id, &t);
             self.bg_cv.notify_all();
-            if let Err(e) = r {
-                self.note_compaction_failure(&e);
-                return Err(e);
-            }
-            self.state.lock().compaction_error = None;
+            r?;
             break;
         }
         Ok(())

@@ -193,6 +193,10 @@ struct State {
     /// sticky: see `note_compaction_failure`).
     compaction_error: Option<Error>,
     compaction_failures: u64,
+    /// When the latest successful compaction started: a compaction that
+    /// started before it and fails afterwards reports nothing (see
+    /// `note_compaction_failure`).
+    last_compaction_success: Option<std::time::Instant>,
     closed: bool,
 }
 

@@ -687,6 +687,7 @@ impl DbInner {
                 running_flushes: 0,
                 compaction_error: None,
                 compaction_failures: 0,
+                last_compaction_success: None,
                 closed: false,
             }),
             bg_cv: Condvar::new(),
