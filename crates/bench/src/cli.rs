@@ -366,53 +366,57 @@ pub const SUITES: &[Suite] = &[
     },
     Suite {
         name: "kv",
-        apply: |a, given| {
-            if !given("num") {
-                a.num = 5_000_000;
-            }
-            if !given("workloads") {
-                a.workloads = "fillrandom,readrandom,seekrandom,ycsb-a,ycsb-b".into();
-            }
-            if !given("engines") {
-                a.engines = EngineKind::compiled_in()
-                    .iter()
-                    .map(|e| e.name())
-                    .collect::<Vec<_>>()
-                    .join(",");
-            }
-            if !given("threads") {
-                a.threads = 2;
-            }
-            if !given("key_size") {
-                a.key_size = 16;
-            }
-            if !given("value_size") {
-                a.value_size = 100;
-            }
-            if !given("write_buffer_size") {
-                a.write_buffer_size = 64 << 20;
-            }
-            if !given("size_ratio") {
-                a.size_ratio = 10;
-            }
-            if !given("bloom_bits") {
-                a.bloom_bits = 10;
-            }
-            if !given("block_size") {
-                a.block_size = 4096;
-            }
-            if !given("cache_size") {
-                a.cache_size = 64 << 20;
-            }
-            if !given("scan_length") {
-                a.scan_length = 10;
-            }
-            if !given("distribution") {
-                a.distribution = "zipfian".into();
-            }
-        },
+        apply: apply_kv_defaults,
     },
 ];
+
+/// The `kv` suite's defaults (issue 3's settings), which the `production`
+/// suite starts from.
+pub fn apply_kv_defaults(a: &mut BenchArgs, given: Given<'_>) {
+    if !given("num") {
+        a.num = 5_000_000;
+    }
+    if !given("workloads") {
+        a.workloads = "fillrandom,readrandom,seekrandom,ycsb-a,ycsb-b".into();
+    }
+    if !given("engines") {
+        a.engines = EngineKind::compiled_in()
+            .iter()
+            .map(|e| e.name())
+            .collect::<Vec<_>>()
+            .join(",");
+    }
+    if !given("threads") {
+        a.threads = 2;
+    }
+    if !given("key_size") {
+        a.key_size = 16;
+    }
+    if !given("value_size") {
+        a.value_size = 100;
+    }
+    if !given("write_buffer_size") {
+        a.write_buffer_size = 64 << 20;
+    }
+    if !given("size_ratio") {
+        a.size_ratio = 10;
+    }
+    if !given("bloom_bits") {
+        a.bloom_bits = 10;
+    }
+    if !given("block_size") {
+        a.block_size = 4096;
+    }
+    if !given("cache_size") {
+        a.cache_size = 64 << 20;
+    }
+    if !given("scan_length") {
+        a.scan_length = 10;
+    }
+    if !given("distribution") {
+        a.distribution = "zipfian".into();
+    }
+}
 
 /// Finds a suite by name.
 pub fn find_suite(name: &str) -> Result<&'static Suite> {

@@ -18,7 +18,6 @@
 use std::path::{Path, PathBuf};
 
 use crate::cli::{BenchArgs, Given, SuiteArgs};
-use crate::engine::EngineKind;
 use crate::record::Record;
 use crate::report::thousands;
 use crate::runner::{RunPlan, run};
@@ -26,41 +25,15 @@ use crate::settings::{BenchSettings, CompressionKind, Distribution};
 use crate::workload::Workload;
 use crate::{Error, Result};
 
-/// The suite's defaults.
+/// The suite's defaults: the `kv` suite's, with 2M keys, reads of a
+/// quarter of them and uniformly drawn keys.
 pub fn apply_defaults(a: &mut BenchArgs, given: Given<'_>) {
+    crate::cli::apply_kv_defaults(a, given);
     if !given("num") {
         a.num = 2_000_000;
     }
     if !given("reads") {
         a.reads = Some(a.num / 4);
-    }
-    if !given("engines") {
-        a.engines = EngineKind::compiled_in()
-            .iter()
-            .map(|e| e.name())
-            .collect::<Vec<_>>()
-            .join(",");
-    }
-    if !given("threads") {
-        a.threads = 2;
-    }
-    if !given("key_size") {
-        a.key_size = 16;
-    }
-    if !given("value_size") {
-        a.value_size = 100;
-    }
-    if !given("write_buffer_size") {
-        a.write_buffer_size = 64 << 20;
-    }
-    if !given("size_ratio") {
-        a.size_ratio = 10;
-    }
-    if !given("bloom_bits") {
-        a.bloom_bits = 10;
-    }
-    if !given("block_size") {
-        a.block_size = 4096;
     }
     if !given("distribution") {
         a.distribution = "uniform".into();
