@@ -458,6 +458,17 @@ impl TableState {
     pub fn begin(&self, t: u32, k: u32, kind: OpKind, mask: u32, tag: u32) -> PendingOp {
         let i = self.index(t, k);
         let mut s = self.slots[i].lock();
+        // Power-cut mode: an earlier write of the row still pending failed
+        // (a partial update whose marker sync failed after the cut, say),
+        // yet its record may have reached the log before the failure and
+        // survive the cut. Its result stays among the states the row may
+        // hold, rather than being forgotten under the new pending write.
+        if self.history
+            && let Some(prev) = s.pending
+        {
+            let newest = s.history.last().copied().unwrap_or(s.committed);
+            s.history.push(prev.apply(newest));
+        }
         let generation = s.max_gen + 1;
         let op = PendingOp {
             kind,
@@ -689,5 +700,24 @@ mod tests {
         s.begin(0, 1, OpKind::Upsert, 0, 0);
         s.commit(0, 1, true);
         assert_eq!(s.settled(0, 1).len(), 1);
+    }
+
+    /// A write that failed stays possible when the next write of the row
+    /// begins: in power-cut mode its record may have reached the log.
+    #[test]
+    fn a_failed_write_stays_a_candidate_under_the_next_one() {
+        let s = TableState::in_memory(SPACE, true);
+        s.begin(0, 1, OpKind::Upsert, 0, 0);
+        s.commit(0, 1, true);
+        let committed = s.committed(0, 1);
+        // An update of column 0 that failed (never committed), then one of
+        // column 2.
+        let failed = s.begin(0, 1, OpKind::Update, 1, 0);
+        let next = s.begin(0, 1, OpKind::Update, 1 << 2, 0);
+        let (cands, pending) = s.candidates(0, 1);
+        let failed_state = failed.apply(committed);
+        assert!(cands.contains(&committed), "{cands:?}");
+        assert!(cands.contains(&failed_state), "{cands:?}");
+        assert_eq!(pending, Some(next.apply(failed_state)));
     }
 }
