@@ -85,6 +85,17 @@ impl CompactionTask {
         self.outputs.iter().flat_map(|o| o.overlapping.iter())
     }
 
+    /// Whether some file the task reads is in a format other than the
+    /// core's (dictionary-encoded or column-group files), whose entries may
+    /// come with dictionary codes. Core tables never do, so compacting only
+    /// them skips asking each entry for codes.
+    pub fn may_carry_codes(&self) -> bool {
+        self.inputs
+            .iter()
+            .chain(self.overlapping())
+            .any(|f| !f.file.format.is_empty())
+    }
+
     /// What the task claims while it runs.
     pub fn claims(&self) -> Vec<OutputClaim> {
         self.outputs
@@ -585,6 +596,7 @@ pub fn compact_entries(
         |_| None,
         1,
         policy,
+        false,
         &mut |_, k, v, _| emit(k, v),
         should_stop,
     )
@@ -602,12 +614,15 @@ pub type FanoutEmitFn<'a> = dyn FnMut(usize, &[u8], &[u8], Codes<'_>) -> Result<
 /// inputs being pushed down, which every output takes; `Some(k)` for a file
 /// of output `k`'s own run, which only output `k` merges with. Each
 /// output's versions of a key are reduced on their own and reach `emit`
-/// with its index, keys in order per output.
+/// with its index, keys in order per output. With `codes` (some input may
+/// store values as dictionary codes, [`CompactionTask::may_carry_codes`]),
+/// an unchanged survivor reaches `emit` with its codes.
 pub fn compact_entries_fanout(
     input: &mut MergingIterator,
     owner_of: &[Option<usize>],
     outputs: usize,
     policy: &DropPolicy<'_>,
+    codes: bool,
     emit: &mut FanoutEmitFn<'_>,
     should_stop: &dyn Fn() -> bool,
 ) -> Result<DropStats> {
@@ -619,6 +634,7 @@ pub fn compact_entries_fanout(
         },
         outputs,
         policy,
+        codes,
         emit,
         should_stop,
     )
@@ -643,6 +659,7 @@ fn compact_core<I: InternalIterator + ?Sized>(
     owner: impl Fn(&I) -> Option<usize>,
     outputs: usize,
     policy: &DropPolicy<'_>,
+    codes: bool,
     emit: &mut FanoutEmitFn<'_>,
     should_stop: &dyn Fn() -> bool,
 ) -> Result<DropStats> {
@@ -752,17 +769,20 @@ fn compact_core<I: InternalIterator + ?Sized>(
         }
         let start = buf.len();
         let columns_start = column_codes.len();
-        input.column_codes(&mut |v, cv| {
-            let d = dict_index(&mut dicts, cv.dictionary);
-            column_codes.push((v, d, cv.code));
-        });
-        let code = match input.value_code() {
-            Some(cv) => Some((dict_index(&mut dicts, cv.dictionary), cv.code)),
-            None => {
-                buf.extend_from_slice(input.value());
-                None
-            }
+        let code = if codes {
+            input.column_codes(&mut |v, cv| {
+                let d = dict_index(&mut dicts, cv.dictionary);
+                column_codes.push((v, d, cv.code));
+            });
+            input
+                .value_code()
+                .map(|cv| (dict_index(&mut dicts, cv.dictionary), cv.code))
+        } else {
+            None
         };
+        if code.is_none() {
+            buf.extend_from_slice(input.value());
+        }
         spans.push(Span {
             trailer: trailer(ikey),
             start,

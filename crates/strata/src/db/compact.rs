@@ -351,6 +351,7 @@ impl DbInner {
             owner_of,
             t.outputs.len(),
             &policy,
+            t.may_carry_codes(),
             &mut emit,
             stop,
         );
