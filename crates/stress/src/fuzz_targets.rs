@@ -394,16 +394,7 @@ fn cg_file_with(data: &[u8], ctx: &OpenContext) {
         }
     }
     if let Some(e) = entries {
-        assert_eq!(
-            e.len() as u64,
-            reader.properties().num_entries,
-            "a verified file iterates another number of entries than its properties say"
-        );
-        assert!(
-            e.windows(2)
-                .all(|w| key::compare_internal(&w[0].0, &w[1].0) == std::cmp::Ordering::Less),
-            "a verified file's entries are not in strict internal-key order"
-        );
+        check_verified_entries(&e, reader.properties().num_entries);
     }
 }
 
@@ -415,9 +406,7 @@ pub fn repair_cg_checksums(data: &mut [u8]) {
     let Some((fo, footer)) = footer_of(data, CG_FORMAT_VERSION) else {
         return;
     };
-    let mut enc = footer.encode();
-    enc[FOOTER_LEN - 8..].copy_from_slice(&CG_MAGIC.to_le_bytes());
-    data[fo..].copy_from_slice(&enc);
+    rewrite_footer(data, fo, &footer, CG_MAGIC);
     fix_filter(data, fo, footer.filter);
     let path = Path::new("fuzz.sst");
     // Meta blocks are never compressed by the writer.
@@ -503,16 +492,7 @@ fn dict_file_with(data: &[u8], ctx: &OpenContext) {
         check_dict_blocks(&reader, None, data);
     }
     if let Some(e) = entries {
-        assert_eq!(
-            e.len() as u64,
-            reader.properties().num_entries,
-            "a verified file iterates another number of entries than its properties say"
-        );
-        assert!(
-            e.windows(2)
-                .all(|w| key::compare_internal(&w[0].0, &w[1].0) == std::cmp::Ordering::Less),
-            "a verified file's entries are not in strict internal-key order"
-        );
+        check_verified_entries(&e, reader.properties().num_entries);
         if !e.is_empty() {
             assert!(
                 dict.is_ok(),
@@ -520,6 +500,29 @@ fn dict_file_with(data: &[u8], ctx: &OpenContext) {
             );
         }
     }
+}
+
+/// A verified file's promises about its entries: as many as its
+/// properties say, in strict internal-key order.
+fn check_verified_entries(e: &Entries, num_entries: u64) {
+    assert_eq!(
+        e.len() as u64,
+        num_entries,
+        "a verified file iterates another number of entries than its properties say"
+    );
+    assert!(
+        e.windows(2)
+            .all(|w| key::compare_internal(&w[0].0, &w[1].0) == std::cmp::Ordering::Less),
+        "a verified file's entries are not in strict internal-key order"
+    );
+}
+
+/// Writes `footer` back at `fo` with its CRC and the file kind's `magic`
+/// (the CRC covers the handles only; the magic is the file kind's).
+fn rewrite_footer(data: &mut [u8], fo: usize, footer: &Footer, magic: u64) {
+    let mut enc = footer.encode();
+    enc[FOOTER_LEN - 8..].copy_from_slice(&magic.to_le_bytes());
+    data[fo..].copy_from_slice(&enc);
 }
 
 /// Rewrites the checksums of a dictionary-encoded file's image, as
@@ -532,10 +535,7 @@ pub fn repair_dict_checksums(data: &mut [u8]) {
     let Some((fo, footer)) = footer_of(data, DICT_FORMAT_VERSION) else {
         return;
     };
-    // The CRC covers the handles only; the magic is the file kind's.
-    let mut enc = footer.encode();
-    enc[FOOTER_LEN - 8..].copy_from_slice(&DICT_MAGIC.to_le_bytes());
-    data[fo..].copy_from_slice(&enc);
+    rewrite_footer(data, fo, &footer, DICT_MAGIC);
     fix_filter(data, fo, footer.filter);
     fix_block(data, fo, footer.properties);
     let Some(raw) = fix_block(data, fo, footer.index) else {
