@@ -558,7 +558,7 @@ fn reduce_key(
                     .ok()
                     .map(|v| (ValueKind::Put, v)),
                 (Some(op), None) if merges > 1 => op
-                    .merge(ukey, None, &operands)
+                    .merge_operands(ukey, &operands)
                     .ok()
                     .map(|v| (ValueKind::Merge, v)),
                 _ => None,

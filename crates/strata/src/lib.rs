@@ -31,6 +31,7 @@
 // operator, a layout, a table format, a file system) names.
 pub mod dict;
 pub mod ids;
+pub mod index;
 pub mod key;
 pub mod layout;
 pub mod merge;

@@ -23,6 +23,17 @@ pub trait MergeOperator: Send + Sync {
         existing: Option<&[u8]>,
         operands: &[&[u8]],
     ) -> Result<Vec<u8>, String>;
+
+    /// Combines `operands` (oldest first) into one operand, for a
+    /// compaction that has not reached the key's oldest version: the result
+    /// is stored as a merge operand and later applied to whatever lies
+    /// below. The default, `merge(key, None, operands)`, is right for
+    /// operators whose operands combine as values do (counters, appends);
+    /// an operator whose operands can undo older values (removals) keeps
+    /// them in the combined operand instead.
+    fn merge_operands(&self, key: &[u8], operands: &[&[u8]]) -> Result<Vec<u8>, String> {
+        self.merge(key, None, operands)
+    }
 }
 
 impl fmt::Debug for dyn MergeOperator {

@@ -390,6 +390,17 @@ impl Keyspace {
             .filter(&self.shared, from, to, predicate, Some(snapshot.seqno))
     }
 
+    /// Reads `key` at sequence number `snapshot` (`None`: the latest).
+    pub(crate) fn get_at_seqno(
+        &self,
+        key: &[u8],
+        snapshot: Option<SeqNo>,
+    ) -> Result<Option<Vec<u8>>> {
+        let mut value = Vec::new();
+        let found = self.inner.get(&self.shared, key, snapshot, &mut value)?;
+        Ok(found.then_some(value))
+    }
+
     /// Reads `key` as of `snapshot`.
     pub fn get_at(&self, key: &[u8], snapshot: &Snapshot) -> Result<Option<Vec<u8>>> {
         let mut value = Vec::new();

@@ -49,7 +49,7 @@ fn catalog_options() -> KeyspaceOptions {
 pub const TABLE_KEYSPACE_PREFIX: &str = "__table/";
 
 /// The catalog record format this build writes and reads.
-pub const CATALOG_FORMAT: u32 = 1;
+pub const CATALOG_FORMAT: u32 = 2;
 
 const RECORD_PREFIX: &str = "table/";
 const STATS_PREFIX: &str = "stats/";
@@ -69,6 +69,16 @@ pub(crate) struct TableRecord {
     /// The id of each group of each level of `layout`.
     pub ids: Vec<Vec<u32>>,
     pub options: TableOptions,
+    /// Secondary indexes (catalog format 2).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub indexes: Vec<crate::index::IndexRecord>,
+    /// The largest index id given so far (ids are not reused).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub next_index: u32,
+}
+
+fn is_zero(x: &u32) -> bool {
+    *x == 0
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -105,7 +115,7 @@ impl TableRecord {
         options: TableOptions,
     ) -> TableRecord {
         TableRecord {
-            format: CATALOG_FORMAT,
+            format: 1,
             id,
             name: name.to_string(),
             columns: schema
@@ -126,12 +136,24 @@ impl TableRecord {
             groups,
             ids: Vec::new(),
             options,
+            indexes: Vec::new(),
+            next_index: 0,
         }
     }
 
     pub(crate) fn encode(&self) -> Vec<u8> {
+        // A table with indexes is written as format 2, which builds that
+        // know no indexes refuse (they would write rows without index
+        // entries); one without stays readable by them.
+        let mut r = self.clone();
+        let needed = if r.indexes.is_empty() && r.next_index == 0 {
+            1
+        } else {
+            2
+        };
+        r.format = r.format.max(needed);
         // Serialising plain data to JSON cannot fail.
-        serde_json::to_vec(self).unwrap_or_default()
+        serde_json::to_vec(&r).unwrap_or_default()
     }
 
     fn decode(bytes: &[u8]) -> Result<TableRecord> {
@@ -266,17 +288,20 @@ impl Catalog {
         Ok(ks)
     }
 
-    /// Drops table keyspaces no record names (a crash between dropping a
-    /// table's record and its keyspace).
+    /// Drops table and index keyspaces no record names (a crash between
+    /// dropping a table's or an index's record and its keyspace).
     fn drop_orphan_keyspaces(&self) -> Result<()> {
-        let live: Vec<String> = self
-            .tables
-            .read()
-            .values()
-            .map(|t| t.keyspace_name())
-            .collect();
+        let mut live: Vec<String> = Vec::new();
+        for t in self.tables.read().values() {
+            live.push(t.keyspace_name());
+            for i in &t.indexes.read().indexes {
+                live.push(i.keyspace.name().to_string());
+            }
+        }
         for name in self.core.keyspace_names() {
-            if name.starts_with(TABLE_KEYSPACE_PREFIX) && !live.contains(&name) {
+            let owned = name.starts_with(TABLE_KEYSPACE_PREFIX)
+                || name.starts_with(crate::index::INDEX_KEYSPACE_PREFIX);
+            if owned && !live.contains(&name) {
                 self.core.drop_keyspace(&name)?;
             }
         }
@@ -362,7 +387,13 @@ impl Catalog {
         write_record(&self.core, &ks, name, None)?;
         self.tables.write().remove(name);
         t.mark_dropped();
-        self.core.drop_keyspace(&t.keyspace_name())
+        self.core.drop_keyspace(&t.keyspace_name())?;
+        for name in self.core.keyspace_names() {
+            if crate::index::is_index_keyspace_of(&name, t.id) {
+                self.core.drop_keyspace(&name)?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -429,7 +460,15 @@ mod tests {
         assert!(TableRecord::decode(&newer.encode()).is_err());
         let mut zero = r.clone();
         zero.format = 0;
-        assert!(TableRecord::decode(&zero.encode()).is_err());
+        assert!(TableRecord::decode(&serde_json::to_vec(&zero).expect("json")).is_err());
+        let mut indexed = r.clone();
+        indexed.next_index = 1;
+        assert_eq!(
+            TableRecord::decode(&indexed.encode())
+                .expect("decode")
+                .format,
+            2
+        );
         assert!(TableRecord::decode(b"{not json").is_err());
         assert!(check_table_name("").is_err());
         assert!(check_table_name("a\nb").is_err());

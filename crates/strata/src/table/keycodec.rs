@@ -209,6 +209,18 @@ impl<'a> KeyDecoder<'a> {
         })
     }
 
+    /// The next byte, if any (for formats that mix tags with key parts).
+    pub fn byte(&mut self) -> Option<u8> {
+        let (&b, rest) = self.rest.split_first()?;
+        self.rest = rest;
+        Some(b)
+    }
+
+    /// The bytes not read yet.
+    pub fn rest(&self) -> &'a [u8] {
+        self.rest
+    }
+
     /// Whether every part has been read.
     pub fn is_done(&self) -> bool {
         self.rest.is_empty()

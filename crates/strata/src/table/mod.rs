@@ -101,6 +101,7 @@ use crate::batch::WriteBatch;
 use crate::db::{DbCore, Snapshot};
 use crate::error::{Error, Result};
 use crate::ids::Level;
+use crate::index::maintain::{RowChange, RowOp};
 use crate::options::WriteOptions;
 
 /// A handle on one table. Cheap to clone.
@@ -160,6 +161,10 @@ impl Table {
         &self.inner
     }
 
+    pub(crate) fn core(&self) -> &DbCore {
+        &self.core
+    }
+
     /// The table's name.
     pub fn name(&self) -> &str {
         &self.inner.name
@@ -173,6 +178,48 @@ impl Table {
     /// The table's current layout.
     pub fn layout(&self) -> TableLayout {
         self.inner.layout_state().layout.clone()
+    }
+
+    /// Writes `wb` with the index entries of the rows it touches, which
+    /// `changes` describes (given the columns the indexes read); the
+    /// indexes' read lock is held until the batch is written.
+    fn write_indexed(
+        &self,
+        mut wb: WriteBatch,
+        sync: bool,
+        changes: impl FnOnce(&[usize]) -> Result<Vec<RowChange>>,
+    ) -> Result<()> {
+        let i = &self.inner;
+        let set = i.indexes.read();
+        if set.is_empty() {
+            return self.write(wb, sync);
+        }
+        let _lock = set.needs_lock().then(|| i.index_lock.lock());
+        let changes = changes(&set.relevant_columns())?;
+        let read_row = |pk: &[u8], cols: &[usize]| self.get_encoded(pk, cols, None);
+        crate::index::maintain::maintain(&set, &i.schema, &changes, &read_row, &mut wb)?;
+        self.write(wb, sync)
+    }
+
+    /// The change a plain row (or partial update) makes, for the indexes:
+    /// the `relevant` value columns `values` holds, coerced to their types.
+    fn plain_change(
+        &self,
+        pk: Vec<u8>,
+        op: RowOp,
+        values: &[(usize, &Value)],
+        relevant: &[usize],
+    ) -> Result<Vec<RowChange>> {
+        let schema = &self.inner.schema;
+        let values = values
+            .iter()
+            .filter(|(c, _)| relevant.contains(c) && !schema.is_key(*c))
+            .map(|&(c, v)| {
+                let col = &schema.columns()[c];
+                Ok((c, v.clone().coerce(col.ty, &col.name)?))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(vec![RowChange { pk, op, values }])
     }
 
     fn write(&self, wb: WriteBatch, sync: bool) -> Result<()> {
@@ -197,7 +244,9 @@ impl Table {
         let mut wb = WriteBatch::new();
         let i = &self.inner;
         write::put_rows(&i.schema, &i.pieces, i.keyspace.id(), batch, &mut wb)?;
-        self.write(wb, sync)?;
+        self.write_indexed(wb, sync, |rel| {
+            write::row_changes(&i.schema, batch, RowOp::Put, rel)
+        })?;
         i.stats.record_inserts(batch.num_rows() as u64);
         Ok(())
     }
@@ -226,7 +275,9 @@ impl Table {
                 )));
             }
         }
-        self.write(wb, false)?;
+        self.write_indexed(wb, false, |rel| {
+            write::row_changes(&i.schema, batch, RowOp::Put, rel)
+        })?;
         i.stats.record_inserts(keys.len() as u64);
         Ok(())
     }
@@ -243,22 +294,25 @@ impl Table {
                 i.name
             )));
         }
-        self.put_row(&key, &piece)
+        self.put_row(key, &piece, row)
     }
 
     /// Inserts or replaces one row (every column, in schema order).
     pub fn upsert_row(&self, row: &[Value]) -> Result<()> {
         let i = &self.inner;
         let (key, piece) = write::encode_row(&i.schema, &i.pieces, row)?;
-        self.put_row(&key, &piece)
+        self.put_row(key, &piece, row)
     }
 
-    /// Writes one encoded whole row.
-    fn put_row(&self, key: &[u8], piece: &[u8]) -> Result<()> {
+    /// Writes one encoded whole row (`row`: its values, for the indexes).
+    fn put_row(&self, key: Vec<u8>, piece: &[u8], row: &[Value]) -> Result<()> {
         let i = &self.inner;
         let mut wb = WriteBatch::new();
-        wb.put_in(i.keyspace.id(), key, piece);
-        self.write(wb, false)?;
+        wb.put_in(i.keyspace.id(), &key, piece);
+        self.write_indexed(wb, false, |rel| {
+            let values: Vec<(usize, &Value)> = row.iter().enumerate().collect();
+            self.plain_change(key, RowOp::Put, &values, rel)
+        })?;
         i.stats.record_inserts(1);
         Ok(())
     }
@@ -272,7 +326,13 @@ impl Table {
         let (piece, cols) = write::encode_update(&i.schema, &i.pieces, set)?;
         let mut wb = WriteBatch::new();
         wb.merge_in(i.keyspace.id(), &k, &piece);
-        self.write(wb, false)?;
+        self.write_indexed(wb, false, |rel| {
+            let values = set
+                .iter()
+                .map(|(name, v)| Ok((i.schema.index_of(name)?, v)))
+                .collect::<Result<Vec<_>>>()?;
+            self.plain_change(k, RowOp::Update, &values, rel)
+        })?;
         i.stats.record_updates(&cols, 1);
         Ok(())
     }
@@ -283,7 +343,9 @@ impl Table {
         let i = &self.inner;
         let mut wb = WriteBatch::new();
         let cols = write::update_rows(&i.schema, &i.pieces, i.keyspace.id(), batch, &mut wb)?;
-        self.write(wb, false)?;
+        self.write_indexed(wb, false, |rel| {
+            write::row_changes(&i.schema, batch, RowOp::Update, rel)
+        })?;
         i.stats.record_updates(&cols, batch.num_rows() as u64);
         Ok(())
     }
@@ -294,7 +356,9 @@ impl Table {
         let k = keycodec::encode_key(&i.schema, key)?;
         let mut wb = WriteBatch::new();
         wb.delete_in(i.keyspace.id(), &k);
-        self.write(wb, false)?;
+        self.write_indexed(wb, false, |rel| {
+            self.plain_change(k, RowOp::Delete, &[], rel)
+        })?;
         TableStats::bump(&i.stats.deletes, 1);
         Ok(())
     }
@@ -304,7 +368,9 @@ impl Table {
         let i = &self.inner;
         let mut wb = WriteBatch::new();
         write::delete_rows(&i.schema, i.keyspace.id(), keys, &mut wb)?;
-        self.write(wb, false)?;
+        self.write_indexed(wb, false, |rel| {
+            write::row_changes(&i.schema, keys, RowOp::Delete, rel)
+        })?;
         TableStats::bump(&i.stats.deletes, keys.num_rows() as u64);
         Ok(())
     }
@@ -365,6 +431,18 @@ impl Table {
         let i = &self.inner;
         let k = keycodec::encode_key(&i.schema, key)?;
         let projection = i.schema.projection(columns)?;
+        self.get_encoded(&k, &projection, snapshot)
+    }
+
+    /// The columns `projection` (schema positions) of the row with encoded
+    /// key `k`, at `snapshot` (`None`: the latest).
+    pub(crate) fn get_encoded(
+        &self,
+        k: &[u8],
+        projection: &[usize],
+        snapshot: Option<crate::key::SeqNo>,
+    ) -> Result<Option<Vec<Value>>> {
+        let i = &self.inner;
         let want: Vec<usize> = projection
             .iter()
             .filter_map(|&c| i.schema.value_number(c))
@@ -372,7 +450,7 @@ impl Table {
         let (sv, plan) = self.read_plan()?;
         let snap = snapshot.unwrap_or_else(|| i.keyspace.last_seqno());
         let mut r = Resolver::new(i.pieces.len(), &want);
-        let cost = get::get(&sv, &plan, &k, snap, &want, &mut r)?;
+        let cost = get::get(&sv, &plan, k, snap, &want, &mut r)?;
         TableStats::bump(&i.stats.gets, 1);
         TableStats::bump(&i.stats.get_files, cost.files);
         TableStats::bump(&i.stats.get_blocks, cost.blocks);
@@ -380,7 +458,7 @@ impl Table {
         if !r.exists() {
             return Ok(None);
         }
-        let key_values = keycodec::decode_key(&i.schema, &k)?;
+        let key_values = keycodec::decode_key(&i.schema, k)?;
         Ok(Some(
             projection
                 .iter()

@@ -64,6 +64,13 @@ pub(crate) struct TableInner {
     dropped: AtomicBool,
     /// Serialises checked inserts (read, then write).
     pub insert_lock: Mutex<()>,
+    /// The table's secondary indexes. Writers hold a read lock from
+    /// computing their index entries until their batch is written, so that
+    /// creating or dropping an index (a write lock) sees no write in flight.
+    pub indexes: RwLock<Arc<crate::index::IndexSet>>,
+    /// Serialises writes that read before they write index entries (see
+    /// [`crate::index::IndexSet::needs_lock`]) and an index build's chunks.
+    pub index_lock: Mutex<()>,
     /// When the automatic layout last asked the advisor.
     auto_checked: Mutex<Option<std::time::Instant>>,
     /// The automatic layout's proposal awaiting confirmation.
@@ -118,6 +125,21 @@ impl TableInner {
         let state = LayoutState::new(layout, Arc::clone(&shape), ids)?;
         let keyspace =
             core.system_keyspace(&record.keyspace_name(), keyspace_options(&record, &state)?)?;
+        let indexes = record
+            .indexes
+            .iter()
+            .map(|r| {
+                crate::index::Index::open(
+                    core,
+                    record.id,
+                    &schema,
+                    r,
+                    crate::index::keyspace_options(&record.options),
+                )
+                .map(Arc::new)
+            })
+            .collect::<Result<Vec<_>>>()
+            .map_err(bad)?;
         Ok(TableInner {
             id: record.id,
             name: record.name.clone(),
@@ -132,6 +154,8 @@ impl TableInner {
             stats: TableStats::default(),
             dropped: AtomicBool::new(false),
             insert_lock: Mutex::new(()),
+            indexes: RwLock::new(Arc::new(crate::index::IndexSet { indexes })),
+            index_lock: Mutex::new(()),
             auto_checked: Mutex::new(None),
             auto_pending: Mutex::new(None),
         })
@@ -186,6 +210,22 @@ impl TableInner {
     /// The durable definition.
     pub(crate) fn record(&self) -> TableRecord {
         self.record.lock().clone()
+    }
+
+    /// Changes the durable definition: `f` edits a copy, which is written
+    /// to the catalog (synced) and then becomes the definition.
+    pub(crate) fn update_record(
+        &self,
+        f: impl FnOnce(&mut TableRecord) -> Result<()>,
+    ) -> Result<TableRecord> {
+        self.core.check_writable("change the table catalog")?;
+        let mut record = self.record.lock();
+        self.check_live()?;
+        let mut next = record.clone();
+        f(&mut next)?;
+        write_record(&self.core, &self.catalog, &next.name, Some(&next))?;
+        *record = next.clone();
+        Ok(next)
     }
 
     /// The cached read plan if it is for `version_no` and `state`.

@@ -10,7 +10,7 @@ use std::collections::HashSet;
 
 use arrow_array::RecordBatch;
 
-use super::arrowio::{ColumnReader, value_to_cell};
+use super::arrowio::{ColumnReader, cell_to_value, value_to_cell};
 use super::keycodec::{encode_bytes, encode_f64, encode_i32, encode_i64};
 use super::piece::{Cell, PieceEncoder, PieceSchema};
 use super::schema::{ColumnType, Schema};
@@ -18,6 +18,7 @@ use super::value::Value;
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::ids::KeyspaceId;
+use crate::index::maintain::{RowChange, RowOp};
 
 /// Appends the key part of `cell` (of key column type `ty`).
 pub(crate) fn encode_key_cell(out: &mut Vec<u8>, ty: ColumnType, cell: Cell<'_>) -> Result<()> {
@@ -274,4 +275,39 @@ pub(crate) fn encode_update(
     enc.finish(pieces, &mut piece);
     check_size(&piece)?;
     Ok((piece, cols.iter().map(|(v, _)| *v).collect()))
+}
+
+/// The rows `batch` touches, as index maintenance sees them: each row's
+/// encoded key and its values of the `relevant` columns the batch holds.
+pub(crate) fn row_changes(
+    schema: &Schema,
+    batch: &RecordBatch,
+    op: RowOp,
+    relevant: &[usize],
+) -> Result<Vec<RowChange>> {
+    let cols = match_columns(schema, batch)?;
+    let mut out = Vec::with_capacity(batch.num_rows());
+    let mut key = Vec::new();
+    for row in 0..batch.num_rows() {
+        key_of(schema, &cols, row, &mut key)?;
+        let values = if op == RowOp::Delete {
+            Vec::new()
+        } else {
+            relevant
+                .iter()
+                .filter(|&&c| !schema.is_key(c))
+                .filter_map(|&c| {
+                    cols[c]
+                        .as_ref()
+                        .map(|r| (c, cell_to_value(r.cell(row), schema.columns()[c].ty)))
+                })
+                .collect()
+        };
+        out.push(RowChange {
+            pk: key.clone(),
+            op: op.clone(),
+            values,
+        });
+    }
+    Ok(out)
 }

@@ -1,0 +1,558 @@
+//! Secondary indexes (issue 22): every kind under both consistency
+//! strategies, covering or not, kept equal to the table through random
+//! inserts, upserts, partial updates and deletes, flushes, compactions and
+//! reopens; builds over existing rows while writers run; drops; errors.
+//!
+//! Each check compares an index lookup with the same question answered by
+//! a model of the table (a `BTreeMap` of rows): the rows whose indexed
+//! column equals a value or lies in a range, in primary-key order.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use strata::index::{Consistency, IndexKind, IndexQuery, IndexSpec};
+use strata::table::{Column, ColumnType, Schema, Table, TableOptions, Value};
+use strata::{Db, Error, Options};
+
+fn schema() -> Schema {
+    Schema::new(
+        vec![
+            Column::new("id", ColumnType::Int64),
+            Column::nullable("city", ColumnType::Utf8),
+            Column::nullable("age", ColumnType::Int32),
+            Column::nullable("note", ColumnType::Utf8),
+        ],
+        &["id"],
+    )
+    .expect("schema")
+}
+
+fn small() -> TableOptions {
+    TableOptions {
+        num_levels: 5,
+        size_ratio: 2,
+        level1_max_bytes: 16 << 10,
+        write_buffer_size: 16 << 10,
+        target_file_size: 8 << 10,
+        block_size: 1024,
+        level0_compaction_trigger: 2,
+        ..Default::default()
+    }
+}
+
+/// Value columns of a model row: city, age, note.
+type Row = [Value; 3];
+
+fn city(rng: &mut StdRng) -> Value {
+    if rng.random_bool(0.1) {
+        Value::Null
+    } else {
+        Value::Utf8(format!("c{}", rng.random_range(0..12)))
+    }
+}
+
+fn random_row(rng: &mut StdRng) -> Row {
+    [
+        city(rng),
+        Value::Int32(rng.random_range(0..50)),
+        Value::Utf8(format!("n{}", rng.random_range(0..1000))),
+    ]
+}
+
+fn full(id: i64, r: &Row) -> Vec<Value> {
+    let mut v = vec![Value::Int64(id)];
+    v.extend(r.iter().cloned());
+    v
+}
+
+/// The model's answer: rows (id, city, age, note) whose `col` (1 = city,
+/// 2 = age) lies within the bounds, in key order.
+fn model_lookup(
+    model: &BTreeMap<i64, Row>,
+    col: usize,
+    lo: &Bound<Value>,
+    hi: &Bound<Value>,
+) -> Vec<Vec<Value>> {
+    let within = |v: &Value| {
+        if v.is_null() {
+            return false;
+        }
+        let above = match lo {
+            Bound::Unbounded => true,
+            Bound::Included(x) => v.compare(x).is_some_and(|o| o.is_ge()),
+            Bound::Excluded(x) => v.compare(x).is_some_and(|o| o.is_gt()),
+        };
+        let below = match hi {
+            Bound::Unbounded => true,
+            Bound::Included(x) => v.compare(x).is_some_and(|o| o.is_le()),
+            Bound::Excluded(x) => v.compare(x).is_some_and(|o| o.is_lt()),
+        };
+        above && below
+    };
+    model
+        .iter()
+        .filter(|(_, r)| within(&r[col - 1]))
+        .map(|(&id, r)| full(id, r))
+        .collect()
+}
+
+fn all_specs() -> Vec<IndexSpec> {
+    let mut out = Vec::new();
+    for kind in [IndexKind::Eager, IndexKind::Lazy, IndexKind::Composite] {
+        for consistency in [Consistency::Synchronous, Consistency::Validation] {
+            for covering in [false, true] {
+                let name = format!(
+                    "{}_{}{}",
+                    kind.name(),
+                    consistency.name(),
+                    if covering { "_cov" } else { "" }
+                );
+                let mut s = IndexSpec::new(name, "city")
+                    .kind(kind)
+                    .consistency(consistency);
+                if covering {
+                    s = s.covering(&["age"]);
+                }
+                out.push(s);
+            }
+        }
+    }
+    out
+}
+
+/// Checks every index of `t` against the model: equality on several
+/// values and a few ranges, with all columns and with the covered ones.
+fn check(t: &Table, model: &BTreeMap<i64, Row>, rng: &mut StdRng, what: &str) {
+    for spec in t.indexes() {
+        let mut queries: Vec<(Bound<Value>, Bound<Value>)> = (0..4)
+            .map(|_| {
+                let v = Value::Utf8(format!("c{}", rng.random_range(0..13)));
+                (Bound::Included(v.clone()), Bound::Included(v))
+            })
+            .collect();
+        let a = Value::Utf8(format!("c{}", rng.random_range(0..6)));
+        let b = Value::Utf8(format!("c{}", rng.random_range(6..12)));
+        queries.push((Bound::Excluded(a.clone()), Bound::Included(b.clone())));
+        queries.push((Bound::Included(a), Bound::Unbounded));
+        queries.push((Bound::Unbounded, Bound::Excluded(b)));
+        for (lo, hi) in queries {
+            let want = model_lookup(model, 1, &lo, &hi);
+            let got = t
+                .lookup_rows(&spec.name, &IndexQuery::range(lo.clone(), hi.clone()), None)
+                .expect("lookup");
+            assert_eq!(got, want, "{what}: index {} on {lo:?}..{hi:?}", spec.name);
+            let covered = t
+                .lookup_rows(
+                    &spec.name,
+                    &IndexQuery::range(lo.clone(), hi.clone()),
+                    Some(&["id", "city", "age"]),
+                )
+                .expect("lookup");
+            let want: Vec<Vec<Value>> = want.iter().map(|r| r[..3].to_vec()).collect();
+            assert_eq!(covered, want, "{what}: covered columns of {}", spec.name);
+        }
+    }
+}
+
+/// Random writes of every kind the table offers.
+fn random_writes(t: &Table, model: &mut BTreeMap<i64, Row>, rng: &mut StdRng, n: usize) {
+    for _ in 0..n {
+        let id = rng.random_range(0..200i64);
+        match rng.random_range(0..10) {
+            0..=3 => {
+                let r = random_row(rng);
+                t.upsert_row(&full(id, &r)).expect("upsert");
+                model.insert(id, r);
+            }
+            4 => {
+                let r = random_row(rng);
+                match t.insert_row(&full(id, &r)) {
+                    Ok(()) => {
+                        assert!(model.insert(id, r).is_none());
+                    }
+                    Err(Error::InvalidArgument(_)) => assert!(model.contains_key(&id)),
+                    Err(e) => panic!("insert: {e}"),
+                }
+            }
+            5 | 6 => {
+                let c = city(rng);
+                t.update_row(&[Value::Int64(id)], &[("city", c.clone())])
+                    .expect("update");
+                if let Some(r) = model.get_mut(&id) {
+                    r[0] = c;
+                }
+            }
+            7 => {
+                let age = Value::Int32(rng.random_range(0..50));
+                t.update_row(&[Value::Int64(id)], &[("age", age.clone())])
+                    .expect("update");
+                if let Some(r) = model.get_mut(&id) {
+                    r[1] = age;
+                }
+            }
+            _ => {
+                t.delete_row(&[Value::Int64(id)]).expect("delete");
+                model.remove(&id);
+            }
+        }
+    }
+}
+
+fn open(path: &Path) -> Db {
+    Db::open(path, Options::default()).expect("open")
+}
+
+#[test]
+fn every_kind_and_strategy_matches_the_table_through_writes_flushes_and_reopens() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rng = StdRng::seed_from_u64(22);
+    let mut model = BTreeMap::new();
+    let mut db = open(dir.path());
+    let mut t = db
+        .create_table("people", schema(), small())
+        .expect("create");
+    // Half the indexes are built over existing rows, half before any.
+    let specs = all_specs();
+    for s in specs.iter().step_by(2) {
+        t.create_index(s.clone()).expect("create index");
+    }
+    random_writes(&t, &mut model, &mut rng, 300);
+    for s in specs.iter().skip(1).step_by(2) {
+        let d = t.create_index(s.clone()).expect("create index");
+        assert!(!d.building);
+    }
+    check(&t, &model, &mut rng, "after build");
+    for round in 0..6 {
+        random_writes(&t, &mut model, &mut rng, 250);
+        check(&t, &model, &mut rng, &format!("round {round}"));
+        match round % 3 {
+            0 => t.flush().expect("flush"),
+            1 => {
+                t.flush().expect("flush");
+                t.compact().expect("compact");
+                db.compact().expect("compact indexes");
+            }
+            _ => {
+                drop(t);
+                db.close().expect("close");
+                db = open(dir.path());
+                t = db.table("people").expect("table");
+                assert_eq!(t.indexes().len(), specs.len());
+            }
+        }
+        check(
+            &t,
+            &model,
+            &mut rng,
+            &format!("round {round} after maintenance"),
+        );
+    }
+    // Synchronous indexes hold exactly one entry per row with a city.
+    let rows_with_city = model.values().filter(|r| !r[0].is_null()).count() as u64;
+    for s in &specs {
+        let d = t.describe_index(&s.name).expect("describe");
+        if s.consistency == Consistency::Synchronous {
+            assert_eq!(d.entries, rows_with_city, "{}", s.name);
+        } else {
+            assert!(d.entries >= rows_with_city, "{}", s.name);
+        }
+        assert!(d.values <= 12);
+    }
+}
+
+#[test]
+fn writes_from_arrow_batches_and_snapshots_see_consistent_indexes() {
+    use arrow_array::{Int32Array, Int64Array, RecordBatch, StringArray};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = open(dir.path());
+    let t = db
+        .create_table("people", schema(), small())
+        .expect("create");
+    for s in all_specs() {
+        t.create_index(s).expect("index");
+    }
+    let arrow = schema().arrow_schema();
+    let ids: Vec<i64> = (0..100).collect();
+    let cities: Vec<Option<String>> = ids.iter().map(|i| Some(format!("c{}", i % 7))).collect();
+    let batch = RecordBatch::try_new(
+        arrow,
+        vec![
+            Arc::new(Int64Array::from(ids.clone())),
+            Arc::new(StringArray::from(cities)),
+            Arc::new(Int32Array::from(vec![Some(1); 100])),
+            Arc::new(StringArray::from(vec![None::<&str>; 100])),
+        ],
+    )
+    .expect("batch");
+    t.insert(&batch).expect("insert");
+    let snap = db.snapshot();
+    // Move every row of c3 to c9 in one batch of partial updates, with one
+    // row updated twice in it.
+    let moved: Vec<i64> = ids.iter().copied().filter(|i| i % 7 == 3).collect();
+    let mut upd_ids = moved.clone();
+    upd_ids.push(moved[0]);
+    let mut upd_city = vec![Some("c9"); moved.len()];
+    upd_city.push(Some("c10"));
+    let upd_schema = Arc::new(arrow_schema::Schema::new(vec![
+        arrow_schema::Field::new("id", arrow_schema::DataType::Int64, false),
+        arrow_schema::Field::new("city", arrow_schema::DataType::Utf8, true),
+    ]));
+    let upd = RecordBatch::try_new(
+        upd_schema,
+        vec![
+            Arc::new(Int64Array::from(upd_ids)),
+            Arc::new(StringArray::from(upd_city)),
+        ],
+    )
+    .expect("batch");
+    t.update(&upd).expect("update");
+    for s in all_specs() {
+        let keys = |q: IndexQuery| -> Vec<i64> {
+            t.lookup_rows(&s.name, &q, Some(&["id"]))
+                .expect("lookup")
+                .into_iter()
+                .map(|r| match r[0] {
+                    Value::Int64(x) => x,
+                    _ => panic!("id"),
+                })
+                .collect()
+        };
+        assert!(keys(IndexQuery::eq("c3")).is_empty(), "{}", s.name);
+        assert_eq!(
+            keys(IndexQuery::eq("c9")),
+            moved[1..].to_vec(),
+            "{}",
+            s.name
+        );
+        assert_eq!(keys(IndexQuery::eq("c10")), vec![moved[0]], "{}", s.name);
+        assert_eq!(
+            keys(IndexQuery::eq("c3").at(&snap)),
+            moved,
+            "{} at snapshot",
+            s.name
+        );
+        assert!(
+            keys(IndexQuery::eq("c9").at(&snap)).is_empty(),
+            "{}",
+            s.name
+        );
+    }
+}
+
+#[test]
+fn an_index_builds_while_writers_run_and_ends_equal_to_the_table() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = open(dir.path());
+    let t = db
+        .create_table("people", schema(), small())
+        .expect("create");
+    let mut rng = StdRng::seed_from_u64(7);
+    let mut model = BTreeMap::new();
+    for id in 0..20_000i64 {
+        let r = random_row(&mut rng);
+        t.upsert_row(&full(id, &r)).expect("upsert");
+        model.insert(id, r);
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let t = t.clone();
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let mut rng = StdRng::seed_from_u64(8);
+            let mut model = model;
+            let mut n = 0;
+            while !stop.load(Ordering::Acquire) || n < 2_000 {
+                random_writes_wide(&t, &mut model, &mut rng);
+                n += 1;
+            }
+            model
+        })
+    };
+    let mut seen = Vec::new();
+    for spec in [
+        IndexSpec::new("eager", "city"),
+        IndexSpec::new("lazy", "city").kind(IndexKind::Lazy),
+        IndexSpec::new("composite", "city")
+            .kind(IndexKind::Composite)
+            .covering(&["age"]),
+    ] {
+        t.create_index_with_progress(spec, &mut |n| seen.push(n))
+            .expect("build");
+    }
+    stop.store(true, Ordering::Release);
+    let model = writer.join().expect("writer");
+    assert!(seen.windows(2).all(|w| w[0] < w[1] || w[1] < w[0]));
+    assert!(seen.iter().any(|&n| n >= 4096));
+    let mut rng = StdRng::seed_from_u64(9);
+    check(&t, &model, &mut rng, "after concurrent build");
+}
+
+/// One random write over the whole key range of the concurrent test.
+fn random_writes_wide(t: &Table, model: &mut BTreeMap<i64, Row>, rng: &mut StdRng) {
+    let id = rng.random_range(0..25_000i64);
+    if rng.random_bool(0.2) {
+        t.delete_row(&[Value::Int64(id)]).expect("delete");
+        model.remove(&id);
+    } else if rng.random_bool(0.5) {
+        let c = city(rng);
+        t.update_row(&[Value::Int64(id)], &[("city", c.clone())])
+            .expect("update");
+        if let Some(r) = model.get_mut(&id) {
+            r[0] = c;
+        }
+    } else {
+        let r = random_row(rng);
+        t.upsert_row(&full(id, &r)).expect("upsert");
+        model.insert(id, r);
+    }
+}
+
+#[test]
+fn a_covering_synchronous_index_answers_without_reading_the_table() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = open(dir.path());
+    let t = db
+        .create_table("people", schema(), small())
+        .expect("create");
+    t.create_index(IndexSpec::new("cov", "city").covering(&["age"]))
+        .expect("index");
+    t.create_index(
+        IndexSpec::new("val", "city")
+            .covering(&["age"])
+            .consistency(Consistency::Validation),
+    )
+    .expect("index");
+    for id in 0..50i64 {
+        t.upsert_row(&full(
+            id,
+            &[
+                Value::Utf8("x".into()),
+                Value::Int32(id as i32),
+                Value::Null,
+            ],
+        ))
+        .expect("upsert");
+    }
+    let gets = t.statistics().gets;
+    let rows = t
+        .lookup_rows("cov", &IndexQuery::eq("x"), Some(&["id", "age"]))
+        .expect("lookup");
+    assert_eq!(rows.len(), 50);
+    assert_eq!(rows[7], vec![Value::Int64(7), Value::Int32(7)]);
+    assert_eq!(
+        t.statistics().gets,
+        gets,
+        "the covering index read the table"
+    );
+    // Validation reads every row to check it, covering or not; so does a
+    // column the index does not carry.
+    t.lookup_rows("val", &IndexQuery::eq("x"), Some(&["id", "age"]))
+        .expect("lookup");
+    assert_eq!(t.statistics().gets, gets + 50);
+    t.lookup_rows("cov", &IndexQuery::eq("x"), Some(&["note"]))
+        .expect("lookup");
+    assert_eq!(t.statistics().gets, gets + 100);
+}
+
+#[test]
+fn dropping_an_index_or_its_table_removes_its_keyspace() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = open(dir.path());
+    let t = db
+        .create_table("people", schema(), small())
+        .expect("create");
+    t.upsert_row(&full(
+        1,
+        &[Value::Utf8("a".into()), Value::Int32(1), Value::Null],
+    ))
+    .expect("upsert");
+    t.create_index(IndexSpec::new("a", "city")).expect("index");
+    t.create_index(IndexSpec::new("b", "age").kind(IndexKind::Composite))
+        .expect("index");
+    let index_spaces = |db: &Db| {
+        db.keyspace_names()
+            .into_iter()
+            .filter(|n| n.starts_with("__index/"))
+            .count()
+    };
+    assert_eq!(index_spaces(&db), 2);
+    t.drop_index("a").expect("drop");
+    assert_eq!(index_spaces(&db), 1);
+    assert!(matches!(
+        t.lookup_rows("a", &IndexQuery::eq("a"), None),
+        Err(Error::InvalidArgument(_))
+    ));
+    // A new index of the dropped one's name starts empty of its entries.
+    t.create_index(IndexSpec::new("a", "city").kind(IndexKind::Lazy))
+        .expect("index");
+    assert_eq!(
+        t.lookup_rows("a", &IndexQuery::eq("a"), Some(&["id"]))
+            .expect("lookup"),
+        vec![vec![Value::Int64(1)]]
+    );
+    assert_eq!(
+        t.lookup_rows("b", &IndexQuery::eq(1), Some(&["id"]))
+            .expect("lookup"),
+        vec![vec![Value::Int64(1)]]
+    );
+    drop(t);
+    db.drop_table("people").expect("drop table");
+    assert_eq!(index_spaces(&db), 0);
+    db.close().expect("close");
+    let db = open(dir.path());
+    assert_eq!(index_spaces(&db), 0);
+}
+
+#[test]
+fn bad_definitions_and_lookups_are_clear_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = open(dir.path());
+    let t = db
+        .create_table("people", schema(), small())
+        .expect("create");
+    t.create_index(IndexSpec::new("i", "city")).expect("index");
+    for bad in [
+        IndexSpec::new("i", "age"),
+        IndexSpec::new("j", "nope"),
+        IndexSpec::new("", "age"),
+        IndexSpec::new("j", "age").covering(&["id"]),
+        IndexSpec::new("j", "age").covering(&["age"]),
+    ] {
+        assert!(
+            matches!(t.create_index(bad.clone()), Err(Error::InvalidArgument(_))),
+            "{bad:?}"
+        );
+    }
+    assert_eq!(t.indexes().len(), 1);
+    assert!(matches!(
+        t.lookup_rows("i", &IndexQuery::eq(Value::Null), None),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        t.lookup_rows("i", &IndexQuery::eq(3.5), None),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        t.lookup_rows("nope", &IndexQuery::eq("x"), None),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        t.drop_index("nope"),
+        Err(Error::InvalidArgument(_))
+    ));
+    // An empty range is empty, not an error.
+    assert!(
+        t.lookup_rows(
+            "i",
+            &IndexQuery::range(Bound::Included("b".into()), Bound::Excluded("a".into())),
+            None
+        )
+        .expect("lookup")
+        .is_empty()
+    );
+}
