@@ -32,6 +32,7 @@
 pub mod dict;
 pub mod ids;
 pub mod index;
+pub mod join;
 pub mod key;
 pub mod layout;
 pub mod merge;

@@ -65,6 +65,11 @@ impl DbCore {
         self.inner.db_handles.fetch_add(1, Ordering::AcqRel);
     }
 
+    /// The file system the database lives on.
+    pub(crate) fn vfs(&self) -> Arc<dyn Vfs> {
+        Arc::clone(&self.inner.vfs)
+    }
+
     /// Whether exactly one public handle is left.
     pub fn is_last_handle(&self) -> bool {
         self.inner.db_handles.load(Ordering::Acquire) == 1

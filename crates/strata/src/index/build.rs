@@ -64,12 +64,10 @@ pub(crate) fn build(table: &Table, index: &Index, progress: &mut dyn FnMut(u64))
         let n = batch.num_rows();
         let mut rows = Vec::with_capacity(n);
         for r in 0..n {
-            let key: Vec<Value> = (0..key_cols.len()).map(|k| columns[k][r].clone()).collect();
+            let mut row = columns.iter().map(|c| c[r].clone());
+            let key: Vec<Value> = row.by_ref().take(key_cols.len()).collect();
             let pk = keycodec::encode_key(&schema, &key)?;
-            let values: Vec<Value> = (key_cols.len()..cols.len())
-                .map(|k| columns[k][r].clone())
-                .collect();
-            rows.push((pk, values));
+            rows.push((pk, row.collect::<Vec<Value>>()));
             if r + 1 == n {
                 after = Some(key);
             }

@@ -49,13 +49,16 @@ fn encode(index: &Index, v: &Value) -> Result<Vec<u8>> {
     Ok(out)
 }
 
+/// An encoded key range `[lo, hi)`, open where `None`.
+type KeyRange = (Option<Vec<u8>>, Option<Vec<u8>>);
+
 /// The encoded key range `[lo, hi)` of the values within the bounds;
 /// `None` when the range is empty.
 fn key_range(
     index: &Index,
     lower: &Bound<Value>,
     upper: &Bound<Value>,
-) -> Result<Option<(Option<Vec<u8>>, Option<Vec<u8>>)>> {
+) -> Result<Option<KeyRange>> {
     let enc = |v: &Value| encode(index, v);
     // Encodings are prefix-free, so the successor of a value's encoding
     // lies above it and at or below every greater value's.
@@ -116,32 +119,42 @@ pub(crate) fn hits(
         None => it.seek_to_first(),
     }
     while it.valid() {
-        let (key, value) = (it.key(), it.value());
-        match index.kind {
-            IndexKind::Eager | IndexKind::Lazy => {
-                let mut d = KeyDecoder::new(key);
-                let v = d.value(index.ty).map_err(|_| corrupt(index, "key"))?;
-                if !d.is_done() {
-                    return Err(corrupt(index, "key"));
-                }
-                push_postings(index, key, &v, value, &mut out)?;
-            }
-            IndexKind::Composite => {
-                let (v, pk) =
-                    codec::split_composite(key, index.ty).ok_or_else(|| corrupt(index, "key"))?;
-                let vlen = key.len() - pk.len();
-                out.push(Hit {
-                    pk: pk.to_vec(),
-                    key: key[..vlen].to_vec(),
-                    value: v,
-                    payload: value.to_vec(),
-                });
-            }
-        }
+        entry_hits(index, it.key(), it.value(), &mut out)?;
         it.next();
     }
     it.status()?;
     Ok(out)
+}
+
+/// Adds the entries one stored index key and value hold to `out`.
+pub(crate) fn entry_hits(
+    index: &Index,
+    key: &[u8],
+    value: &[u8],
+    out: &mut Vec<Hit>,
+) -> Result<()> {
+    match index.kind {
+        IndexKind::Eager | IndexKind::Lazy => {
+            let mut d = KeyDecoder::new(key);
+            let v = d.value(index.ty).map_err(|_| corrupt(index, "key"))?;
+            if !d.is_done() {
+                return Err(corrupt(index, "key"));
+            }
+            push_postings(index, key, &v, value, out)
+        }
+        IndexKind::Composite => {
+            let (v, pk) =
+                codec::split_composite(key, index.ty).ok_or_else(|| corrupt(index, "key"))?;
+            let vlen = key.len() - pk.len();
+            out.push(Hit {
+                pk: pk.to_vec(),
+                key: key[..vlen].to_vec(),
+                value: v,
+                payload: value.to_vec(),
+            });
+            Ok(())
+        }
+    }
 }
 
 /// Adds a posting list's entries (for value `v`, encoded `key`) to `out`.

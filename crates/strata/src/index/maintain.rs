@@ -112,6 +112,10 @@ fn key_filled(schema: &Schema, relevant: &[usize], pk: &[u8]) -> Result<Vec<Valu
     Ok(row)
 }
 
+/// An eager index's changes in one batch: per encoded value, the primary
+/// keys changed, in order.
+type ListChanges = BTreeMap<Vec<u8>, Vec<(Vec<u8>, EntryOp)>>;
+
 /// One change to one index entry.
 enum EntryOp {
     Add(Vec<u8>, Vec<u8>),
@@ -135,8 +139,7 @@ pub(crate) fn maintain(
     // Rows as earlier changes of this batch left them.
     let mut overlay: HashMap<&[u8], Option<Vec<Value>>> = HashMap::new();
     // Eager indexes: per index, per encoded value, the changes in order.
-    let mut eager: Vec<BTreeMap<Vec<u8>, Vec<(Vec<u8>, EntryOp)>>> =
-        set.indexes.iter().map(|_| BTreeMap::new()).collect();
+    let mut eager: Vec<ListChanges> = set.indexes.iter().map(|_| BTreeMap::new()).collect();
     for change in changes {
         let old: Option<Option<Vec<Value>>> = if reads_old {
             Some(match overlay.get(change.pk.as_slice()) {
@@ -249,13 +252,7 @@ fn entry_ops(
 
 /// Writes one entry change: lazy and composite indexes straight into the
 /// batch, eager ones into the per-value list of changes.
-fn emit(
-    index: &Index,
-    pk: &[u8],
-    op: EntryOp,
-    eager: &mut BTreeMap<Vec<u8>, Vec<(Vec<u8>, EntryOp)>>,
-    wb: &mut WriteBatch,
-) {
+fn emit(index: &Index, pk: &[u8], op: EntryOp, eager: &mut ListChanges, wb: &mut WriteBatch) {
     let ks = index.keyspace.id();
     match index.kind {
         IndexKind::Eager => {
@@ -283,11 +280,7 @@ fn emit(
 
 /// Reads each changed posting list of an eager index, applies the changes
 /// and writes it back (deleted when it becomes empty).
-fn rewrite_posting_lists(
-    index: &Index,
-    lists: BTreeMap<Vec<u8>, Vec<(Vec<u8>, EntryOp)>>,
-    wb: &mut WriteBatch,
-) -> Result<()> {
+fn rewrite_posting_lists(index: &Index, lists: ListChanges, wb: &mut WriteBatch) -> Result<()> {
     let ks = index.keyspace.id();
     for (key, ops) in lists {
         let mut postings = match index.keyspace.get(&key)? {

@@ -32,7 +32,7 @@
 mod api;
 mod build;
 pub(crate) mod codec;
-mod lookup;
+pub(crate) mod lookup;
 pub(crate) mod maintain;
 
 use std::fmt;
@@ -408,7 +408,14 @@ mod tests {
             covering: vec![],
             building: false,
         };
-        assert!(check_spec(&IndexSpec::new("i", "a"), &schema, &[existing.clone()]).is_err());
+        assert!(
+            check_spec(
+                &IndexSpec::new("i", "a"),
+                &schema,
+                std::slice::from_ref(&existing)
+            )
+            .is_err()
+        );
         assert_eq!(
             existing.spec().expect("spec"),
             IndexSpec::new("i", "b")

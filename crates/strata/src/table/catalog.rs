@@ -223,6 +223,10 @@ impl Catalog {
     /// Loads every table of the database and registers its keyspace.
     pub(crate) fn open(core: DbCore) -> Result<Catalog> {
         let exists = core.keyspace_names().iter().any(|n| n == CATALOG_KEYSPACE);
+        if !core.is_read_only() {
+            // Spill files a join of this database left when its process died.
+            crate::join::spill::sweep(&*core.vfs(), core.path(), &core.id())?;
+        }
         let mut catalog = Catalog {
             core,
             keyspace: Mutex::new(None),

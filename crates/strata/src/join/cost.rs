@@ -1,0 +1,402 @@
+//! The join cost model and planner (seed 000's model, with live
+//! parameters): a pure function from statistics to each candidate
+//! method's predicted cost, testable without I/O.
+//!
+//! Costs are in block reads, as in the study (`../shared/reference/joins.md`):
+//! L levels, p the Bloom filters' false-positive rate, B entries per block,
+//! e entry bytes, d primary keys per index value, m the share of outer rows
+//! with a match. A scan of N entries costs N·e/(block bytes). A sort or a
+//! hash partitioning that does not fit memory reads, writes and reads its
+//! input again (3 passes, plus 2 per extra merge pass); one that fits costs
+//! the scan alone. Every tuple handled also costs `cpu_per_tuple` blocks,
+//! so that in-memory work is not free.
+
+use std::fmt;
+
+use super::JoinMethod;
+use crate::index::{Consistency, IndexKind};
+
+/// What the planner knows of one side of a join.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SideStats {
+    /// Rows (estimated from the files' entry counts and the memtables).
+    pub rows: f64,
+    /// Bytes per row as stored.
+    pub row_bytes: f64,
+    /// Bytes per join tuple (join value and output columns).
+    pub tuple_bytes: f64,
+    /// Levels holding data.
+    pub levels: f64,
+    /// The join column is the whole primary key.
+    pub primary: bool,
+    /// The index on the join column, if any.
+    pub index: Option<IndexStats>,
+}
+
+/// What the planner knows of an index.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IndexStats {
+    /// The index's kind.
+    pub kind: IndexKind,
+    /// The index's consistency strategy.
+    pub consistency: Consistency,
+    /// Its entries hold every output column of the side.
+    pub covering: bool,
+    /// Levels holding index data.
+    pub levels: f64,
+    /// Bytes per index entry (a posting list for eager and lazy).
+    pub entry_bytes: f64,
+    /// Primary keys per indexed value (d).
+    pub keys_per_value: f64,
+}
+
+/// Everything the planner decides by.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JoinStats {
+    /// The left side.
+    pub left: SideStats,
+    /// The right side.
+    pub right: SideStats,
+    /// Share of left rows whose value has a match on the right, estimated
+    /// by sampling.
+    pub left_match: f64,
+    /// Share of right rows with a match on the left.
+    pub right_match: f64,
+    /// Block size in bytes.
+    pub block_bytes: f64,
+    /// Bloom filter false-positive rate.
+    pub bloom_fpr: f64,
+    /// The join's memory budget in bytes.
+    pub memory_bytes: f64,
+    /// Block-read equivalents one tuple's CPU work costs.
+    pub cpu_per_tuple: f64,
+}
+
+/// One method the planner considered.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Candidate {
+    /// The method.
+    pub method: JoinMethod,
+    /// Predicted cost in block reads; `None` when the method cannot run
+    /// (no index or primary key it needs).
+    pub cost: Option<f64>,
+    /// Why it cannot run, or how it would.
+    pub note: String,
+}
+
+/// The planner's answer: every candidate and the cheapest runnable one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    /// Every method, with its cost or why it cannot run.
+    pub candidates: Vec<Candidate>,
+    /// The cheapest method that can run.
+    pub chosen: JoinMethod,
+}
+
+impl fmt::Display for Plan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for c in &self.candidates {
+            let mark = if c.method == self.chosen { "*" } else { " " };
+            match c.cost {
+                Some(x) => writeln!(f, "{mark} {:<22} {:>14.0}  {}", c.method.name(), x, c.note)?,
+                None => writeln!(f, "{mark} {:<22} {:>14}  {}", c.method.name(), "-", c.note)?,
+            }
+        }
+        write!(f, "chosen: {}", self.chosen.name())
+    }
+}
+
+fn scan(s: &SideStats, block: f64) -> f64 {
+    (s.rows * s.row_bytes / block).max(1.0)
+}
+
+/// Passes over its input an external sort or partitioning of `bytes`
+/// makes beyond the first read, given `mem` bytes.
+fn extra_passes(bytes: f64, mem: f64, sort: bool) -> f64 {
+    if bytes <= mem {
+        return 0.0;
+    }
+    if !sort {
+        return 2.0;
+    }
+    // Runs of `mem` bytes merged `fan` at a time.
+    let runs = (bytes / mem).ceil();
+    let fan = (mem * 2.0 / 32768.0).max(2.0);
+    let merges = (runs.ln() / fan.ln()).ceil().max(1.0);
+    2.0 * merges
+}
+
+/// A point lookup's cost on a side through its primary key: empty (z0)
+/// and non-empty (z1).
+fn pk_lookup(s: &SideStats, p: f64) -> (f64, f64) {
+    let z0 = s.levels * p;
+    (z0, z0 + 1.0)
+}
+
+/// An index lookup's cost (z0 empty, z1 with its rows) by the study's
+/// table, where reading the rows costs d·(L·p + 1) unless a synchronous
+/// index covers them.
+fn index_lookup(s: &SideStats, i: &IndexStats, block: f64, p: f64) -> (f64, f64) {
+    let l_i = i.levels.max(1.0);
+    let d = i.keys_per_value.max(1.0);
+    let e_blocks = (i.entry_bytes / block).max(0.0);
+    let z0 = l_i * p;
+    let entries = match i.kind {
+        IndexKind::Eager => l_i * p + e_blocks.ceil().max(1.0),
+        IndexKind::Lazy => l_i * e_blocks.ceil().max(1.0),
+        IndexKind::Composite => l_i + d * e_blocks,
+    };
+    let rows = if i.consistency == Consistency::Synchronous && i.covering {
+        0.0
+    } else {
+        d * (s.levels * p + 1.0)
+    };
+    (z0, entries + rows)
+}
+
+/// Every candidate method with its predicted cost, and the cheapest.
+pub fn plan(st: &JoinStats) -> Plan {
+    let b = st.block_bytes.max(1.0);
+    let p = st.bloom_fpr;
+    let cpu = st.cpu_per_tuple;
+    let (l, r) = (&st.left, &st.right);
+    let (scan_l, scan_r) = (scan(l, b), scan(r, b));
+    let (bytes_l, bytes_r) = (l.rows * l.tuple_bytes, r.rows * r.tuple_bytes);
+    let tuples = l.rows + r.rows;
+    let mut out = Vec::new();
+    // Index nested loop: the outer side scanned, the inner looked up.
+    let inlj = |outer: &SideStats, scan_o: f64, m: f64, z: (f64, f64)| {
+        scan_o + outer.rows * (m * z.1 + (1.0 - m) * z.0) + cpu * outer.rows * 4.0
+    };
+    let note_none = |what: &str| Candidate {
+        method: JoinMethod::Auto,
+        cost: None,
+        note: what.to_string(),
+    };
+    for (method, outer, inner, scan_o, m) in [
+        (
+            JoinMethod::NestedLoopPrimaryRight,
+            l,
+            r,
+            scan_l,
+            st.left_match,
+        ),
+        (
+            JoinMethod::NestedLoopPrimaryLeft,
+            r,
+            l,
+            scan_r,
+            st.right_match,
+        ),
+    ] {
+        let c = if inner.primary {
+            Candidate {
+                method,
+                cost: Some(inlj(outer, scan_o, m, pk_lookup(inner, p))),
+                note: "point reads by primary key".into(),
+            }
+        } else {
+            note_none("the inner join column is not its primary key")
+        };
+        out.push(Candidate { method, ..c });
+    }
+    for (method, outer, inner, scan_o, m) in [
+        (
+            JoinMethod::NestedLoopIndexRight,
+            l,
+            r,
+            scan_l,
+            st.left_match,
+        ),
+        (
+            JoinMethod::NestedLoopIndexLeft,
+            r,
+            l,
+            scan_r,
+            st.right_match,
+        ),
+    ] {
+        let c = match &inner.index {
+            Some(i) => Candidate {
+                method,
+                cost: Some(inlj(outer, scan_o, m, index_lookup(inner, i, b, p))),
+                note: format!("{} {} index lookups", i.kind, i.consistency),
+            },
+            None => note_none("no index on the inner join column"),
+        };
+        out.push(Candidate { method, ..c });
+    }
+    // Sort-merge: each side sorted unless its order comes free.
+    let half = st.memory_bytes / 2.0;
+    let sorted_cost = |s: &SideStats, scan_s: f64, bytes: f64| {
+        if s.primary {
+            scan_s
+        } else {
+            scan_s * (1.0 + extra_passes(bytes, half, true))
+        }
+    };
+    out.push(Candidate {
+        method: JoinMethod::SortMerge,
+        cost: Some(
+            sorted_cost(l, scan_l, bytes_l)
+                + sorted_cost(r, scan_r, bytes_r)
+                + cpu * tuples * (2.0 + tuples.max(2.0).log2() / 4.0),
+        ),
+        note: "external sort of each side not ordered by its primary key".into(),
+    });
+    // Sort-merge walking indexes for order.
+    let walk = |s: &SideStats, scan_s: f64, bytes: f64| -> f64 {
+        match &s.index {
+            Some(i) if !s.primary => {
+                let entries = (s.rows * i.entry_bytes / i.keys_per_value.max(1.0) / b).max(1.0);
+                let rows = if i.consistency == Consistency::Synchronous && i.covering {
+                    0.0
+                } else {
+                    s.rows * (s.levels * p + 1.0)
+                };
+                entries + rows
+            }
+            _ => sorted_cost(s, scan_s, bytes),
+        }
+    };
+    let c = if l.index.is_some() || r.index.is_some() {
+        Candidate {
+            method: JoinMethod::SortMergeIndex,
+            cost: Some(walk(l, scan_l, bytes_l) + walk(r, scan_r, bytes_r) + cpu * tuples * 2.0),
+            note: "indexes walked in order instead of sorting".into(),
+        }
+    } else {
+        note_none("no index on either join column")
+    };
+    out.push(Candidate {
+        method: JoinMethod::SortMergeIndex,
+        ..c
+    });
+    // Hash joins build on the smaller side.
+    let (build, probe) = if bytes_l <= bytes_r {
+        ((scan_l, bytes_l), (scan_r, bytes_r))
+    } else {
+        ((scan_r, bytes_r), (scan_l, bytes_l))
+    };
+    let grace_passes = 2.0;
+    out.push(Candidate {
+        method: JoinMethod::GraceHash,
+        cost: Some((build.0 + probe.0) * (1.0 + grace_passes) + cpu * tuples * 3.0),
+        note: "both sides partitioned to spill files".into(),
+    });
+    let in_memory = (half / build.1.max(1.0)).min(1.0);
+    out.push(Candidate {
+        method: JoinMethod::HybridHash,
+        cost: Some(
+            (build.0 + probe.0) * (1.0 + grace_passes * (1.0 - in_memory)) + cpu * tuples * 2.0,
+        ),
+        note: format!(
+            "{:.0} % of the build side kept in memory",
+            in_memory * 100.0
+        ),
+    });
+    let chosen = out
+        .iter()
+        .filter_map(|c| c.cost.map(|x| (x, c.method)))
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .map_or(JoinMethod::HybridHash, |(_, m)| m);
+    Plan {
+        candidates: out,
+        chosen,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn side(rows: f64, row_bytes: f64) -> SideStats {
+        SideStats {
+            rows,
+            row_bytes,
+            tuple_bytes: row_bytes,
+            levels: 3.0,
+            primary: false,
+            index: None,
+        }
+    }
+
+    fn stats(l: SideStats, r: SideStats) -> JoinStats {
+        JoinStats {
+            left: l,
+            right: r,
+            left_match: 0.8,
+            right_match: 0.8,
+            block_bytes: 4096.0,
+            bloom_fpr: 0.01,
+            memory_bytes: 16e6,
+            cpu_per_tuple: 0.001,
+        }
+    }
+
+    fn cost(p: &Plan, m: JoinMethod) -> Option<f64> {
+        p.candidates
+            .iter()
+            .find(|c| c.method == m)
+            .and_then(|c| c.cost)
+    }
+
+    #[test]
+    fn methods_without_their_access_path_cannot_run() {
+        let p = plan(&stats(side(1e6, 64.0), side(1e6, 64.0)));
+        assert!(cost(&p, JoinMethod::NestedLoopPrimaryRight).is_none());
+        assert!(cost(&p, JoinMethod::NestedLoopIndexLeft).is_none());
+        assert!(cost(&p, JoinMethod::SortMergeIndex).is_none());
+        assert!(matches!(
+            p.chosen,
+            JoinMethod::HybridHash | JoinMethod::GraceHash | JoinMethod::SortMerge
+        ));
+        assert!(p.to_string().contains("chosen"));
+    }
+
+    #[test]
+    fn large_entries_and_a_small_outer_side_favour_the_nested_loop() {
+        // The study: at 4 KiB entries INLJ beats sort-merge and hash.
+        let mut r = side(1e6, 4096.0);
+        r.primary = true;
+        let p = plan(&stats(side(1e5, 4096.0), r));
+        assert_eq!(p.chosen, JoinMethod::NestedLoopPrimaryRight, "{p}");
+        // Small entries on equal sides favour a hash join.
+        let mut r = side(1e6, 32.0);
+        r.primary = true;
+        let p = plan(&stats(side(1e6, 32.0), r));
+        assert_ne!(p.chosen, JoinMethod::NestedLoopPrimaryRight, "{p}");
+    }
+
+    #[test]
+    fn spilling_costs_more_than_fitting_and_hybrid_never_exceeds_grace() {
+        let small = plan(&stats(side(1e4, 64.0), side(1e4, 64.0)));
+        let big = plan(&stats(side(1e7, 64.0), side(1e7, 64.0)));
+        for p in [&small, &big] {
+            assert!(cost(p, JoinMethod::HybridHash) <= cost(p, JoinMethod::GraceHash));
+        }
+        let per_row = |p: &Plan, n: f64| cost(p, JoinMethod::SortMerge).unwrap_or(0.0) / n;
+        assert!(per_row(&big, 2e7) > per_row(&small, 2e4));
+    }
+
+    #[test]
+    fn a_covering_synchronous_index_is_cheaper_to_probe_than_a_validated_one() {
+        let idx = |consistency, covering| IndexStats {
+            kind: IndexKind::Eager,
+            consistency,
+            covering,
+            levels: 3.0,
+            entry_bytes: 40.0,
+            keys_per_value: 4.0,
+        };
+        let mut r1 = side(1e6, 256.0);
+        r1.index = Some(idx(Consistency::Synchronous, true));
+        let mut r2 = side(1e6, 256.0);
+        r2.index = Some(idx(Consistency::Validation, true));
+        let a = plan(&stats(side(1e5, 256.0), r1));
+        let b = plan(&stats(side(1e5, 256.0), r2));
+        assert!(
+            cost(&a, JoinMethod::NestedLoopIndexRight) < cost(&b, JoinMethod::NestedLoopIndexRight)
+        );
+    }
+}

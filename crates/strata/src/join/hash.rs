@@ -1,0 +1,299 @@
+//! Grace and hybrid hash joins under a memory budget.
+//!
+//! Both partition the build side and then the probe side by a hash of the
+//! join value into spill files, and join each pair of partitions with an
+//! in-memory hash table of the build partition. Grace hash partitions
+//! everything; hybrid hash keeps partition 0 of the build side in memory
+//! and joins the probe side's partition 0 as it streams past, so a build
+//! side that fits the budget is never written out. A build partition too
+//! big for memory (skew) is partitioned again with another hash seed; after
+//! [`MAX_DEPTH`] rounds (one value with more rows than memory holds, which
+//! no hash can split) it is joined in memory-sized chunks, each against the
+//! whole probe partition.
+
+use std::collections::HashMap;
+
+use xxhash_rust::xxh3::{Xxh3Builder, xxh3_64_with_seed};
+
+use super::output::Emit;
+use super::side::{Side, TupleStream};
+use super::spill::{Budget, SpillFile, SpillSpace, SpillWriter};
+use crate::error::Result;
+use crate::key::SeqNo;
+
+/// Bytes a buffered tuple costs beyond its key and row: its two vectors'
+/// headers and its share of the hash table.
+pub(crate) const TUPLE_OVERHEAD: usize = 64;
+/// Rounds of re-partitioning before a partition is joined in chunks.
+pub(crate) const MAX_DEPTH: u32 = 3;
+/// Most partitions per round (the study's artifact uses up to 500).
+const MAX_PARTITIONS: u64 = 256;
+
+pub(crate) fn tuple_bytes(key: &[u8], row: &[u8]) -> usize {
+    key.len() + row.len() + TUPLE_OVERHEAD
+}
+
+/// Where a phase reads tuples from: a table side or a spill file.
+pub(crate) enum Source<'a> {
+    Side(&'a Side, SeqNo),
+    File(&'a SpillFile),
+}
+
+impl Source<'_> {
+    pub(crate) fn for_each(&self, f: &mut dyn FnMut(Vec<u8>, Vec<u8>) -> Result<()>) -> Result<()> {
+        let mut stream: Box<dyn TupleStream + '_> = match self {
+            Source::Side(side, snap) => Box::new(side.scan(*snap)?),
+            Source::File(file) => Box::new(file.reader()),
+        };
+        while let Some((k, v)) = stream.next_tuple()? {
+            f(k, v)?;
+        }
+        Ok(())
+    }
+}
+
+/// An in-memory hash table of tuples whose bytes are charged to a budget.
+pub(crate) struct HashTable<'b> {
+    map: HashMap<Vec<u8>, Vec<Vec<u8>>, Xxh3Builder>,
+    charged: usize,
+    budget: &'b Budget,
+    /// The most this table may charge.
+    cap: usize,
+}
+
+impl<'b> HashTable<'b> {
+    pub(crate) fn new(budget: &'b Budget, cap: usize) -> HashTable<'b> {
+        HashTable {
+            map: HashMap::with_hasher(Xxh3Builder::new()),
+            charged: 0,
+            budget,
+            cap,
+        }
+    }
+
+    /// Adds a tuple if it fits; whether it did (the tuple is handed back
+    /// when not).
+    pub(crate) fn try_insert(
+        &mut self,
+        key: Vec<u8>,
+        row: Vec<u8>,
+    ) -> std::result::Result<(), (Vec<u8>, Vec<u8>)> {
+        let n = tuple_bytes(&key, &row);
+        if self.charged + n > self.cap || !self.budget.try_charge(n) {
+            return Err((key, row));
+        }
+        self.charged += n;
+        self.map.entry(key).or_default().push(row);
+        Ok(())
+    }
+
+    pub(crate) fn get(&self, key: &[u8]) -> Option<&Vec<Vec<u8>>> {
+        self.map.get(key)
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Moves every tuple into `w` and empties the table.
+    fn spill_into(&mut self, w: &mut SpillWriter<'_>) -> Result<()> {
+        for (k, rows) in self.map.drain() {
+            for r in rows {
+                w.push(&k, &r)?;
+            }
+        }
+        self.budget.release(self.charged);
+        self.charged = 0;
+        Ok(())
+    }
+}
+
+impl Drop for HashTable<'_> {
+    fn drop(&mut self) {
+        self.budget.release(self.charged);
+    }
+}
+
+fn partition_of(key: &[u8], depth: u32, parts: u64) -> usize {
+    (xxh3_64_with_seed(key, 131 + u64::from(depth)) % parts) as usize
+}
+
+/// The partitions for a build side of about `bytes`: enough that each fits
+/// half the budget.
+fn partitions_for(bytes: u64, budget: &Budget, at_least: u64) -> u64 {
+    let mem = (budget.limit() / 2).max(1) as u64;
+    (bytes.saturating_mul(5) / 4 / mem + 1).clamp(at_least, MAX_PARTITIONS)
+}
+
+/// The write-buffer size of one of `parts` partition files: together they
+/// take at most an eighth of the budget.
+fn block_for(budget: &Budget, parts: u64) -> usize {
+    (budget.limit() / 8 / parts.max(1) as usize).clamp(512, 64 << 10)
+}
+
+/// Joins `build` with `probe`, emitting (build row, probe row) pairs.
+/// `build_bytes` estimates the build side's size; `hybrid` keeps its
+/// partition 0 in memory.
+pub(crate) fn hash_join(
+    build: &Source<'_>,
+    probe: &Source<'_>,
+    build_bytes: u64,
+    hybrid: bool,
+    space: &SpillSpace,
+    emit: &mut Emit<'_>,
+    depth: u32,
+) -> Result<()> {
+    let budget = &*space.budget;
+    let parts = partitions_for(build_bytes, budget, if hybrid { 1 } else { 2 });
+    let block = block_for(budget, parts);
+    // Partition the build side; hybrid keeps partition 0 in memory while it
+    // fits, and spills it (once) when it stops fitting.
+    let mut table0 = HashTable::new(budget, budget.limit() / 2);
+    let mut keep0 = hybrid;
+    let mut writers: Vec<Option<SpillWriter<'_>>> = (0..parts).map(|_| None).collect();
+    build.for_each(&mut |k, r| {
+        let p = partition_of(&k, depth, parts);
+        if p == 0 && keep0 {
+            match table0.try_insert(k, r) {
+                Ok(()) => return Ok(()),
+                Err((k, r)) => {
+                    keep0 = false;
+                    let w = writer(&mut writers, 0, space, block)?;
+                    table0.spill_into(w)?;
+                    return w.push(&k, &r);
+                }
+            }
+        }
+        writer(&mut writers, p, space, block)?.push(&k, &r)
+    })?;
+    let build_files = finish_all(writers)?;
+    // Partition the probe side, joining partition 0 at once when it stayed
+    // in memory.
+    let mut writers: Vec<Option<SpillWriter<'_>>> = (0..parts).map(|_| None).collect();
+    probe.for_each(&mut |k, r| {
+        let p = partition_of(&k, depth, parts);
+        if p == 0 && keep0 {
+            if let Some(rows) = table0.get(&k) {
+                for b in rows {
+                    emit.pair(b, &r)?;
+                }
+            }
+            return Ok(());
+        }
+        if build_files[p].is_none() {
+            // No build tuple hashed here: nothing can match.
+            return Ok(());
+        }
+        writer(&mut writers, p, space, block)?.push(&k, &r)
+    })?;
+    drop(table0);
+    let probe_files = finish_all(writers)?;
+    for (b, s) in build_files.iter().zip(&probe_files) {
+        if let (Some(b), Some(s)) = (b, s) {
+            join_partition(b, s, space, emit, depth)?;
+        }
+    }
+    Ok(())
+}
+
+fn writer<'a, 's>(
+    writers: &'a mut [Option<SpillWriter<'s>>],
+    p: usize,
+    space: &'s SpillSpace,
+    block: usize,
+) -> Result<&'a mut SpillWriter<'s>> {
+    if writers[p].is_none() {
+        writers[p] = Some(space.create(block)?);
+    }
+    Ok(writers[p].as_mut().expect("created above"))
+}
+
+fn finish_all(writers: Vec<Option<SpillWriter<'_>>>) -> Result<Vec<Option<SpillFile>>> {
+    writers
+        .into_iter()
+        .map(|w| w.map(SpillWriter::finish).transpose())
+        .collect()
+}
+
+/// Joins one build partition with its probe partition.
+fn join_partition(
+    build: &SpillFile,
+    probe: &SpillFile,
+    space: &SpillSpace,
+    emit: &mut Emit<'_>,
+    depth: u32,
+) -> Result<()> {
+    let budget = &*space.budget;
+    let mut table = HashTable::new(budget, budget.limit() / 2);
+    let mut reader = build.reader();
+    let mut overflow = None;
+    while let Some((k, r)) = reader.next_record()? {
+        if let Err(t) = table.try_insert(k, r) {
+            overflow = Some(t);
+            break;
+        }
+    }
+    let Some(first_left_over) = overflow else {
+        return probe_file(&table, probe, emit);
+    };
+    if depth < MAX_DEPTH {
+        drop(table);
+        return hash_join(
+            &Source::File(build),
+            &Source::File(probe),
+            build.len(),
+            true,
+            space,
+            emit,
+            depth + 1,
+        );
+    }
+    // One value (or a few) with more rows than memory: join in chunks.
+    probe_file(&table, probe, emit)?;
+    drop(table);
+    let mut pending = Some(first_left_over);
+    loop {
+        let mut chunk = HashTable::new(budget, budget.limit() / 2);
+        let mut more = false;
+        if let Some((k, r)) = pending.take()
+            && let Err(t) = chunk.try_insert(k, r)
+        {
+            // A single tuple larger than the budget's half.
+            let (k, r) = t;
+            budget.charge(tuple_bytes(&k, &r), "one join tuple")?;
+            let mut rp = probe.reader();
+            while let Some((pk, pr)) = rp.next_record()? {
+                if pk == k {
+                    emit.pair(&r, &pr)?;
+                }
+            }
+            budget.release(tuple_bytes(&k, &r));
+            continue;
+        }
+        while let Some((k, r)) = reader.next_record()? {
+            if let Err(t) = chunk.try_insert(k, r) {
+                pending = Some(t);
+                more = true;
+                break;
+            }
+        }
+        if !chunk.is_empty() {
+            probe_file(&chunk, probe, emit)?;
+        }
+        if !more {
+            return Ok(());
+        }
+    }
+}
+
+fn probe_file(table: &HashTable<'_>, probe: &SpillFile, emit: &mut Emit<'_>) -> Result<()> {
+    let mut r = probe.reader();
+    while let Some((k, row)) = r.next_record()? {
+        if let Some(rows) = table.get(&k) {
+            for b in rows {
+                emit.pair(b, &row)?;
+            }
+        }
+    }
+    Ok(())
+}

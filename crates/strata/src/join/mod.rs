@@ -1,0 +1,788 @@
+//! Joins of two tables on one column each, with bounded memory (seed 000,
+//! "Are Joins over LSM-trees Ready").
+//!
+//! Every algorithm of the study, chosen per join by a cost model over live
+//! statistics or named by the caller:
+//!
+//! | method | how | module |
+//! |---|---|---|
+//! | index nested loop | scan one side, point-read the other by primary key or through its index | `inlj.rs` |
+//! | sort-merge | external sort of each side not ordered already, then merge | `sort.rs` |
+//! | sort-merge on indexes | walk indexes for order instead of sorting | `sort.rs`, `side.rs` |
+//! | grace hash | partition both sides to spill files, join partition by partition | `hash.rs` |
+//! | hybrid hash | the same, with the build side's partition 0 kept in memory | `hash.rs` |
+//!
+//! ```text
+//!   Join (mod.rs) ── stats ─► cost.rs (plan: pure) ─► chosen method
+//!        │
+//!        └─ run ─► side.rs (tuples from scans, lookups, index walks)
+//!                  inlj.rs / sort.rs / hash.rs ── spill.rs (budget, files)
+//!                  output.rs (Arrow batches, or count and checksum)
+//! ```
+//!
+//! Memory: every buffer a join holds (hash tables, sort buffers, spill
+//! file buffers, the rows of a lookup chunk) is charged to one budget and
+//! never passes it; [`JoinSummary::peak_memory_bytes`] reports the peak.
+
+mod cost;
+mod hash;
+mod inlj;
+mod output;
+mod side;
+mod sort;
+pub(crate) mod spill;
+
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, sync_channel};
+use std::thread::JoinHandle;
+
+use arrow_array::RecordBatch;
+use arrow_schema::{Field, Schema as ArrowSchema};
+
+pub use cost::{Candidate, IndexStats, JoinStats, Plan, SideStats, plan};
+
+use self::hash::Source;
+use self::output::{BatchSink, CountSink, Emit, Sink};
+use self::side::{Side, TupleStream};
+use self::spill::{Budget, SpillSpace};
+use crate::error::{Error, Result};
+use crate::ids::Level;
+use crate::index::IndexKind;
+use crate::table::Table;
+
+/// How a join runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum JoinMethod {
+    /// The planner's cheapest method (the default).
+    Auto,
+    /// Scan the left side; read right rows by the right's primary key.
+    NestedLoopPrimaryRight,
+    /// Scan the right side; read left rows by the left's primary key.
+    NestedLoopPrimaryLeft,
+    /// Scan the left side; look right rows up through the right's index.
+    NestedLoopIndexRight,
+    /// Scan the right side; look left rows up through the left's index.
+    NestedLoopIndexLeft,
+    /// Sort both sides (a side ordered by its primary key is not sorted)
+    /// and merge them.
+    SortMerge,
+    /// Merge, taking each side's order from its index where it has one.
+    SortMergeIndex,
+    /// Grace hash join: both sides partitioned to spill files.
+    GraceHash,
+    /// Hybrid hash join: the build side's first partition stays in memory.
+    HybridHash,
+}
+
+impl JoinMethod {
+    /// Every method but `Auto`.
+    pub const ALL: [JoinMethod; 8] = [
+        JoinMethod::NestedLoopPrimaryRight,
+        JoinMethod::NestedLoopPrimaryLeft,
+        JoinMethod::NestedLoopIndexRight,
+        JoinMethod::NestedLoopIndexLeft,
+        JoinMethod::SortMerge,
+        JoinMethod::SortMergeIndex,
+        JoinMethod::GraceHash,
+        JoinMethod::HybridHash,
+    ];
+
+    /// The method's name, as the CLI takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            JoinMethod::Auto => "auto",
+            JoinMethod::NestedLoopPrimaryRight => "inlj-pk",
+            JoinMethod::NestedLoopPrimaryLeft => "inlj-pk-left",
+            JoinMethod::NestedLoopIndexRight => "inlj-index",
+            JoinMethod::NestedLoopIndexLeft => "inlj-index-left",
+            JoinMethod::SortMerge => "sort-merge",
+            JoinMethod::SortMergeIndex => "sort-merge-index",
+            JoinMethod::GraceHash => "grace-hash",
+            JoinMethod::HybridHash => "hybrid-hash",
+        }
+    }
+
+    /// Parses a method's name.
+    pub fn parse(s: &str) -> Result<JoinMethod> {
+        std::iter::once(JoinMethod::Auto)
+            .chain(JoinMethod::ALL)
+            .find(|m| m.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = std::iter::once(JoinMethod::Auto)
+                    .chain(JoinMethod::ALL)
+                    .map(JoinMethod::name)
+                    .collect();
+                Error::InvalidArgument(format!(
+                    "unknown join method {s:?}; one of {}",
+                    names.join(", ")
+                ))
+            })
+    }
+}
+
+/// The smallest memory budget a join takes.
+pub const MIN_JOIN_MEMORY: usize = 256 << 10;
+
+/// An inner equi-join of two tables: `left.left_column = right.right_column`.
+#[derive(Clone)]
+pub struct Join {
+    left: Table,
+    left_column: String,
+    right: Table,
+    right_column: String,
+    method: JoinMethod,
+    memory_bytes: usize,
+    columns: Option<Vec<String>>,
+    threads: usize,
+    batch_rows: usize,
+    cpu_per_tuple: f64,
+}
+
+/// What a finished join did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JoinSummary {
+    /// Rows produced.
+    pub rows: u64,
+    /// A hash of the produced rows, independent of their order (count
+    /// mode only; 0 for streamed joins).
+    pub checksum: u64,
+    /// The method that ran.
+    pub method: JoinMethod,
+    /// The most bytes the join's buffers held at once.
+    pub peak_memory_bytes: u64,
+    /// Bytes written to spill files.
+    pub spilled_bytes: u64,
+}
+
+/// Block-read equivalents of one tuple's CPU work (see `cost.rs`).
+const CPU_PER_TUPLE: f64 = 0.01;
+
+impl Join {
+    /// A join of `left.left_column = right.right_column`, returning every
+    /// column of both tables, planned automatically, with 16 MiB of memory.
+    pub fn new(left: &Table, left_column: &str, right: &Table, right_column: &str) -> Join {
+        Join {
+            left: left.clone(),
+            left_column: left_column.to_string(),
+            right: right.clone(),
+            right_column: right_column.to_string(),
+            method: JoinMethod::Auto,
+            memory_bytes: 16 << 20,
+            columns: None,
+            threads: 1,
+            batch_rows: 8192,
+            cpu_per_tuple: CPU_PER_TUPLE,
+        }
+    }
+
+    /// Runs `method` instead of the planner's choice.
+    pub fn method(mut self, method: JoinMethod) -> Join {
+        self.method = method;
+        self
+    }
+
+    /// The memory budget in bytes (at least [`MIN_JOIN_MEMORY`]).
+    pub fn memory(mut self, bytes: usize) -> Join {
+        self.memory_bytes = bytes;
+        self
+    }
+
+    /// The output columns, each `left.c`, `right.c`, `TABLE.c` or a bare
+    /// name found in one table only; in the order given.
+    pub fn columns(mut self, names: &[&str]) -> Join {
+        self.columns = Some(names.iter().map(|s| (*s).to_string()).collect());
+        self
+    }
+
+    /// Threads an index nested loop join looks up on (default 1).
+    pub fn threads(mut self, n: usize) -> Join {
+        self.threads = n.max(1);
+        self
+    }
+
+    /// Rows per output batch (default 8192).
+    pub fn batch_rows(mut self, n: usize) -> Join {
+        self.batch_rows = n.max(1);
+        self
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.memory_bytes < MIN_JOIN_MEMORY {
+            return Err(Error::InvalidArgument(format!(
+                "a join needs at least {MIN_JOIN_MEMORY} bytes of memory; {} given",
+                self.memory_bytes
+            )));
+        }
+        let lt = self.left.schema().columns()[self.left.schema().index_of(&self.left_column)?].ty;
+        let rt =
+            self.right.schema().columns()[self.right.schema().index_of(&self.right_column)?].ty;
+        if lt != rt {
+            return Err(Error::InvalidArgument(format!(
+                "join columns {}.{} ({lt}) and {}.{} ({rt}) have different types",
+                self.left.name(),
+                self.left_column,
+                self.right.name(),
+                self.right_column
+            )));
+        }
+        Ok(())
+    }
+
+    /// The output columns: per output position, (side 0 left / 1 right,
+    /// schema position).
+    fn output(&self) -> Result<Vec<(usize, usize)>> {
+        let tables = [&self.left, &self.right];
+        let Some(names) = &self.columns else {
+            return Ok((0..2)
+                .flat_map(|s| (0..tables[s].schema().columns().len()).map(move |c| (s, c)))
+                .collect());
+        };
+        names
+            .iter()
+            .map(|n| {
+                let find = |s: usize, c: &str| tables[s].schema().index_of(c).map(|i| (s, i));
+                match n.split_once('.') {
+                    Some(("left", c)) => find(0, c),
+                    Some(("right", c)) => find(1, c),
+                    Some((t, c)) if t == self.left.name() && t != self.right.name() => find(0, c),
+                    Some((t, c)) if t == self.right.name() && t != self.left.name() => find(1, c),
+                    _ => match (find(0, n), find(1, n)) {
+                        (Ok(a), Err(_)) => Ok(a),
+                        (Err(_), Ok(b)) => Ok(b),
+                        (Ok(_), Ok(_)) => Err(Error::InvalidArgument(format!(
+                            "column {n:?} is in both tables; write left.{n} or right.{n}"
+                        ))),
+                        (Err(e), Err(_)) => Err(e),
+                    },
+                }
+            })
+            .collect()
+    }
+
+    fn sides(&self, out: &[(usize, usize)]) -> Result<(Side, Side)> {
+        let cols = |s: usize| -> Vec<usize> {
+            let mut v: Vec<usize> = out.iter().filter(|o| o.0 == s).map(|o| o.1).collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        Ok((
+            Side::new(self.left.clone(), &self.left_column, cols(0))?,
+            Side::new(self.right.clone(), &self.right_column, cols(1))?,
+        ))
+    }
+
+    /// The output's Arrow schema and, per output column, its position in
+    /// the concatenated left and right payloads.
+    fn output_schema(
+        &self,
+        out: &[(usize, usize)],
+        l: &Side,
+        r: &Side,
+    ) -> (Arc<ArrowSchema>, Vec<usize>) {
+        let same = self.left.name() == self.right.name();
+        let label = |s: usize| match (same, s) {
+            (true, 0) => "left".to_string(),
+            (true, _) => "right".to_string(),
+            (false, 0) => self.left.name().to_string(),
+            (false, _) => self.right.name().to_string(),
+        };
+        let mut fields = Vec::new();
+        let mut order = Vec::new();
+        for &(s, c) in out {
+            let t = if s == 0 { &self.left } else { &self.right };
+            let col = &t.schema().columns()[c];
+            fields.push(Field::new(
+                format!("{}.{}", label(s), col.name),
+                col.ty.arrow_type(),
+                col.nullable,
+            ));
+            let pos = if s == 0 {
+                l.cols.iter().position(|&x| x == c).unwrap_or(0)
+            } else {
+                l.cols.len() + r.cols.iter().position(|&x| x == c).unwrap_or(0)
+            };
+            order.push(pos);
+        }
+        (Arc::new(ArrowSchema::new(fields)), order)
+    }
+
+    /// The planner's statistics for this join.
+    pub fn statistics(&self) -> Result<JoinStats> {
+        self.check()?;
+        let out = self.output()?;
+        let (l, r) = self.sides(&out)?;
+        let snap = self.left.core().snapshot();
+        let opts = self.left.inner().record().options;
+        Ok(JoinStats {
+            left_match: match_ratio(&l, &r, snap.seqno())?,
+            right_match: match_ratio(&r, &l, snap.seqno())?,
+            left: side_stats(&l)?,
+            right: side_stats(&r)?,
+            block_bytes: opts.block_size as f64,
+            bloom_fpr: 0.6185f64.powf(opts.bloom_bits_per_key as f64),
+            memory_bytes: self.memory_bytes as f64,
+            cpu_per_tuple: self.cpu_per_tuple,
+        })
+    }
+
+    /// Every candidate method with its predicted cost and the choice.
+    pub fn explain(&self) -> Result<Plan> {
+        Ok(plan(&self.statistics()?))
+    }
+
+    fn resolve_method(&self) -> Result<JoinMethod> {
+        match self.method {
+            JoinMethod::Auto => Ok(self.explain()?.chosen),
+            m => Ok(m),
+        }
+    }
+
+    /// Runs the join to the end, counting rows and summing a hash of each
+    /// (for benchmarks and checks: no batches are built).
+    pub fn count(&self) -> Result<JoinSummary> {
+        self.check()?;
+        let method = self.resolve_method()?;
+        let out = self.output()?;
+        let (l, r) = self.sides(&out)?;
+        let mut sink = CountSink::default();
+        let (peak, spilled) = execute(self, method, &l, &r, &mut sink)?;
+        Ok(JoinSummary {
+            rows: sink.rows,
+            checksum: sink.checksum,
+            method,
+            peak_memory_bytes: peak,
+            spilled_bytes: spilled,
+        })
+    }
+
+    /// Runs the join, streaming its rows as Arrow batches; it runs on its
+    /// own thread and stops if the stream is dropped.
+    pub fn run(&self) -> Result<JoinStream> {
+        self.check()?;
+        let method = self.resolve_method()?;
+        let out = self.output()?;
+        let (l, r) = self.sides(&out)?;
+        let (schema, order) = self.output_schema(&out, &l, &r);
+        let (tx, rx) = sync_channel(2);
+        let join = self.clone();
+        let thread_schema = Arc::clone(&schema);
+        let handle = std::thread::Builder::new()
+            .name("strata-join".into())
+            .spawn(move || -> Result<JoinSummary> {
+                let mut sink =
+                    BatchSink::new(&l, &r, thread_schema, order, join.batch_rows, tx.clone());
+                let result = execute(&join, method, &l, &r, &mut sink).and_then(|x| {
+                    sink.flush()?;
+                    Ok(x)
+                });
+                match result {
+                    Ok((peak, spilled)) => Ok(JoinSummary {
+                        rows: sink.rows_sent(),
+                        checksum: 0,
+                        method,
+                        peak_memory_bytes: peak,
+                        spilled_bytes: spilled,
+                    }),
+                    Err(e) => {
+                        let _ = tx.send(Err(e.duplicate()));
+                        Err(e)
+                    }
+                }
+            })
+            .map_err(|e| Error::InvalidArgument(format!("starting the join thread: {e}")))?;
+        Ok(JoinStream {
+            schema,
+            rx,
+            handle: Some(handle),
+            method,
+        })
+    }
+}
+
+/// A running join's output: an iterator of Arrow batches.
+pub struct JoinStream {
+    schema: Arc<ArrowSchema>,
+    rx: Receiver<Result<RecordBatch>>,
+    handle: Option<JoinHandle<Result<JoinSummary>>>,
+    method: JoinMethod,
+}
+
+impl JoinStream {
+    /// The output's schema (`TABLE.column` names).
+    pub fn schema(&self) -> Arc<ArrowSchema> {
+        Arc::clone(&self.schema)
+    }
+
+    /// The method running.
+    pub fn method(&self) -> JoinMethod {
+        self.method
+    }
+
+    /// Waits for the join to end (reading what is left) and reports it.
+    pub fn finish(mut self) -> Result<JoinSummary> {
+        for b in self.by_ref() {
+            b?;
+        }
+        self.join_thread()
+    }
+
+    fn join_thread(&mut self) -> Result<JoinSummary> {
+        match self.handle.take() {
+            Some(h) => h
+                .join()
+                .map_err(|_| Error::InvalidArgument("the join thread panicked".into()))?,
+            None => Err(Error::InvalidArgument(
+                "the join was finished already".into(),
+            )),
+        }
+    }
+}
+
+impl Iterator for JoinStream {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.rx.recv().ok()
+    }
+}
+
+impl Drop for JoinStream {
+    fn drop(&mut self) {
+        // Unblock the worker (its sends fail once the receiver is gone) and
+        // wait for it, so that its spill files are removed before we return.
+        let (_, dead) = sync_channel(0);
+        let rx = std::mem::replace(&mut self.rx, dead);
+        drop(rx);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Runs `method`; returns the peak memory and the bytes spilled.
+fn execute(
+    join: &Join,
+    method: JoinMethod,
+    l: &Side,
+    r: &Side,
+    sink: &mut dyn Sink,
+) -> Result<(u64, u64)> {
+    let snapshot = join.left.core().snapshot();
+    let snap = snapshot.seqno();
+    let space = SpillSpace::new(join.left.core(), Arc::new(Budget::new(join.memory_bytes)));
+    let budget = &*space.budget;
+    let need_pk = |s: &Side| -> Result<()> {
+        if s.is_primary() {
+            Ok(())
+        } else {
+            Err(Error::InvalidArgument(format!(
+                "{} needs {}'s join column to be its whole primary key",
+                method.name(),
+                s.name()
+            )))
+        }
+    };
+    let need_index = |s: &Side| {
+        s.index().ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "{} needs a built index on {}'s join column",
+                method.name(),
+                s.name()
+            ))
+        })
+    };
+    match method {
+        JoinMethod::Auto => unreachable_auto()?,
+        JoinMethod::NestedLoopPrimaryRight => {
+            need_pk(r)?;
+            let mut emit = Emit {
+                sink,
+                swapped: false,
+            };
+            inlj::nested_loop(
+                &Source::Side(l, snap),
+                r,
+                None,
+                snap,
+                join.threads,
+                &space,
+                &mut emit,
+            )?;
+        }
+        JoinMethod::NestedLoopPrimaryLeft => {
+            need_pk(l)?;
+            let mut emit = Emit {
+                sink,
+                swapped: true,
+            };
+            inlj::nested_loop(
+                &Source::Side(r, snap),
+                l,
+                None,
+                snap,
+                join.threads,
+                &space,
+                &mut emit,
+            )?;
+        }
+        JoinMethod::NestedLoopIndexRight => {
+            let idx = need_index(r)?;
+            let mut emit = Emit {
+                sink,
+                swapped: false,
+            };
+            inlj::nested_loop(
+                &Source::Side(l, snap),
+                r,
+                Some(&idx),
+                snap,
+                join.threads,
+                &space,
+                &mut emit,
+            )?;
+        }
+        JoinMethod::NestedLoopIndexLeft => {
+            let idx = need_index(l)?;
+            let mut emit = Emit {
+                sink,
+                swapped: true,
+            };
+            inlj::nested_loop(
+                &Source::Side(r, snap),
+                l,
+                Some(&idx),
+                snap,
+                join.threads,
+                &space,
+                &mut emit,
+            )?;
+        }
+        JoinMethod::SortMerge | JoinMethod::SortMergeIndex => {
+            let use_index = method == JoinMethod::SortMergeIndex;
+            if use_index && l.index().is_none() && r.index().is_none() {
+                need_index(r)?;
+            }
+            let cap = budget.limit() * 3 / 8;
+            let li = if use_index && !l.is_primary() {
+                l.index()
+            } else {
+                None
+            };
+            let ri = if use_index && !r.is_primary() {
+                r.index()
+            } else {
+                None
+            };
+            let mut a = ordered(l, li.as_deref(), snap, &space, cap)?;
+            let mut b = ordered(r, ri.as_deref(), snap, &space, cap)?;
+            let mut emit = Emit {
+                sink,
+                swapped: false,
+            };
+            sort::merge_join(a.as_mut(), b.as_mut(), &space, &mut emit)?;
+        }
+        JoinMethod::GraceHash | JoinMethod::HybridHash => {
+            let (lb, rb) = (estimated_bytes(l)?, estimated_bytes(r)?);
+            let (build, probe, bytes, swapped) = if lb <= rb {
+                (l, r, lb, false)
+            } else {
+                (r, l, rb, true)
+            };
+            let mut emit = Emit { sink, swapped };
+            hash::hash_join(
+                &Source::Side(build, snap),
+                &Source::Side(probe, snap),
+                bytes,
+                method == JoinMethod::HybridHash,
+                &space,
+                &mut emit,
+                0,
+            )?;
+        }
+    }
+    drop(snapshot);
+    Ok((budget.peak() as u64, space.bytes_written()))
+}
+
+fn unreachable_auto() -> Result<()> {
+    Err(Error::InvalidArgument(
+        "internal: the auto method was not resolved".into(),
+    ))
+}
+
+/// A side's tuples in join-value order: its scan when the join column is
+/// its primary key, a walk of `index` when given, else an external sort.
+fn ordered<'a>(
+    side: &'a Side,
+    index: Option<&'a crate::index::Index>,
+    snap: crate::key::SeqNo,
+    space: &'a SpillSpace,
+    cap: usize,
+) -> Result<Box<dyn TupleStream + 'a>> {
+    if side.is_primary() {
+        return Ok(Box::new(side.scan(snap)?));
+    }
+    if let Some(i) = index {
+        return Ok(Box::new(side.walk_index(i, snap)?));
+    }
+    Ok(Box::new(sort::sort(&Source::Side(side, snap), space, cap)?))
+}
+
+/// Estimated rows of a table: memtable entries, all of level 0, and per
+/// deeper level the largest of its column groups' runs (each holds every
+/// row of the level).
+fn estimated_rows(t: &Table) -> Result<f64> {
+    let sv = t.inner().keyspace.super_version()?;
+    let mut n = sv.mem.len() as f64 + sv.imms.iter().map(|m| m.len() as f64).sum::<f64>();
+    for lv in 0..sv.version.num_levels() {
+        let level = Level::from_index(lv);
+        let per_group: Vec<f64> = sv
+            .version
+            .runs(level)
+            .map(|(_, files)| files.iter().map(|f| f.num_entries as f64).sum())
+            .collect();
+        n += if lv == 0 {
+            per_group.iter().sum()
+        } else {
+            per_group.into_iter().fold(0.0, f64::max)
+        };
+    }
+    Ok(n)
+}
+
+fn estimated_bytes(s: &Side) -> Result<u64> {
+    Ok((estimated_rows(&s.table)? * tuple_width(s)) as u64)
+}
+
+/// The nominal bytes of a side's tuple: join value and output columns.
+fn tuple_width(s: &Side) -> f64 {
+    (s.ty.nominal_width() + s.types.iter().map(|t| t.nominal_width() + 1).sum::<usize>()) as f64
+        + hash::TUPLE_OVERHEAD as f64
+}
+
+fn side_stats(s: &Side) -> Result<SideStats> {
+    let t = &s.table;
+    let sv = t.inner().keyspace.super_version()?;
+    let rows = estimated_rows(t)?.max(1.0);
+    let bytes: u64 = sv.version.all_files().map(|(_, f)| f.size).sum();
+    let nominal = t
+        .schema()
+        .columns()
+        .iter()
+        .map(|c| c.ty.nominal_width() as f64)
+        .sum::<f64>();
+    let row_bytes = if bytes > 0 {
+        bytes as f64 / rows
+    } else {
+        nominal
+    };
+    let levels = (0..sv.version.num_levels())
+        .filter(|&l| sv.version.level_bytes(Level::from_index(l)) > 0)
+        .count() as f64
+        + 1.0;
+    let index = match s.index() {
+        Some(i) => Some(index_stats(s, &i, rows)?),
+        None => None,
+    };
+    Ok(SideStats {
+        rows,
+        row_bytes,
+        tuple_bytes: tuple_width(s),
+        levels,
+        primary: s.is_primary(),
+        index,
+    })
+}
+
+/// Entries of an index sampled to estimate primary keys per value.
+const INDEX_SAMPLE: usize = 2000;
+
+fn index_stats(s: &Side, i: &crate::index::Index, rows: f64) -> Result<IndexStats> {
+    let sv = i.keyspace.super_version()?;
+    let files: Vec<_> = sv.version.all_files().map(|(_, f)| Arc::clone(f)).collect();
+    let bytes: u64 = files.iter().map(|f| f.size).sum();
+    let entries: u64 = files.iter().map(|f| f.num_entries).sum::<u64>() + sv.mem.len() as u64;
+    let levels = (0..sv.version.num_levels())
+        .filter(|&l| sv.version.level_bytes(Level::from_index(l)) > 0)
+        .count() as f64
+        + 1.0;
+    // Sample the first entries for keys per value.
+    let mut it = i.keyspace.iter(Default::default())?;
+    it.seek_to_first();
+    let (mut hits, mut values) = (Vec::new(), 0usize);
+    while it.valid() && hits.len() < INDEX_SAMPLE {
+        let before = hits.len();
+        crate::index::lookup::entry_hits(i, it.key(), it.value(), &mut hits)?;
+        if i.kind != IndexKind::Composite
+            || hits.len() > before && (before == 0 || hits[before].key != hits[before - 1].key)
+        {
+            values += 1;
+        }
+        it.next();
+    }
+    it.status()?;
+    let d = if values > 0 {
+        hits.len() as f64 / values as f64
+    } else {
+        1.0
+    };
+    let entry_bytes = if entries > 0 && bytes > 0 {
+        bytes as f64 / entries as f64
+    } else {
+        (s.ty.nominal_width() as f64 + 16.0)
+            * if i.kind == IndexKind::Composite {
+                1.0
+            } else {
+                d
+            }
+    };
+    let _ = rows;
+    Ok(IndexStats {
+        kind: i.kind,
+        consistency: i.consistency,
+        covering: s.covered_by(i),
+        levels,
+        entry_bytes,
+        keys_per_value: d,
+    })
+}
+
+/// Outer tuples sampled to estimate the match ratio.
+const MATCH_SAMPLE: usize = 200;
+
+/// The estimated share of `outer`'s tuples with a match in `inner`: by
+/// point reads or index lookups on a sample when `inner` has such an
+/// access path, else 1 (no cheap way to tell).
+fn match_ratio(outer: &Side, inner: &Side, snap: crate::key::SeqNo) -> Result<f64> {
+    let index = inner.index();
+    if !inner.is_primary() && index.is_none() {
+        return Ok(1.0);
+    }
+    let mut scan = outer.scan(snap)?;
+    let (mut seen, mut matched) = (0usize, 0usize);
+    let mut rows = Vec::new();
+    while seen < MATCH_SAMPLE {
+        let Some((k, _)) = scan.next_tuple()? else {
+            break;
+        };
+        seen += 1;
+        rows.clear();
+        inner.lookup(
+            &k,
+            if inner.is_primary() {
+                None
+            } else {
+                index.as_deref()
+            },
+            snap,
+            &mut rows,
+        )?;
+        matched += usize::from(!rows.is_empty());
+    }
+    Ok(if seen == 0 {
+        1.0
+    } else {
+        matched as f64 / seen as f64
+    })
+}

@@ -1,0 +1,357 @@
+//! Spill files and the memory budget of a join (`docs/format/spill.md`).
+//!
+//! Sort runs and hash partitions that do not fit the budget go to files in
+//! the database's `spill/` directory:
+//!
+//! ```text
+//!   header   magic "STRSPIL1" (8 bytes), database id (16 bytes)
+//!   blocks   u32 LE length, u32 LE CRC-32C of the payload, payload:
+//!              records, each  varint len, key, varint len, row
+//! ```
+//!
+//! A file is removed when the join drops it, on success and on failure
+//! alike; one left by a crash carries the database's id and is removed at
+//! the next open. Reading checks every block's checksum, so a damaged
+//! spill file fails the join with a corruption error instead of wrong rows.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use crate::coding::{
+    crc32c, decode_fixed32, get_length_prefixed, put_fixed32, put_length_prefixed,
+};
+use crate::db::DbCore;
+use crate::error::{Error, Result};
+use crate::recovery::DbId;
+use crate::vfs::{RandomAccessFile, Vfs, WritableFile};
+
+/// The spill directory's name inside the database directory.
+pub(crate) const SPILL_DIR: &str = "spill";
+const MAGIC: &[u8; 8] = b"STRSPIL1";
+const HEADER_LEN: usize = 8 + crate::manifest::DB_ID_LEN;
+/// The largest block a reader accepts (writers stay far below it).
+const MAX_BLOCK: usize = 64 << 20;
+
+/// A join's memory budget: the bytes its buffers hold, their peak, and the
+/// limit they must stay under.
+#[derive(Debug)]
+pub(crate) struct Budget {
+    limit: usize,
+    used: AtomicUsize,
+    peak: AtomicUsize,
+}
+
+impl Budget {
+    pub(crate) fn new(limit: usize) -> Budget {
+        Budget {
+            limit,
+            used: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
+        }
+    }
+
+    pub(crate) fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Charges `n` bytes if they fit under the limit; whether they did.
+    pub(crate) fn try_charge(&self, n: usize) -> bool {
+        let mut cur = self.used.load(Ordering::Relaxed);
+        loop {
+            let next = cur.saturating_add(n);
+            if next > self.limit {
+                return false;
+            }
+            match self
+                .used
+                .compare_exchange_weak(cur, next, Ordering::AcqRel, Ordering::Relaxed)
+            {
+                Ok(_) => {
+                    self.peak.fetch_max(next, Ordering::AcqRel);
+                    return true;
+                }
+                Err(x) => cur = x,
+            }
+        }
+    }
+
+    /// Charges `n` bytes or fails the join with a clear error.
+    pub(crate) fn charge(&self, n: usize, what: &str) -> Result<()> {
+        if self.try_charge(n) {
+            return Ok(());
+        }
+        Err(Error::InvalidArgument(format!(
+            "the join's memory budget of {} bytes cannot hold {what} ({n} bytes with {} in use); \
+             give it more memory",
+            self.limit,
+            self.used()
+        )))
+    }
+
+    pub(crate) fn release(&self, n: usize) {
+        self.used.fetch_sub(n.min(self.used()), Ordering::AcqRel);
+    }
+
+    pub(crate) fn used(&self) -> usize {
+        self.used.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn peak(&self) -> usize {
+        self.peak.load(Ordering::Acquire)
+    }
+}
+
+/// Where a join's spill files go, and what it wrote there.
+pub(crate) struct SpillSpace {
+    vfs: Arc<dyn Vfs>,
+    dir: PathBuf,
+    db_id: DbId,
+    next: AtomicU64,
+    pub(crate) budget: Arc<Budget>,
+    written: AtomicU64,
+}
+
+/// Numbers spill files uniquely among concurrent joins of one process.
+static SPILL_SEQ: AtomicU64 = AtomicU64::new(0);
+
+impl SpillSpace {
+    pub(crate) fn new(core: &DbCore, budget: Arc<Budget>) -> SpillSpace {
+        SpillSpace {
+            vfs: core.vfs(),
+            dir: core.path().join(SPILL_DIR),
+            db_id: core.id(),
+            next: AtomicU64::new(0),
+            budget,
+            written: AtomicU64::new(0),
+        }
+    }
+
+    /// Bytes written to spill files so far.
+    pub(crate) fn bytes_written(&self) -> u64 {
+        self.written.load(Ordering::Acquire)
+    }
+
+    /// A new spill file whose writer buffers blocks of `block` bytes
+    /// (charged to the budget until the file is finished).
+    pub(crate) fn create(&self, block: usize) -> Result<SpillWriter<'_>> {
+        self.budget.charge(block, "a spill file's write buffer")?;
+        let guard = Charge {
+            budget: &self.budget,
+            bytes: block,
+        };
+        self.vfs.create_dir_all(&self.dir)?;
+        let n = SPILL_SEQ.fetch_add(1, Ordering::AcqRel);
+        let local = self.next.fetch_add(1, Ordering::AcqRel);
+        let path = self
+            .dir
+            .join(format!("join-{}-{n}-{local}.spill", std::process::id()));
+        let file = self.vfs.create(&path)?;
+        let remove = RemoveOnDrop {
+            vfs: Arc::clone(&self.vfs),
+            path,
+        };
+        let mut w = SpillWriter {
+            space: self,
+            file,
+            remove,
+            buf: Vec::with_capacity(block),
+            block,
+            _charge: guard,
+        };
+        let mut header = Vec::with_capacity(HEADER_LEN);
+        header.extend_from_slice(MAGIC);
+        header.extend_from_slice(&self.db_id);
+        w.file.append(&header)?;
+        Ok(w)
+    }
+}
+
+/// Bytes charged to a budget, released on drop.
+struct Charge<'a> {
+    budget: &'a Budget,
+    bytes: usize,
+}
+
+impl Drop for Charge<'_> {
+    fn drop(&mut self) {
+        self.budget.release(self.bytes);
+    }
+}
+
+/// Removes a spill file when dropped.
+struct RemoveOnDrop {
+    vfs: Arc<dyn Vfs>,
+    path: PathBuf,
+}
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        // Best effort: a file left behind is removed at the next open. An
+        // empty path was handed on to the finished file.
+        if !self.path.as_os_str().is_empty() {
+            let _ = self.vfs.remove(&self.path);
+        }
+    }
+}
+
+/// Writes one spill file.
+pub(crate) struct SpillWriter<'a> {
+    space: &'a SpillSpace,
+    file: Box<dyn WritableFile>,
+    remove: RemoveOnDrop,
+    buf: Vec<u8>,
+    block: usize,
+    _charge: Charge<'a>,
+}
+
+impl SpillWriter<'_> {
+    /// Appends one record.
+    pub(crate) fn push(&mut self, key: &[u8], row: &[u8]) -> Result<()> {
+        put_length_prefixed(&mut self.buf, key);
+        put_length_prefixed(&mut self.buf, row);
+        if self.buf.len() >= self.block {
+            self.write_block()?;
+        }
+        Ok(())
+    }
+
+    fn write_block(&mut self) -> Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let mut head = Vec::with_capacity(8);
+        put_fixed32(&mut head, self.buf.len() as u32);
+        put_fixed32(&mut head, crc32c(&self.buf));
+        self.file.append(&head)?;
+        self.file.append(&self.buf)?;
+        self.space
+            .written
+            .fetch_add((head.len() + self.buf.len()) as u64, Ordering::AcqRel);
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// Writes the last block and closes the file for reading.
+    pub(crate) fn finish(mut self) -> Result<SpillFile> {
+        self.write_block()?;
+        self.file.flush()?;
+        let len = self.file.len();
+        let path = self.remove.path.clone();
+        let file = self.space.vfs.open(&path)?;
+        Ok(SpillFile {
+            file,
+            len,
+            _remove: RemoveOnDrop {
+                vfs: Arc::clone(&self.space.vfs),
+                path: std::mem::take(&mut self.remove.path),
+            },
+        })
+    }
+}
+
+/// A finished spill file; removed when dropped.
+pub(crate) struct SpillFile {
+    file: Arc<dyn RandomAccessFile>,
+    len: u64,
+    _remove: RemoveOnDrop,
+}
+
+impl SpillFile {
+    pub(crate) fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Reads the file from its start.
+    pub(crate) fn reader(&self) -> SpillReader {
+        SpillReader {
+            file: Arc::clone(&self.file),
+            path: self._remove.path.clone(),
+            offset: HEADER_LEN as u64,
+            len: self.len,
+            block: Vec::new(),
+            pos: 0,
+        }
+    }
+}
+
+/// Reads a spill file's records in order.
+pub(crate) struct SpillReader {
+    file: Arc<dyn RandomAccessFile>,
+    path: PathBuf,
+    offset: u64,
+    len: u64,
+    block: Vec<u8>,
+    pos: usize,
+}
+
+impl SpillReader {
+    fn corrupt(&self, why: &str) -> Error {
+        Error::corruption(&self.path, self.offset, format!("spill file: {why}"))
+    }
+
+    /// The next record as (key, row), or `None` at the end.
+    pub(crate) fn next_record(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        if self.pos >= self.block.len() {
+            if self.offset >= self.len {
+                return Ok(None);
+            }
+            let mut head = [0u8; 8];
+            if self.offset + 8 > self.len {
+                return Err(self.corrupt("truncated block header"));
+            }
+            self.file.read_exact_at(&mut head, self.offset)?;
+            let n = decode_fixed32(&head[..4]).unwrap_or(0) as usize;
+            let crc = decode_fixed32(&head[4..]).unwrap_or(0);
+            if n == 0 || n > MAX_BLOCK || self.offset + 8 + n as u64 > self.len {
+                return Err(self.corrupt("block length out of range"));
+            }
+            self.block.resize(n, 0);
+            self.file.read_exact_at(&mut self.block, self.offset + 8)?;
+            if crc32c(&self.block) != crc {
+                return Err(self.corrupt("block checksum mismatch"));
+            }
+            self.offset += 8 + n as u64;
+            self.pos = 0;
+        }
+        let mut rest = &self.block[self.pos..];
+        let before = rest.len();
+        let key = get_length_prefixed(&mut rest).map(<[u8]>::to_vec);
+        let row = get_length_prefixed(&mut rest).map(<[u8]>::to_vec);
+        match (key, row) {
+            (Some(k), Some(r)) => {
+                self.pos += before - rest.len();
+                Ok(Some((k, r)))
+            }
+            _ => Err(self.corrupt("malformed record")),
+        }
+    }
+}
+
+/// Removes the spill files a crashed join of this database left in `dir`'s
+/// spill directory: those whose header carries `db_id`. Others are left.
+pub(crate) fn sweep(vfs: &dyn Vfs, db_dir: &Path, db_id: &DbId) -> Result<usize> {
+    let dir = db_dir.join(SPILL_DIR);
+    if !vfs.exists(&dir) {
+        return Ok(0);
+    }
+    let mut removed = 0;
+    for name in vfs.list(&dir)? {
+        if !name.ends_with(".spill") {
+            continue;
+        }
+        let path = dir.join(&name);
+        let ours = vfs.open(&path).ok().is_some_and(|f| {
+            let mut head = [0u8; HEADER_LEN];
+            f.len() >= HEADER_LEN as u64
+                && f.read_exact_at(&mut head, 0).is_ok()
+                && &head[..8] == MAGIC
+                && head[8..] == db_id[..]
+        });
+        if ours {
+            vfs.remove(&path)?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
