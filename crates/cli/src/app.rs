@@ -200,6 +200,21 @@ pub enum CliCommand {
         #[command(subcommand)]
         command: TableCommand,
     },
+    /// Secondary indexes: create, drop, describe, lookup (try
+    /// `strata index --help`).
+    Index {
+        #[command(subcommand)]
+        command: crate::index::IndexCommand,
+    },
+    /// Join two tables on a column each: LEFT.COL RIGHT.COL, with the
+    /// planner's method or --method; --explain shows the plan.
+    Join(crate::join::JoinArgs),
+}
+
+/// Parses a byte count such as 4096, 64K or 16MiB (for flags of other
+/// modules).
+pub(crate) fn parse_size_arg(s: &str) -> Result<u64, String> {
+    parse_size(s)
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {
@@ -439,6 +454,8 @@ fn is_read_command(c: &CliCommand) -> bool {
         | CliCommand::Stats
         | CliCommand::Check => true,
         CliCommand::Table { command } => command.is_read(),
+        CliCommand::Index { command } => command.is_read(),
+        CliCommand::Join(_) => true,
         _ => false,
     }
 }
@@ -573,6 +590,8 @@ fn run_command(cli: &Cli, out: &mut impl Write) -> Result<i32, Failure> {
             }
         }
         CliCommand::Table { command } => table::run(&db, command, g.sync, out)?,
+        CliCommand::Index { command } => crate::index::run(&db, command, out)?,
+        CliCommand::Join(args) => crate::join::run(&db, args, out)?,
         CliCommand::Demo { rows } => {
             if *rows == 0 {
                 return Err(Failure::Usage("--rows must be at least 1".into()));

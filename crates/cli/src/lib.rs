@@ -4,7 +4,8 @@
 //! line language of `strata shell`), [`app`] (the commands), [`demo`] (`strata
 //! demo`, a tour of the table layer), [`table`] (the
 //! `strata table` commands) with [`cells`] (typed cells), [`import`] (CSV
-//! import) and [`tabular`] (aligned text output).
+//! import) and [`tabular`] (aligned text output), [`index`] (`strata
+//! index`, secondary indexes) and [`join`] (`strata join`).
 
 // The commands' doc comments are also their `--help` text, written for a
 // terminal: `KEY<TAB>VALUE` there is not an HTML tag.
@@ -16,6 +17,8 @@ pub mod demo;
 pub mod encoding;
 pub mod filter;
 pub mod import;
+pub mod index;
+pub mod join;
 pub mod shell;
 pub mod table;
 pub mod tabular;

@@ -363,6 +363,7 @@ impl Join {
         let method = self.resolve_method()?;
         let out = self.output()?;
         let (l, r) = self.sides(&out)?;
+        feasible(method, &l, &r)?;
         let (schema, order) = self.output_schema(&out, &l, &r);
         let (tx, rx) = sync_channel(2);
         let join = self.clone();
@@ -472,30 +473,11 @@ fn execute(
     let snap = snapshot.seqno();
     let space = SpillSpace::new(join.left.core(), Arc::new(Budget::new(join.memory_bytes)));
     let budget = &*space.budget;
-    let need_pk = |s: &Side| -> Result<()> {
-        if s.is_primary() {
-            Ok(())
-        } else {
-            Err(Error::InvalidArgument(format!(
-                "{} needs {}'s join column to be its whole primary key",
-                method.name(),
-                s.name()
-            )))
-        }
-    };
-    let need_index = |s: &Side| {
-        s.index().ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "{} needs a built index on {}'s join column",
-                method.name(),
-                s.name()
-            ))
-        })
-    };
+    feasible(method, l, r)?;
+    let need_index = |s: &Side| s.index().ok_or_else(|| no_index(method, s));
     match method {
         JoinMethod::Auto => unreachable_auto()?,
         JoinMethod::NestedLoopPrimaryRight => {
-            need_pk(r)?;
             let mut emit = Emit {
                 sink,
                 swapped: false,
@@ -511,7 +493,6 @@ fn execute(
             )?;
         }
         JoinMethod::NestedLoopPrimaryLeft => {
-            need_pk(l)?;
             let mut emit = Emit {
                 sink,
                 swapped: true,
@@ -560,9 +541,6 @@ fn execute(
         }
         JoinMethod::SortMerge | JoinMethod::SortMergeIndex => {
             let use_index = method == JoinMethod::SortMergeIndex;
-            if use_index && l.index().is_none() && r.index().is_none() {
-                need_index(r)?;
-            }
             let cap = budget.limit() * 3 / 8;
             let li = if use_index && !l.is_primary() {
                 l.index()
@@ -603,6 +581,39 @@ fn execute(
     }
     drop(snapshot);
     Ok((budget.peak() as u64, space.bytes_written()))
+}
+
+fn no_index(method: JoinMethod, s: &Side) -> Error {
+    Error::InvalidArgument(format!(
+        "{} needs a built index on {}'s join column",
+        method.name(),
+        s.name()
+    ))
+}
+
+/// Whether `method` can run on these sides: the primary key or index it
+/// reads through exists.
+fn feasible(method: JoinMethod, l: &Side, r: &Side) -> Result<()> {
+    let need_pk = |s: &Side| -> Result<()> {
+        if s.is_primary() {
+            Ok(())
+        } else {
+            Err(Error::InvalidArgument(format!(
+                "{} needs {}'s join column to be its whole primary key",
+                method.name(),
+                s.name()
+            )))
+        }
+    };
+    let need_index = |s: &Side| s.index().map(|_| ()).ok_or_else(|| no_index(method, s));
+    match method {
+        JoinMethod::NestedLoopPrimaryRight => need_pk(r),
+        JoinMethod::NestedLoopPrimaryLeft => need_pk(l),
+        JoinMethod::NestedLoopIndexRight => need_index(r),
+        JoinMethod::NestedLoopIndexLeft => need_index(l),
+        JoinMethod::SortMergeIndex => need_index(l).or_else(|_| need_index(r)),
+        _ => Ok(()),
+    }
 }
 
 fn unreachable_auto() -> Result<()> {
