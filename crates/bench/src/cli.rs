@@ -14,7 +14,8 @@ use crate::runner::{RunPlan, run};
 use crate::settings::{BenchSettings, parse_count, parse_size};
 use crate::workload::{Workload, parse_workloads};
 use crate::{
-    Error, Result, advisorsuite, htap, memsuite, opd, plot, prodsuite, report, shortsuite, sysinfo,
+    Error, Result, advisorsuite, htap, joins, memsuite, opd, plot, prodsuite, report, shortsuite,
+    sysinfo,
 };
 
 /// db_bench- and YCSB-style benchmarks of Strata, optionally against
@@ -80,8 +81,8 @@ pub enum Command {
 /// `suite` flags.
 #[derive(Args, Debug)]
 pub struct SuiteArgs {
-    /// The suite: quick, kv, memtable, shortrange, htap, advisor, opd or
-    /// production.
+    /// The suite: quick, kv, memtable, shortrange, htap, advisor, opd,
+    /// production or joins.
     #[arg(long)]
     pub suite: String,
     /// memtable suite: the longest one phase may run (seconds); a phase that
@@ -167,6 +168,17 @@ pub struct SuiteArgs {
     /// --num, 0 skips it).
     #[arg(long, value_parser = count_arg)]
     pub opd_table_rows: Option<u64>,
+    /// joins suite: the parts to run, comma-separated: datasets, entry,
+    /// frequency, skew.
+    #[arg(long, default_value = "datasets,entry,frequency,skew")]
+    pub join_parts: String,
+    /// joins suite: the datasets of the datasets part.
+    #[arg(long, default_value = "unif,zipf,user,movie,face,wiki")]
+    pub join_datasets: String,
+    /// joins suite: the peers, comma-separated: sqlite (needs --features
+    /// sqlite or peers), duckdb (the duckdb Python package).
+    #[arg(long, default_value = "sqlite,duckdb")]
+    pub join_peers: String,
     /// Writes a markdown section (machine, command, tables, ratios, charts)
     /// for docs/BENCHMARKS.md to this file.
     #[arg(long)]
@@ -363,6 +375,10 @@ pub const SUITES: &[Suite] = &[
     Suite {
         name: "production",
         apply: prodsuite::apply_defaults,
+    },
+    Suite {
+        name: "joins",
+        apply: joins::apply_defaults,
     },
     Suite {
         name: "kv",
@@ -564,6 +580,8 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
                         advisorsuite::run(&s)
                     } else if suite.name == "opd" {
                         opd::run(&s)
+                    } else if suite.name == "joins" {
+                        joins::run(&s)
                     } else if suite.name == "production" {
                         prodsuite::run_suite(&s, |a| plan_from_args(a, Some("production")))
                     } else if suite.name == "shortrange" {

@@ -30,7 +30,7 @@ pub fn fnv_hash64(mut val: u64) -> u64 {
 
 /// zeta(n, theta) = sum over i in 1..=n of 1 / i^theta, summed from item
 /// `from` (exclusive) with `initial` the sum up to it.
-fn zeta_from(from: u64, n: u64, theta: f64, initial: f64) -> f64 {
+pub fn zeta_from(from: u64, n: u64, theta: f64, initial: f64) -> f64 {
     let mut sum = initial;
     for i in from..n {
         sum += 1.0 / ((i + 1) as f64).powf(theta);

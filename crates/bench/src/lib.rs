@@ -31,6 +31,7 @@ pub mod engine;
 pub mod engines;
 pub mod generators;
 pub mod htap;
+pub mod joins;
 pub mod keys;
 pub mod memsuite;
 pub mod opd;

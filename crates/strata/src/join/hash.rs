@@ -11,18 +11,17 @@
 //! no hash can split) it is joined in memory-sized chunks, each against the
 //! whole probe partition.
 
-use std::collections::HashMap;
-
-use xxhash_rust::xxh3::{Xxh3Builder, xxh3_64_with_seed};
+use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use super::output::Emit;
 use super::side::{Side, TupleStream};
 use super::spill::{Budget, SpillFile, SpillSpace, SpillWriter};
+use super::table::HashTable;
 use crate::error::Result;
 use crate::key::SeqNo;
 
 /// Bytes a buffered tuple costs beyond its key and row: its two vectors'
-/// headers and its share of the hash table.
+/// headers and its share of a sort buffer.
 pub(crate) const TUPLE_OVERHEAD: usize = 64;
 /// Rounds of re-partitioning before a partition is joined in chunks.
 pub(crate) const MAX_DEPTH: u32 = 3;
@@ -49,68 +48,6 @@ impl Source<'_> {
             f(k, v)?;
         }
         Ok(())
-    }
-}
-
-/// An in-memory hash table of tuples whose bytes are charged to a budget.
-pub(crate) struct HashTable<'b> {
-    map: HashMap<Vec<u8>, Vec<Vec<u8>>, Xxh3Builder>,
-    charged: usize,
-    budget: &'b Budget,
-    /// The most this table may charge.
-    cap: usize,
-}
-
-impl<'b> HashTable<'b> {
-    pub(crate) fn new(budget: &'b Budget, cap: usize) -> HashTable<'b> {
-        HashTable {
-            map: HashMap::with_hasher(Xxh3Builder::new()),
-            charged: 0,
-            budget,
-            cap,
-        }
-    }
-
-    /// Adds a tuple if it fits; whether it did (the tuple is handed back
-    /// when not).
-    pub(crate) fn try_insert(
-        &mut self,
-        key: Vec<u8>,
-        row: Vec<u8>,
-    ) -> std::result::Result<(), (Vec<u8>, Vec<u8>)> {
-        let n = tuple_bytes(&key, &row);
-        if self.charged + n > self.cap || !self.budget.try_charge(n) {
-            return Err((key, row));
-        }
-        self.charged += n;
-        self.map.entry(key).or_default().push(row);
-        Ok(())
-    }
-
-    pub(crate) fn get(&self, key: &[u8]) -> Option<&Vec<Vec<u8>>> {
-        self.map.get(key)
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.map.is_empty()
-    }
-
-    /// Moves every tuple into `w` and empties the table.
-    fn spill_into(&mut self, w: &mut SpillWriter<'_>) -> Result<()> {
-        for (k, rows) in self.map.drain() {
-            for r in rows {
-                w.push(&k, &r)?;
-            }
-        }
-        self.budget.release(self.charged);
-        self.charged = 0;
-        Ok(())
-    }
-}
-
-impl Drop for HashTable<'_> {
-    fn drop(&mut self) {
-        self.budget.release(self.charged);
     }
 }
 
@@ -154,15 +91,14 @@ pub(crate) fn hash_join(
     build.for_each(&mut |k, r| {
         let p = partition_of(&k, depth, parts);
         if p == 0 && keep0 {
-            match table0.try_insert(k, r) {
-                Ok(()) => return Ok(()),
-                Err((k, r)) => {
-                    keep0 = false;
-                    let w = writer(&mut writers, 0, space, block)?;
-                    table0.spill_into(w)?;
-                    return w.push(&k, &r);
-                }
+            if table0.try_insert(&k, &r) {
+                return Ok(());
             }
+            keep0 = false;
+            let w = writer(&mut writers, 0, space, block)?;
+            table0.for_each(|k, r| w.push(k, r))?;
+            table0.clear();
+            return w.push(&k, &r);
         }
         writer(&mut writers, p, space, block)?.push(&k, &r)
     })?;
@@ -173,12 +109,7 @@ pub(crate) fn hash_join(
     probe.for_each(&mut |k, r| {
         let p = partition_of(&k, depth, parts);
         if p == 0 && keep0 {
-            if let Some(rows) = table0.get(&k) {
-                for b in rows {
-                    emit.pair(b, &r)?;
-                }
-            }
-            return Ok(());
+            return table0.for_each_match(&k, |b| emit.pair(b, &r));
         }
         if build_files[p].is_none() {
             // No build tuple hashed here: nothing can match.
@@ -228,8 +159,8 @@ fn join_partition(
     let mut reader = build.reader();
     let mut overflow = None;
     while let Some((k, r)) = reader.next_record()? {
-        if let Err(t) = table.try_insert(k, r) {
-            overflow = Some(t);
+        if !table.try_insert(&k, &r) {
+            overflow = Some((k, r));
             break;
         }
     }
@@ -256,10 +187,9 @@ fn join_partition(
         let mut chunk = HashTable::new(budget, budget.limit() / 2);
         let mut more = false;
         if let Some((k, r)) = pending.take()
-            && let Err(t) = chunk.try_insert(k, r)
+            && !chunk.try_insert(&k, &r)
         {
             // A single tuple larger than the budget's half.
-            let (k, r) = t;
             budget.charge(tuple_bytes(&k, &r), "one join tuple")?;
             let mut rp = probe.reader();
             while let Some((pk, pr)) = rp.next_record()? {
@@ -271,8 +201,8 @@ fn join_partition(
             continue;
         }
         while let Some((k, r)) = reader.next_record()? {
-            if let Err(t) = chunk.try_insert(k, r) {
-                pending = Some(t);
+            if !chunk.try_insert(&k, &r) {
+                pending = Some((k, r));
                 more = true;
                 break;
             }
@@ -289,11 +219,7 @@ fn join_partition(
 fn probe_file(table: &HashTable<'_>, probe: &SpillFile, emit: &mut Emit<'_>) -> Result<()> {
     let mut r = probe.reader();
     while let Some((k, row)) = r.next_record()? {
-        if let Some(rows) = table.get(&k) {
-            for b in rows {
-                emit.pair(b, &row)?;
-            }
-        }
+        table.for_each_match(&k, |b| emit.pair(b, &row))?;
     }
     Ok(())
 }

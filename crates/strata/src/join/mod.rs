@@ -31,6 +31,7 @@ mod output;
 mod side;
 mod sort;
 pub(crate) mod spill;
+mod table;
 
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, sync_channel};
@@ -136,6 +137,8 @@ pub struct Join {
     threads: usize,
     batch_rows: usize,
     cpu_per_tuple: f64,
+    /// Indexes to use by name (left, right) instead of the best ones.
+    indexes: (Option<String>, Option<String>),
 }
 
 /// What a finished join did.
@@ -172,6 +175,7 @@ impl Join {
             threads: 1,
             batch_rows: 8192,
             cpu_per_tuple: CPU_PER_TUPLE,
+            indexes: (None, None),
         }
     }
 
@@ -197,6 +201,19 @@ impl Join {
     /// Threads an index nested loop join looks up on (default 1).
     pub fn threads(mut self, n: usize) -> Join {
         self.threads = n.max(1);
+        self
+    }
+
+    /// Reads the left side through its index `name` (when a method reads
+    /// through an index) instead of the planner's pick.
+    pub fn left_index(mut self, name: &str) -> Join {
+        self.indexes.0 = Some(name.to_string());
+        self
+    }
+
+    /// Reads the right side through its index `name`, likewise.
+    pub fn right_index(mut self, name: &str) -> Join {
+        self.indexes.1 = Some(name.to_string());
         self
     }
 
@@ -266,10 +283,21 @@ impl Join {
             v.dedup();
             v
         };
-        Ok((
-            Side::new(self.left.clone(), &self.left_column, cols(0))?,
-            Side::new(self.right.clone(), &self.right_column, cols(1))?,
-        ))
+        let mut l = Side::new(self.left.clone(), &self.left_column, cols(0))?;
+        let mut r = Side::new(self.right.clone(), &self.right_column, cols(1))?;
+        for (side, name) in [(&mut l, &self.indexes.0), (&mut r, &self.indexes.1)] {
+            if let Some(n) = name {
+                let i = side.table.index_set().find(n).cloned()?;
+                if i.column != side.column {
+                    return Err(Error::InvalidArgument(format!(
+                        "index {n:?} of {} is not on the join column",
+                        side.name()
+                    )));
+                }
+                side.preferred = Some(n.clone());
+            }
+        }
+        Ok((l, r))
     }
 
     /// The output's Arrow schema and, per output column, its position in

@@ -29,6 +29,8 @@ pub(crate) struct Side {
     /// The output columns (schema positions) and their types.
     pub cols: Vec<usize>,
     pub types: Vec<ColumnType>,
+    /// The index to use (by name) instead of the best one.
+    pub preferred: Option<String>,
 }
 
 impl Side {
@@ -43,6 +45,7 @@ impl Side {
             cols,
             types,
             table,
+            preferred: None,
         })
     }
 
@@ -60,6 +63,13 @@ impl Side {
     /// synchronous one covering the output columns first.
     pub(crate) fn index(&self) -> Option<Arc<Index>> {
         let set = self.table.index_set();
+        if let Some(name) = &self.preferred {
+            return set
+                .find(name)
+                .ok()
+                .filter(|i| i.column == self.column && !i.is_building())
+                .cloned();
+        }
         let mut best: Option<(u8, Arc<Index>)> = None;
         for i in &set.indexes {
             if i.column != self.column || i.is_building() {

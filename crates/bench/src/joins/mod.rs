@@ -1,0 +1,494 @@
+//! `strata-bench suite --suite joins`: seed 000's study of joins over
+//! LSM-trees, on Strata's indexes and join operators, with SQLite and
+//! DuckDB on the same data in the same run.
+//!
+//! Tables R(id, a, pad) and S(id, b, pad) of `--num` rows each, from the
+//! datasets of [`data`]; SP(id, pad) holds S's rows keyed by their join
+//! value (S with its join attribute as primary key, the study's "P"
+//! side). The study's settings: 4 KiB blocks, 16 MiB write buffers, size
+//! ratio 5, no compression, 16 MiB of join memory. Each join counts its
+//! rows and a checksum (R's and S's ids); every method must agree.
+//!
+//! Parts (`--join-parts`):
+//! - `datasets`: every dataset at 64-byte entries: the primary-key joins
+//!   R.a = SP.id (INLJ-P, SJ-P, HJ-P, hybrid) and the secondary joins
+//!   R.a = S.b through each index kind and strategy (INLJ-NS), sort-merge
+//!   (SJ-N), index walks (SJ-SS) and hash (HJ-N), each index's build time,
+//!   the planner's choice, SQLite (with and without indexes) and DuckDB;
+//! - `entry`: Unif at entry sizes from 32 to 4,096 bytes, primary-key joins;
+//! - `frequency`: User and Wiki loaded in F parts with a join after each
+//!   (index maintenance included in the load), F = 1, 4, 16;
+//! - `skew`: Zipf at θ from 0 to 0.99, index nested loops under each
+//!   strategy and the hash join.
+
+mod data;
+mod peers;
+mod report;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use strata::arrow_array::{ArrayRef, BinaryArray, Int64Array, RecordBatch};
+use strata::index::{Consistency, IndexKind, IndexSpec};
+use strata::join::{Join, JoinMethod};
+use strata::table::{Column, ColumnType, Schema, Table, TableOptions};
+use strata::{Db, Options};
+
+use self::data::{Dataset, ValueDraw, pad, shared_domain};
+use self::report::{JoinRow, Report};
+use crate::cli::{BenchArgs, Given, SuiteArgs};
+use crate::{Error, Result};
+
+/// Rows per load batch.
+const BATCH: usize = 10_000;
+/// The study's join memory.
+const MEMORY: usize = 16 << 20;
+
+/// The suite's defaults.
+pub fn apply_defaults(a: &mut BenchArgs, given: Given<'_>) {
+    if !given("num") {
+        a.num = 200_000;
+    }
+}
+
+fn err(e: strata::Error) -> Error {
+    Error(e.to_string())
+}
+
+/// The study's table settings.
+fn table_options() -> TableOptions {
+    TableOptions {
+        write_buffer_size: 16 << 20,
+        size_ratio: 5,
+        block_size: 4096,
+        level1_max_bytes: 80 << 20,
+        target_file_size: 16 << 20,
+        ..TableOptions::default()
+    }
+}
+
+fn schema(join: Option<&str>) -> Schema {
+    let mut cols = vec![Column::new("id", ColumnType::Int64)];
+    if let Some(j) = join {
+        cols.push(Column::new(j, ColumnType::Int64));
+    }
+    cols.push(Column::new("pad", ColumnType::Binary));
+    Schema::new(cols, &["id"]).unwrap_or_else(|_| unreachable!("a valid schema"))
+}
+
+/// The rows of one dataset: R's and S's join values by row.
+pub struct Rows {
+    pub r: Vec<i64>,
+    pub s: Vec<i64>,
+}
+
+impl Rows {
+    fn new(d: &Dataset, n: u64, seed: u64) -> Rows {
+        let shared = shared_domain(d, n);
+        let mut r = ValueDraw::new(d.r, n, shared, 0, seed);
+        let mut s = ValueDraw::new(d.s, n, shared, 1, seed);
+        Rows {
+            r: (0..n).map(|_| r.next_value(d.r.duplication)).collect(),
+            s: (0..n).map(|_| s.next_value(d.s.duplication)).collect(),
+        }
+    }
+}
+
+fn batch(t: &Table, ids: &[i64], joins: Option<&[i64]>, entry: usize) -> Result<RecordBatch> {
+    let mut cols: Vec<ArrayRef> = vec![Arc::new(Int64Array::from(ids.to_vec()))];
+    if let Some(j) = joins {
+        cols.push(Arc::new(Int64Array::from(j.to_vec())));
+    }
+    let pads: Vec<Vec<u8>> = ids.iter().map(|&i| pad(entry, i as u64)).collect();
+    cols.push(Arc::new(BinaryArray::from_iter_values(pads.iter())));
+    RecordBatch::try_new(t.schema().arrow_schema(), cols).map_err(|e| Error(e.to_string()))
+}
+
+/// Strata's database for one configuration.
+struct Tables {
+    db: Db,
+    r: Table,
+    s: Table,
+    sp: Table,
+}
+
+impl Tables {
+    fn create(dir: &Path) -> Result<Tables> {
+        let _ = std::fs::remove_dir_all(dir);
+        let db = Db::open(dir, Options::default()).map_err(err)?;
+        let r = db
+            .create_table("r", schema(Some("a")), table_options())
+            .map_err(err)?;
+        let s = db
+            .create_table("s", schema(Some("b")), table_options())
+            .map_err(err)?;
+        let sp = db
+            .create_table("sp", schema(None), table_options())
+            .map_err(err)?;
+        Ok(Tables { db, r, s, sp })
+    }
+
+    /// Loads rows `range` of R, S and SP.
+    fn load(&self, rows: &Rows, range: std::ops::Range<usize>, entry: usize) -> Result<()> {
+        for start in range.clone().step_by(BATCH) {
+            let end = (start + BATCH).min(range.end);
+            let ids: Vec<i64> = (start as i64..end as i64).collect();
+            self.r
+                .upsert(&batch(&self.r, &ids, Some(&rows.r[start..end]), entry)?)
+                .map_err(err)?;
+            self.s
+                .upsert(&batch(&self.s, &ids, Some(&rows.s[start..end]), entry)?)
+                .map_err(err)?;
+            self.sp
+                .upsert(&batch(&self.sp, &rows.s[start..end], None, entry)?)
+                .map_err(err)?;
+        }
+        Ok(())
+    }
+
+    fn settle(&self) -> Result<()> {
+        for t in [&self.r, &self.s, &self.sp] {
+            t.flush().map_err(err)?;
+        }
+        self.db.wait_for_background_work().map_err(err)
+    }
+}
+
+/// The index variants of the study: kind × strategy.
+fn variants() -> Vec<(IndexKind, Consistency)> {
+    let mut v = Vec::new();
+    for k in [IndexKind::Eager, IndexKind::Lazy, IndexKind::Composite] {
+        for c in [Consistency::Synchronous, Consistency::Validation] {
+            v.push((k, c));
+        }
+    }
+    v
+}
+
+fn variant_name(k: IndexKind, c: Consistency) -> String {
+    let c = if c == Consistency::Synchronous {
+        "S"
+    } else {
+        "V"
+    };
+    format!(
+        "{}/{c}",
+        match k {
+            IndexKind::Eager => "Eager",
+            IndexKind::Lazy => "Lazy",
+            IndexKind::Composite => "Comp",
+        }
+    )
+}
+
+fn index_name(k: IndexKind, c: Consistency) -> String {
+    format!("{}_{}", k.name(), c.name())
+}
+
+/// Runs one join, returning the report row.
+fn run_join(label: &str, j: Join) -> Result<JoinRow> {
+    let j = j.memory(MEMORY).columns(&["left.id", "right.id"]);
+    let t = Instant::now();
+    let s = j.count().map_err(err)?;
+    Ok(JoinRow {
+        method: label.to_string(),
+        secs: t.elapsed().as_secs_f64(),
+        rows: s.rows,
+        checksum: s.checksum,
+        peak_memory: s.peak_memory_bytes,
+        spilled: s.spilled_bytes,
+        ran: s.method.name().to_string(),
+    })
+}
+
+/// The planner's pick for a join, as the method it would run.
+fn planned(j: &Join) -> Result<JoinMethod> {
+    Ok(j.clone()
+        .memory(MEMORY)
+        .columns(&["left.id", "right.id"])
+        .explain()
+        .map_err(err)?
+        .chosen)
+}
+
+/// The primary-key joins R.a = SP.id.
+fn primary_joins(t: &Tables, with_index_walk: bool) -> Result<(Vec<JoinRow>, JoinMethod)> {
+    let base = Join::new(&t.r, "a", &t.sp, "id");
+    let mut out = Vec::new();
+    for (label, m) in [
+        ("INLJ-P", JoinMethod::NestedLoopPrimaryRight),
+        ("SJ-P", JoinMethod::SortMerge),
+        ("HJ-P", JoinMethod::GraceHash),
+        ("HH-P", JoinMethod::HybridHash),
+    ] {
+        out.push(run_join(label, base.clone().method(m))?);
+    }
+    if with_index_walk {
+        out.push(run_join(
+            "SJ-PS",
+            base.clone().method(JoinMethod::SortMergeIndex),
+        )?);
+    }
+    out.push(run_join("auto-P", base.clone())?);
+    let chosen = planned(&base)?;
+    Ok((out, chosen))
+}
+
+/// Runs the suite.
+pub fn run(s: &SuiteArgs) -> Result<()> {
+    let a = &s.args;
+    let n = a.num;
+    let base: PathBuf = a.db.join("joins");
+    let parts: Vec<&str> = s
+        .join_parts
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .collect();
+    let peers: Vec<&str> = s
+        .join_peers
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .collect();
+    let mut rep = Report::new(n, &peers);
+    let seed = a.seed;
+    for part in parts {
+        match part {
+            "datasets" => datasets(&mut rep, &base, n, seed, &peers, &s.join_datasets)?,
+            "entry" => entry(&mut rep, &base, n, seed, &peers)?,
+            "frequency" => frequency(&mut rep, &base, n / 2, seed)?,
+            "skew" => skew(&mut rep, &base, n, seed)?,
+            other => {
+                return Err(Error(format!(
+                    "unknown joins part {other:?}: datasets, entry, frequency, skew"
+                )));
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&base);
+    rep.finish(s)
+}
+
+fn datasets(
+    rep: &mut Report,
+    base: &Path,
+    n: u64,
+    seed: u64,
+    peers: &[&str],
+    names: &str,
+) -> Result<()> {
+    for name in names.split(',').map(str::trim).filter(|x| !x.is_empty()) {
+        let d = Dataset::named(name).ok_or_else(|| Error(format!("unknown dataset {name:?}")))?;
+        eprintln!("joins: dataset {name}, {n} rows per table");
+        let rows = Rows::new(&d, n, seed);
+        let t = Tables::create(&base.join(name))?;
+        let load = Instant::now();
+        t.load(&rows, 0..n as usize, 64)?;
+        t.settle()?;
+        let load_secs = load.elapsed().as_secs_f64();
+        let (mut joins, chosen_p) = primary_joins(&t, false)?;
+        // Index builds: every variant on S.b, a composite synchronous one
+        // on R.a for the index walk.
+        let mut builds = Vec::new();
+        for (k, c) in variants() {
+            let spec = IndexSpec::new(index_name(k, c), "b").kind(k).consistency(c);
+            let tb = Instant::now();
+            t.s.create_index(spec).map_err(err)?;
+            builds.push((variant_name(k, c), tb.elapsed().as_secs_f64()));
+        }
+        let tb = Instant::now();
+        t.r.create_index(IndexSpec::new("composite_synchronous", "a").kind(IndexKind::Composite))
+            .map_err(err)?;
+        builds.push(("R.a Comp/S".into(), tb.elapsed().as_secs_f64()));
+        t.settle()?;
+        let sec = Join::new(&t.r, "a", &t.s, "b");
+        for (k, c) in variants() {
+            let j = sec
+                .clone()
+                .method(JoinMethod::NestedLoopIndexRight)
+                .right_index(&index_name(k, c));
+            joins.push(run_join(&format!("INLJ-NS {}", variant_name(k, c)), j)?);
+        }
+        joins.push(run_join("SJ-N", sec.clone().method(JoinMethod::SortMerge))?);
+        joins.push(run_join(
+            "SJ-SS Comp/S",
+            sec.clone()
+                .method(JoinMethod::SortMergeIndex)
+                .left_index("composite_synchronous")
+                .right_index("composite_synchronous"),
+        )?);
+        joins.push(run_join("HJ-N", sec.clone().method(JoinMethod::GraceHash))?);
+        joins.push(run_join(
+            "HH-N",
+            sec.clone().method(JoinMethod::HybridHash),
+        )?);
+        joins.push(run_join(
+            "INLJ-NR Comp/S",
+            sec.clone()
+                .method(JoinMethod::NestedLoopIndexLeft)
+                .left_index("composite_synchronous"),
+        )?);
+        joins.push(run_join("auto-N", sec.clone())?);
+        let chosen_n = planned(&sec)?;
+        let peer_rows = peers::run(peers, &base.join(format!("{name}-peers")), &rows, n, 64)?;
+        rep.dataset(
+            name,
+            load_secs,
+            joins,
+            builds,
+            (chosen_p, chosen_n),
+            peer_rows,
+        );
+        drop(t);
+        let _ = std::fs::remove_dir_all(base.join(name));
+    }
+    Ok(())
+}
+
+fn entry(rep: &mut Report, base: &Path, n: u64, seed: u64, peers: &[&str]) -> Result<()> {
+    let d = Dataset::named("unif").ok_or_else(|| Error("unif".into()))?;
+    let rows = Rows::new(&d, n, seed);
+    for entry in [32usize, 256, 1024, 4096] {
+        eprintln!("joins: unif at {entry}-byte entries");
+        let t = Tables::create(&base.join(format!("entry-{entry}")))?;
+        t.load(&rows, 0..n as usize, entry)?;
+        t.settle()?;
+        let (joins, chosen) = primary_joins(&t, false)?;
+        let peer_rows = peers::run(
+            peers,
+            &base.join(format!("entry-{entry}-peers")),
+            &rows,
+            n,
+            entry,
+        )?;
+        rep.entry(entry, joins, chosen, peer_rows);
+        drop(t);
+        let _ = std::fs::remove_dir_all(base.join(format!("entry-{entry}")));
+    }
+    Ok(())
+}
+
+/// A configuration of the frequency part: what index the load maintains
+/// and which join runs after each part.
+struct FreqConfig {
+    label: String,
+    index: Option<(&'static str, IndexKind, Consistency)>,
+    join: fn(&Tables, Option<&str>) -> Join,
+}
+
+fn frequency(rep: &mut Report, base: &Path, n: u64, seed: u64) -> Result<()> {
+    let mut configs = vec![
+        FreqConfig {
+            label: "HJ-P".into(),
+            index: None,
+            join: |t, _| Join::new(&t.r, "a", &t.sp, "id").method(JoinMethod::GraceHash),
+        },
+        FreqConfig {
+            label: "SJ-P".into(),
+            index: None,
+            join: |t, _| Join::new(&t.r, "a", &t.sp, "id").method(JoinMethod::SortMerge),
+        },
+        FreqConfig {
+            label: "INLJ-P".into(),
+            index: None,
+            join: |t, _| {
+                Join::new(&t.r, "a", &t.sp, "id").method(JoinMethod::NestedLoopPrimaryRight)
+            },
+        },
+        FreqConfig {
+            label: "SJ-PS Comp/S".into(),
+            index: Some(("r", IndexKind::Composite, Consistency::Synchronous)),
+            join: |t, i| {
+                let j = Join::new(&t.r, "a", &t.sp, "id").method(JoinMethod::SortMergeIndex);
+                match i {
+                    Some(i) => j.left_index(i),
+                    None => j,
+                }
+            },
+        },
+    ];
+    for (k, c) in variants() {
+        configs.push(FreqConfig {
+            label: format!("INLJ-NS {}", variant_name(k, c)),
+            index: Some(("s", k, c)),
+            join: |t, i| {
+                let j = Join::new(&t.r, "a", &t.s, "b").method(JoinMethod::NestedLoopIndexRight);
+                match i {
+                    Some(i) => j.right_index(i),
+                    None => j,
+                }
+            },
+        });
+    }
+    for name in ["user", "wiki"] {
+        let d = Dataset::named(name).ok_or_else(|| Error(name.into()))?;
+        let rows = Rows::new(&d, n, seed);
+        for f in [1usize, 4, 16] {
+            eprintln!("joins: {name} at join frequency {f}");
+            for c in &configs {
+                let t = Tables::create(&base.join(format!("freq-{name}-{f}")))?;
+                let idx_name = c.index.map(|(table, k, cons)| {
+                    let tab = if table == "r" { &t.r } else { &t.s };
+                    let col = if table == "r" { "a" } else { "b" };
+                    let name = index_name(k, cons);
+                    tab.create_index(IndexSpec::new(&name, col).kind(k).consistency(cons))
+                        .map(|_| name)
+                });
+                let idx_name = idx_name.transpose().map_err(err)?;
+                let (mut load_secs, mut join_secs) = (0.0, 0.0);
+                let mut last = None;
+                for p in 0..f {
+                    let lo = n as usize * p / f;
+                    let hi = n as usize * (p + 1) / f;
+                    let tl = Instant::now();
+                    t.load(&rows, lo..hi, 64)?;
+                    t.settle()?;
+                    load_secs += tl.elapsed().as_secs_f64();
+                    let row = run_join(&c.label, (c.join)(&t, idx_name.as_deref()))?;
+                    join_secs += row.secs;
+                    last = Some(row);
+                }
+                rep.frequency(name, f, &c.label, load_secs, join_secs, last);
+                drop(t);
+                let _ = std::fs::remove_dir_all(base.join(format!("freq-{name}-{f}")));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn skew(rep: &mut Report, base: &Path, n: u64, seed: u64) -> Result<()> {
+    for theta in ["0", "0.5", "0.9", "0.99"] {
+        let name = format!("zipf:{theta}");
+        let d = Dataset::named(&name).ok_or_else(|| Error(name.clone()))?;
+        eprintln!("joins: zipf at θ {theta}");
+        let rows = Rows::new(&d, n, seed);
+        let t = Tables::create(&base.join(format!("skew-{theta}")))?;
+        t.load(&rows, 0..n as usize, 64)?;
+        for c in [Consistency::Synchronous, Consistency::Validation] {
+            t.s.create_index(IndexSpec::new(index_name(IndexKind::Eager, c), "b").consistency(c))
+                .map_err(err)?;
+        }
+        t.settle()?;
+        let sec = Join::new(&t.r, "a", &t.s, "b");
+        let mut joins = Vec::new();
+        for c in [Consistency::Synchronous, Consistency::Validation] {
+            let j = sec
+                .clone()
+                .method(JoinMethod::NestedLoopIndexRight)
+                .right_index(&index_name(IndexKind::Eager, c));
+            joins.push(run_join(
+                &format!("INLJ-NS {}", variant_name(IndexKind::Eager, c)),
+                j,
+            )?);
+        }
+        joins.push(run_join("SJ-N", sec.clone().method(JoinMethod::SortMerge))?);
+        joins.push(run_join("HJ-N", sec.clone().method(JoinMethod::GraceHash))?);
+        rep.skew(theta, joins);
+        drop(t);
+        let _ = std::fs::remove_dir_all(base.join(format!("skew-{theta}")));
+    }
+    Ok(())
+}
