@@ -10,8 +10,11 @@
 //! store as codes into per-file dictionaries (seed 002), so the predicate
 //! runs on the codes. It updates one column of some rows (partial
 //! updates), shows what each level stores, and asks the layout advisor what it would change for the
-//! workload it has just seen. Each step prints what it did and how long it
-//! took. A table `readings` left by an earlier demo is replaced.
+//! workload it has just seen, then builds a secondary index over the rows,
+//! reads through it, and joins the table with a small `sensors` table by
+//! the cost model's choice of method. Each step prints what it did and how
+//! long it took. Tables `readings` and `sensors` left by an earlier demo are
+//! replaced.
 
 use std::io::Write;
 use std::sync::Arc;
@@ -22,6 +25,8 @@ use strata::arrow_array::{
     Array, ArrayRef, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray,
     TimestampMicrosecondArray,
 };
+use strata::index::{IndexKind, IndexQuery, IndexSpec};
+use strata::join::Join;
 use strata::table::{
     CmpOp, Column, ColumnType, Predicate, ScanOptions, Schema, Table, TableOptions, Value,
 };
@@ -277,11 +282,82 @@ pub(crate) fn run(db: &Db, rows: u64, out: &mut impl Write) -> Result<i32, Failu
     for line in a.proposed.describe(t.schema()).lines() {
         writeln!(out, "   {line}")?;
     }
+    index_and_join(db, &t, sensor, out)?;
     writeln!(
         out,
-        "\nThe table stays in this database. Try:\n  \
+        "\nThe tables stay in this database. Try:\n  \
          strata table scan {TABLE} --columns id,temp,status --where 'sensor = 7' --limit 5\n  \
-         strata table describe {TABLE}\n  strata table advise {TABLE}"
+         strata table describe {TABLE}\n  strata table advise {TABLE}\n  \
+         strata index lookup {TABLE} by_sensor --eq 7\n  \
+         strata join {TABLE}.sensor {SENSORS}.sensor --explain"
     )?;
     Ok(0)
+}
+
+const SENSORS: &str = "sensors";
+
+/// Step 8: a secondary index built over the loaded rows, a lookup through
+/// it, and a join with a small table of sensors, planned by the cost model.
+fn index_and_join(db: &Db, t: &Table, sensor: i32, out: &mut impl Write) -> Result<(), Failure> {
+    if db.table_names().iter().any(|n| n == SENSORS) {
+        db.drop_table(SENSORS)?;
+    }
+    let schema = Schema::new(
+        vec![
+            Column::new("sensor", ColumnType::Int32),
+            Column::new("model", ColumnType::Utf8),
+        ],
+        &["sensor"],
+    )?;
+    let sensors = db.create_table(SENSORS, schema, TableOptions::default())?;
+    for s in 0..100 {
+        let model = ["alpha", "beta", "gamma"][s as usize % 3];
+        sensors.insert_row(&[Value::Int32(s), Value::from(model)])?;
+    }
+    let start = Instant::now();
+    let d = t.create_index(
+        IndexSpec::new("by_sensor", "sensor")
+            .kind(IndexKind::Composite)
+            .covering(&["temp"]),
+    )?;
+    writeln!(
+        out,
+        "\n8. create index by_sensor on {TABLE}(sensor), composite, synchronous, covering temp: \
+         {} entries for {} values in {}",
+        d.entries,
+        d.values,
+        ms(start)
+    )?;
+    let start = Instant::now();
+    let rows = t.lookup_rows("by_sensor", &IndexQuery::eq(sensor), Some(&["id", "temp"]))?;
+    let avg = rows
+        .iter()
+        .filter_map(|r| match r[1] {
+            Value::Float64(x) => Some(x),
+            _ => None,
+        })
+        .sum::<f64>()
+        / rows.len().max(1) as f64;
+    writeln!(
+        out,
+        "   avg(temp) where sensor = {sensor} through the index: {} rows, avg {avg:.2} in {} \
+         (the covering entries answer it without reading the table)",
+        rows.len(),
+        ms(start)
+    )?;
+    let join =
+        Join::new(t, "sensor", &sensors, "sensor").columns(&["readings.id", "sensors.model"]);
+    let plan = join.explain()?;
+    let start = Instant::now();
+    let s = join.count()?;
+    writeln!(
+        out,
+        "   join {TABLE}.sensor = {SENSORS}.sensor: {} rows in {} by {} (the planner's choice; \
+         peak memory {:.1} MiB of 16)",
+        s.rows,
+        ms(start),
+        plan.chosen.name(),
+        s.peak_memory_bytes as f64 / (1 << 20) as f64
+    )?;
+    Ok(())
 }

@@ -609,6 +609,8 @@ fn the_demo_builds_a_table_that_the_table_commands_then_read_and_reruns_cleanly(
             "2. insert 30000 rows",
             "4. scan",
             "7. the layout advisor",
+            "8. create index by_sensor",
+            "join readings.sensor = sensors.sensor: 30000 rows",
         ] {
             assert!(
                 r.stdout.contains(step),
@@ -645,6 +647,12 @@ fn the_demo_builds_a_table_that_the_table_commands_then_read_and_reruns_cleanly(
     assert!(
         demo.stdout.contains(&format!("where sensor = 7: {n} rows")),
         "{n} rows from the table scan; the demo said:\n{}",
+        demo.stdout
+    );
+    assert!(
+        demo.stdout
+            .contains(&format!("sensor = 7 through the index: {n} rows")),
+        "{n} rows from the table scan; the demo's index lookup said:\n{}",
         demo.stdout
     );
     assert_fails(

@@ -9,6 +9,7 @@ use arrow_array::{Array, ArrayRef, Int32Array, Int64Array, RecordBatch, StringAr
 use rand::Rng;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
+use strata::index::{Consistency, IndexKind, IndexSpec};
 use strata::table::{Schema, Table, TableLayout, TableOptions, Value};
 use strata::vfs::Vfs;
 use strata::{Db, Keyspace};
@@ -113,10 +114,45 @@ pub fn open_tables(
             }
             Err(e) => return Err(e),
         };
+        if !db.is_read_only() {
+            ensure_indexes(&table, t)?;
+        }
         tables.push(table);
     }
     let marker = db.default_keyspace();
     Ok(TableHandles { db, tables, marker })
+}
+
+/// The secondary indexes of table `t`: one on `c0` covering `c1` (its kind
+/// and strategy varying with `t`, so that three tables cover every kind
+/// and both strategies) and a synchronous one on the string column `s`.
+pub fn index_specs(t: u32) -> Vec<IndexSpec> {
+    let kinds = [IndexKind::Eager, IndexKind::Lazy, IndexKind::Composite];
+    let consistency = if t % 2 == 0 {
+        Consistency::Synchronous
+    } else {
+        Consistency::Validation
+    };
+    vec![
+        IndexSpec::new("i_c0", COLUMN_NAMES[0])
+            .kind(kinds[t as usize % 3])
+            .consistency(consistency)
+            .covering(&[COLUMN_NAMES[1]]),
+        IndexSpec::new("i_s", COLUMN_NAMES[NCOLS - 1]).kind(kinds[(t as usize + 2) % 3]),
+    ]
+}
+
+/// Creates table `t`'s indexes if it lacks them, and finishes builds a
+/// crash interrupted.
+fn ensure_indexes(table: &Table, t: u32) -> strata::Result<()> {
+    for spec in index_specs(t) {
+        let exists = table.indexes().iter().any(|s| s.name == spec.name);
+        let building = exists && table.describe_index(&spec.name).is_ok_and(|d| d.building);
+        if !exists || building {
+            table.create_index(spec)?;
+        }
+    }
+    Ok(())
 }
 
 /// Per table, the files of each level and, below level 0, the column

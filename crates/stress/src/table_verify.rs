@@ -21,6 +21,9 @@ use std::sync::atomic::AtomicBool;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use std::ops::Bound;
+
+use strata::index::{Consistency, IndexQuery};
 use strata::table::{ScanOptions, Value};
 use strata::vfs::Vfs;
 
@@ -34,7 +37,8 @@ use crate::table_db::{
     table_shape_line,
 };
 use crate::table_model::{
-    COLUMN_NAMES, NCOLS, RowState, TableSpace, TableState, decode_cell, describe_cell, table_name,
+    COLUMN_NAMES, KEY_COLUMN, NCOLS, RowState, TableSpace, TableState, decode_cell, describe_cell,
+    table_name,
 };
 use crate::tables::{TableRunStats, TableWorkload};
 use crate::values::mix64;
@@ -55,6 +59,8 @@ pub struct TableVerifyReport {
     pub pending_applied: u64,
     /// Multi-row writes (tags) checked for atomicity.
     pub batches_checked: u64,
+    /// Secondary indexes checked against the table.
+    pub index_checks: u64,
     /// Failed checks in this verification.
     pub failures: u64,
 }
@@ -63,7 +69,7 @@ impl TableVerifyReport {
     pub fn line(&self) -> String {
         format!(
             "checked {} rows of {} tables ({} present, {} projected gets); {} pending, {} of \
-             them landed; {} batches checked; {} failures",
+             them landed; {} batches checked; {} indexes checked; {} failures",
             self.rows,
             self.tables,
             self.present,
@@ -71,6 +77,7 @@ impl TableVerifyReport {
             self.pending,
             self.pending_applied,
             self.batches_checked,
+            self.index_checks,
             self.failures
         )
     }
@@ -210,6 +217,72 @@ fn full_scan(
     Some(rows)
 }
 
+/// Checks each index of table `t` against the rows a full scan returned:
+/// a lookup of every value returns exactly the rows holding one (id, the
+/// indexed column and the covered one), and a synchronous index holds one
+/// entry per such row. Returns the indexes checked.
+fn verify_indexes(
+    table: &strata::table::Table,
+    t: u32,
+    rows: &[Option<Vec<Value>>],
+    failures: &Failures,
+) -> u64 {
+    let name = table_name(t);
+    let schema = table.schema();
+    let mut checked = 0;
+    for spec in crate::table_db::index_specs(t) {
+        let col = schema.index_of(&spec.column).unwrap_or(0);
+        let mut cols: Vec<&str> = vec![KEY_COLUMN, &spec.column];
+        let mut positions = vec![0, col];
+        for c in &spec.covering {
+            cols.push(c);
+            positions.push(schema.index_of(c).unwrap_or(0));
+        }
+        let want: Vec<Vec<Value>> = rows
+            .iter()
+            .flatten()
+            .filter(|r| !r[col].is_null())
+            .map(|r| positions.iter().map(|&p| r[p].clone()).collect())
+            .collect();
+        let query = IndexQuery::range(Bound::Unbounded, Bound::Unbounded);
+        match table.lookup_rows(&spec.name, &query, Some(&cols)) {
+            Ok(got) if got == want => {}
+            Ok(got) => {
+                let first = got
+                    .iter()
+                    .zip(&want)
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(got.len().min(want.len()));
+                failures.report(format!(
+                    "{name} index {}: a lookup of every value returned {} rows, the table holds {} with a value; first difference at {first}: index {:?}, table {:?}",
+                    spec.name,
+                    got.len(),
+                    want.len(),
+                    got.get(first),
+                    want.get(first)
+                ));
+            }
+            Err(e) => failures.report(format!("{name} index {}: lookup failed: {e}", spec.name)),
+        }
+        if spec.consistency == Consistency::Synchronous {
+            match table.describe_index(&spec.name) {
+                Ok(d) if d.entries == want.len() as u64 => {}
+                Ok(d) => failures.report(format!(
+                    "{name} index {} (synchronous): {} entries for {} rows with a value",
+                    spec.name,
+                    d.entries,
+                    want.len()
+                )),
+                Err(e) => {
+                    failures.report(format!("{name} index {}: describe failed: {e}", spec.name))
+                }
+            }
+        }
+        checked += 1;
+    }
+    checked
+}
+
 /// Verifies every table against `state`; see the module documentation.
 pub fn verify_tables(
     h: &TableHandles,
@@ -231,6 +304,9 @@ pub fn verify_tables(
         let name = table_name(t);
         let table = &h.tables[t as usize];
         let mut scanned = full_scan(h, &space, t, failures);
+        if let Some(rows) = &scanned {
+            rep.index_checks += verify_indexes(table, t, rows, failures);
+        }
         for k in 0..space.rows {
             let id = Value::Int64(space.row_id(k));
             // The row as the scan returned it (or, if the scan failed, as
