@@ -128,7 +128,7 @@ pub fn open_tables(
 /// and both strategies) and a synchronous one on the string column `s`.
 pub fn index_specs(t: u32) -> Vec<IndexSpec> {
     let kinds = [IndexKind::Eager, IndexKind::Lazy, IndexKind::Composite];
-    let consistency = if t % 2 == 0 {
+    let consistency = if t.is_multiple_of(2) {
         Consistency::Synchronous
     } else {
         Consistency::Validation

@@ -186,14 +186,35 @@ fn index_name(k: IndexKind, c: Consistency) -> String {
     format!("{}_{}", k.name(), c.name())
 }
 
-/// Runs one join, returning the report row.
+/// Times each join is run; the median is reported (single runs of the
+/// faster joins differ by 10-20 %, the margin the planner is judged by).
+const ROUNDS: usize = 3;
+
+/// Runs one join `ROUNDS` times, returning the report row (the median
+/// time; rows and checksum must agree between rounds).
 fn run_join(label: &str, j: Join) -> Result<JoinRow> {
     let j = j.memory(MEMORY).columns(&["left.id", "right.id"]);
-    let t = Instant::now();
-    let s = j.count().map_err(err)?;
+    let mut times = Vec::with_capacity(ROUNDS);
+    let mut summary = None;
+    for _ in 0..ROUNDS {
+        let t = Instant::now();
+        let s = j.count().map_err(err)?;
+        times.push(t.elapsed().as_secs_f64());
+        if let Some(prev) = &summary
+            && (s.rows, s.checksum) != {
+                let p: &strata::join::JoinSummary = prev;
+                (p.rows, p.checksum)
+            }
+        {
+            return Err(Error(format!("{label}: rounds of one join disagree")));
+        }
+        summary = Some(s);
+    }
+    let s = summary.ok_or_else(|| Error("no round ran".into()))?;
+    times.sort_by(f64::total_cmp);
     Ok(JoinRow {
         method: label.to_string(),
-        secs: t.elapsed().as_secs_f64(),
+        secs: times[times.len() / 2],
         rows: s.rows,
         checksum: s.checksum,
         peak_memory: s.peak_memory_bytes,

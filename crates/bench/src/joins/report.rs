@@ -260,7 +260,8 @@ impl Report {
             o,
             "Machine: {} CPUs ({}), {} RAM, Linux {}. {} rows per table (the frequency part {}); \
              4 KiB blocks, 16 MiB write buffers, size ratio 5, no compression, 16 MiB of join \
-             memory; peers: {}. Times are seconds of one join counting its rows; every method's \
+             memory; peers: {}. Times are seconds of one join counting its rows (Strata's the \
+             median of 3 runs, the peers' one run); every method's \
              row count and checksum agree (the suite fails otherwise).\n",
             m.cpus,
             m.cpu_model,

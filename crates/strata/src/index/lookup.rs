@@ -208,23 +208,25 @@ pub(crate) fn resolve(
     }
     cols.extend_from_slice(projection);
     let mut current = Vec::new();
-    for h in hits {
-        let Some(mut row) = table.get_encoded(&h.pk, &cols, snapshot)? else {
-            continue;
+    let pks: Vec<&[u8]> = hits.iter().map(|h| h.pk.as_slice()).collect();
+    table.get_many_encoded(&pks, &cols, snapshot, &mut |n, row| {
+        let Some(mut row) = row else {
+            return Ok(());
         };
         if validate {
             let v = row.remove(0);
             current.clear();
             if v.is_null() {
-                continue;
+                return Ok(());
             }
             keycodec::encode_value(&mut current, index.ty, &v)?;
-            if current != h.key {
-                continue;
+            if current != hits[n].key {
+                return Ok(());
             }
         }
         rows.push(row);
-    }
+        Ok(())
+    })?;
     Ok(rows)
 }
 

@@ -87,13 +87,32 @@ fn look_up(
     threads: usize,
 ) -> Result<Vec<Vec<Vec<u8>>>> {
     let one = |keys: &[&[u8]]| -> Result<Vec<Vec<Vec<u8>>>> {
-        keys.iter()
-            .map(|k| {
-                let mut rows = Vec::new();
-                inner.lookup(k, index, snapshot, &mut rows)?;
-                Ok(rows)
-            })
-            .collect()
+        match index {
+            // Point reads by primary key share one read plan.
+            None => {
+                let mut out = vec![Vec::new(); keys.len()];
+                inner.table.get_many_encoded(
+                    keys,
+                    &inner.cols,
+                    Some(snapshot),
+                    &mut |n, row| {
+                        if let Some(row) = row {
+                            out[n].push(inner.row_bytes(&row)?);
+                        }
+                        Ok(())
+                    },
+                )?;
+                Ok(out)
+            }
+            Some(_) => keys
+                .iter()
+                .map(|k| {
+                    let mut rows = Vec::new();
+                    inner.lookup(k, index, snapshot, &mut rows)?;
+                    Ok(rows)
+                })
+                .collect(),
+        }
     };
     if threads <= 1 || keys.len() < 2 * threads {
         return one(keys);

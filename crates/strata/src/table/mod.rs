@@ -442,25 +442,54 @@ impl Table {
         projection: &[usize],
         snapshot: Option<crate::key::SeqNo>,
     ) -> Result<Option<Vec<Value>>> {
+        let mut out = None;
+        self.get_many_encoded(&[k], projection, snapshot, &mut |_, row| {
+            out = row;
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Point reads of many encoded keys at one snapshot: calls `f` with
+    /// each key's position and its row (`None`: no row). One read plan and
+    /// one resolver serve them all (a join's lookups, an index's
+    /// validation); the counters are bumped once.
+    pub(crate) fn get_many_encoded(
+        &self,
+        keys: &[&[u8]],
+        projection: &[usize],
+        snapshot: Option<crate::key::SeqNo>,
+        f: &mut dyn FnMut(usize, Option<Vec<Value>>) -> Result<()>,
+    ) -> Result<()> {
         let i = &self.inner;
         let want: Vec<usize> = projection
             .iter()
             .filter_map(|&c| i.schema.value_number(c))
             .collect();
+        let needs_key = projection.iter().any(|&c| i.schema.is_key(c));
         let (sv, plan) = self.read_plan()?;
         let snap = snapshot.unwrap_or_else(|| i.keyspace.last_seqno());
         let mut r = Resolver::new(i.pieces.len(), &want);
-        let cost = get::get(&sv, &plan, k, snap, &want, &mut r)?;
-        TableStats::bump(&i.stats.gets, 1);
-        TableStats::bump(&i.stats.get_files, cost.files);
-        TableStats::bump(&i.stats.get_blocks, cost.blocks);
-        i.stats.record_point(cost.deepest, &want);
-        if !r.exists() {
-            return Ok(None);
-        }
-        let key_values = keycodec::decode_key(&i.schema, k)?;
-        Ok(Some(
-            projection
+        let (mut files, mut blocks) = (0, 0);
+        let mut per_level: Vec<(usize, u64)> = Vec::new();
+        for (n, k) in keys.iter().enumerate() {
+            let cost = get::get(&sv, &plan, k, snap, &want, &mut r)?;
+            files += cost.files;
+            blocks += cost.blocks;
+            match per_level.iter_mut().find(|x| x.0 == cost.deepest) {
+                Some(x) => x.1 += 1,
+                None => per_level.push((cost.deepest, 1)),
+            }
+            if !r.exists() {
+                f(n, None)?;
+                continue;
+            }
+            let key_values = if needs_key {
+                keycodec::decode_key(&i.schema, k)?
+            } else {
+                Vec::new()
+            };
+            let row = projection
                 .iter()
                 .map(|&c| match i.schema.value_number(c) {
                     Some(v) => cell_to_value(r.value(v), i.schema.columns()[c].ty),
@@ -471,11 +500,17 @@ impl Table {
                             .iter()
                             .position(|&x| x == c)
                             .unwrap_or(0);
-                        key_values[slot].clone()
+                        key_values.get(slot).cloned().unwrap_or(Value::Null)
                     }
                 })
-                .collect(),
-        ))
+                .collect();
+            f(n, Some(row))?;
+        }
+        TableStats::bump(&i.stats.gets, keys.len() as u64);
+        TableStats::bump(&i.stats.get_files, files);
+        TableStats::bump(&i.stats.get_blocks, blocks);
+        i.stats.record_points(&per_level, &want);
+        Ok(())
     }
 
     /// Scans rows in key order as a stream of Arrow batches.

@@ -216,11 +216,14 @@ impl TableStats {
         counter.load(Ordering::Relaxed)
     }
 
-    /// A point read of value columns `want` that ended at `level`.
-    pub(crate) fn record_point(&self, level: usize, want: &[usize]) {
-        self.workload
-            .lock()
-            .add(level, OpKind::Point, cols_of(want), 1.0, 1.0);
+    /// Point reads of value columns `want`: per deepest level probed, how
+    /// many.
+    pub(crate) fn record_points(&self, per_level: &[(usize, u64)], want: &[usize]) {
+        let cols = cols_of(want);
+        let mut log = self.workload.lock();
+        for &(level, n) in per_level.iter().filter(|x| x.1 > 0) {
+            log.add(level, OpKind::Point, cols.clone(), n as f64, n as f64);
+        }
     }
 
     /// A scan of value columns `want` that read `entries[l]` entries on
@@ -262,7 +265,7 @@ mod tests {
     #[test]
     fn a_stored_log_comes_back_as_the_same_workload() {
         let s = TableStats::default();
-        s.record_point(1, &[3, 4]);
+        s.record_points(&[(1, 1)], &[3, 4]);
         s.record_scan(&[10, 0, 300], &[0, 2]);
         s.record_updates(&[5], 1);
         s.record_inserts(7);
@@ -289,7 +292,7 @@ mod tests {
     fn the_log_is_bounded_and_becomes_a_per_level_workload() {
         let s = TableStats::default();
         for i in 0..200usize {
-            s.record_point(1, &[i % 100, 100]);
+            s.record_points(&[(1, 1)], &[i % 100, 100]);
         }
         s.record_scan(&[10, 0, 300], &[3, 4]);
         s.record_updates(&[7], 1);
@@ -320,7 +323,7 @@ mod tests {
     #[test]
     fn decay_forgets_old_operations() {
         let s = TableStats::default();
-        s.record_point(0, &[1]);
+        s.record_points(&[(0, 1)], &[1]);
         let mut log = s.workload.lock();
         for _ in 0..20 {
             log.decay(0.5);
