@@ -37,6 +37,16 @@ pub fn parse_cell(text: &str, column: &Column) -> Result<Value, String> {
     Ok(v)
 }
 
+/// How a column of `ty` is aligned in text tables: numbers right, the
+/// rest left.
+pub fn align_of(ty: ColumnType) -> crate::tabular::Align {
+    if is_numeric(ty) {
+        crate::tabular::Align::Right
+    } else {
+        crate::tabular::Align::Left
+    }
+}
+
 /// Whether a column of `ty` is right-aligned in text tables.
 pub fn is_numeric(ty: ColumnType) -> bool {
     matches!(

@@ -10,7 +10,7 @@ use strata::index::{Consistency, IndexKind, IndexQuery, IndexSpec};
 use strata::table::{Table, Value};
 
 use crate::app::Failure;
-use crate::cells::{is_numeric, message, parse_cell};
+use crate::cells::{align_of, message, parse_cell};
 use crate::tabular::{Align, TextTable};
 
 /// The `index` subcommands.
@@ -214,17 +214,7 @@ fn lookup(
     };
     let rows = t.lookup_rows(name, &query, None)?;
     let headers = schema.columns().iter().map(|c| c.name.clone()).collect();
-    let align = schema
-        .columns()
-        .iter()
-        .map(|c| {
-            if is_numeric(c.ty) {
-                Align::Right
-            } else {
-                Align::Left
-            }
-        })
-        .collect();
+    let align = schema.columns().iter().map(|c| align_of(c.ty)).collect();
     let mut text = TextTable::new(headers, align);
     for r in rows {
         text.push(r.iter().map(|v| v.to_string()).collect());

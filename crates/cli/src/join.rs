@@ -99,13 +99,7 @@ pub(crate) fn run(db: &Db, a: &JoinArgs, out: &mut impl Write) -> Result<i32, Fa
         .collect();
     let align = types
         .iter()
-        .map(|t| {
-            if t.is_some_and(crate::cells::is_numeric) {
-                Align::Right
-            } else {
-                Align::Left
-            }
-        })
+        .map(|t| t.map_or(Align::Left, crate::cells::align_of))
         .collect();
     let mut text = TextTable::new(headers, align);
     let mut left = a.limit;

@@ -18,10 +18,10 @@ use strata::table::{
 use strata::{Db, Error};
 
 use crate::app::{EXIT_FAILURE, Failure};
-use crate::cells::{is_numeric, message, parse_cell};
+use crate::cells::{align_of, message, parse_cell};
 use crate::encoding::decode_token;
 use crate::import;
-use crate::tabular::{Align, TextTable, write_record};
+use crate::tabular::{TextTable, write_record};
 
 /// Rows per batch written by `table import` unless `--batch-rows` says.
 pub const IMPORT_BATCH_ROWS: usize = 1000;
@@ -585,16 +585,7 @@ fn scan(
             w.flush()?;
         }
         Format::Table => {
-            let align = cols
-                .iter()
-                .map(|c| {
-                    if is_numeric(c.ty) {
-                        Align::Right
-                    } else {
-                        Align::Left
-                    }
-                })
-                .collect();
+            let align = cols.iter().map(|c| align_of(c.ty)).collect();
             let mut text = TextTable::new(headers, align);
             for_each_row(t, opts, &cols, limit, |row| {
                 text.push(row.iter().map(|v| v.to_string()).collect());

@@ -76,6 +76,13 @@ fn indexes_are_created_described_looked_up_and_dropped() {
         "{}",
         r.stdout
     );
+    let r = strata(&db, &["table", "describe", "users"]);
+    assert!(
+        r.stdout
+            .contains("index by_city on city: eager, synchronous, covering age"),
+        "{}",
+        r.stdout
+    );
     let r = strata(
         &db,
         &["index", "lookup", "users", "by_city", "--eq", "paris"],

@@ -556,3 +556,106 @@ fn bad_definitions_and_lookups_are_clear_errors() {
         .is_empty()
     );
 }
+
+/// Rows of a scan, as values.
+fn scan_rows(t: &Table, opts: strata::table::ScanOptions) -> (Vec<Vec<Value>>, Option<String>) {
+    let mut scan = t.scan(opts).expect("scan");
+    let mut rows = Vec::new();
+    for b in scan.by_ref() {
+        let b = b.expect("batch");
+        let cols: Vec<Vec<Value>> = b
+            .columns()
+            .iter()
+            .zip(b.schema().fields())
+            .map(|(a, f)| {
+                let ty = ColumnType::from_arrow(f.data_type()).expect("type");
+                strata::table::array_to_values(a.as_ref(), ty).expect("values")
+            })
+            .collect();
+        for r in 0..b.num_rows() {
+            rows.push(cols.iter().map(|c| c[r].clone()).collect());
+        }
+    }
+    let index = scan.counters().index.clone();
+    (rows, index)
+}
+
+#[test]
+fn scans_with_an_equality_on_an_indexed_column_read_through_the_index() {
+    use strata::table::{CmpOp, Predicate, ScanOptions};
+    for spec in all_specs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = open(dir.path());
+        let t = db
+            .create_table("people", schema(), small())
+            .expect("create");
+        let mut rng = StdRng::seed_from_u64(5);
+        let mut model = BTreeMap::new();
+        random_writes(&t, &mut model, &mut rng, 400);
+        t.create_index(spec.clone()).expect("index");
+        random_writes(&t, &mut model, &mut rng, 400);
+        t.flush().expect("flush");
+        random_writes(&t, &mut model, &mut rng, 100);
+        let preds = [
+            Predicate::cmp("city", CmpOp::Eq, "c3"),
+            Predicate::In {
+                column: "city".into(),
+                values: vec!["c1".into(), "c7".into(), "nowhere".into()],
+            },
+            Predicate::cmp("city", CmpOp::Eq, "c5").and(Predicate::cmp("age", CmpOp::Ge, 20)),
+        ];
+        for p in preds {
+            for bounds in [false, true] {
+                let mut opts = ScanOptions::default()
+                    .columns(&["id", "note", "city"])
+                    .filter(p.clone());
+                if bounds {
+                    opts = opts.range(vec![Value::Int64(40)], vec![Value::Int64(150)]);
+                }
+                let (got, index) = scan_rows(&t, opts.clone());
+                let (want, none) = scan_rows(
+                    &t,
+                    ScanOptions {
+                        use_index: false,
+                        ..opts
+                    },
+                );
+                assert_eq!(got, want, "{}: {p:?} bounds {bounds}", spec.name);
+                assert_eq!(index.as_deref(), Some(spec.name.as_str()), "{p:?}");
+                assert_eq!(none, None);
+            }
+        }
+        // A predicate on another column, or an inequality, scans the table.
+        for p in [
+            Predicate::cmp("age", CmpOp::Eq, 3),
+            Predicate::cmp("city", CmpOp::Gt, "c3"),
+            Predicate::cmp("city", CmpOp::Eq, "c3").or(Predicate::cmp("age", CmpOp::Eq, 1)),
+        ] {
+            let (_, index) = scan_rows(&t, ScanOptions::default().filter(p));
+            assert_eq!(index, None);
+        }
+    }
+    // A value on most rows of a large table is read by a scan.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = open(dir.path());
+    let t = db
+        .create_table("people", schema(), small())
+        .expect("create");
+    t.create_index(IndexSpec::new("c", "city")).expect("index");
+    for id in 0..3000i64 {
+        let city = if id % 10 == 0 { "rare" } else { "common" };
+        t.upsert_row(&full(id, &[city.into(), Value::Int32(1), Value::Null]))
+            .expect("upsert");
+    }
+    let common = ScanOptions::default().filter(Predicate::cmp("city", CmpOp::Eq, "common"));
+    let (rows, index) = scan_rows(&t, common);
+    assert_eq!((rows.len(), index), (2700, None));
+    let rare = ScanOptions::default().filter(Predicate::cmp("city", CmpOp::Eq, "rare"));
+    let (rows, index) = scan_rows(&t, rare);
+    assert_eq!((rows.len(), index.as_deref()), (300, None));
+    let rarer = ScanOptions::default().filter(
+        Predicate::cmp("city", CmpOp::Eq, "rare").and(Predicate::cmp("id", CmpOp::Lt, 500)),
+    );
+    let (rows, _) = scan_rows(&t, rarer);
+    assert_eq!(rows.len(), 50);
+}

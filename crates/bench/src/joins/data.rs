@@ -78,13 +78,12 @@ pub struct ValueDraw {
 }
 
 impl ValueDraw {
-    /// For a side of `rows` rows; `shared` values are common to both sides.
-    pub fn new(shape: SideShape, rows: u64, shared: u64, side: u64, seed: u64) -> ValueDraw {
+    /// For one side (0 or 1); `shared` values are common to both sides.
+    pub fn new(shape: SideShape, shared: u64, side: u64, seed: u64) -> ValueDraw {
         let zipf = (shape.skew > 0.0).then(|| {
             let n = shared.max(2);
             Zipfian::with_zetan(0, n - 1, shape.skew, zeta_from(0, n, shape.skew, 0.0))
         });
-        let _ = rows;
         ValueDraw {
             shared: shared.max(1),
             matching: shape.matching,
@@ -138,12 +137,12 @@ mod tests {
         let d = Dataset::named("unif").expect("unif");
         let rows = 20_000;
         let shared = shared_domain(&d, rows);
-        let mut r = ValueDraw::new(d.r, rows, shared, 0, 1);
+        let mut r = ValueDraw::new(d.r, shared, 0, 1);
         let vals: Vec<i64> = (0..rows).map(|_| r.next_value(d.r.duplication)).collect();
         let in_shared = vals.iter().filter(|&&v| (v as u64) < shared).count() as f64;
         assert!((in_shared / rows as f64 - 0.8).abs() < 0.03);
         let z = Dataset::named("zipf:0.9").expect("zipf");
-        let mut s = ValueDraw::new(z.s, rows, shared, 1, 1);
+        let mut s = ValueDraw::new(z.s, shared, 1, 1);
         let mut counts = std::collections::HashMap::new();
         for _ in 0..rows {
             *counts.entry(s.next_value(z.s.duplication)).or_insert(0u32) += 1;

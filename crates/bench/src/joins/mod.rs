@@ -86,8 +86,8 @@ pub struct Rows {
 impl Rows {
     fn new(d: &Dataset, n: u64, seed: u64) -> Rows {
         let shared = shared_domain(d, n);
-        let mut r = ValueDraw::new(d.r, n, shared, 0, seed);
-        let mut s = ValueDraw::new(d.s, n, shared, 1, seed);
+        let mut r = ValueDraw::new(d.r, shared, 0, seed);
+        let mut s = ValueDraw::new(d.s, shared, 1, seed);
         Rows {
             r: (0..n).map(|_| r.next_value(d.r.duplication)).collect(),
             s: (0..n).map(|_| s.next_value(d.s.duplication)).collect(),

@@ -233,7 +233,7 @@ impl Report {
         if let Some(dir) = &s.args.plot {
             charts = self.plot(dir)?;
         }
-        let text = self.render(s, &charts);
+        let text = self.render(&charts);
         println!("{text}");
         if let Some(path) = &s.report {
             write_report(path, &text)?;
@@ -247,7 +247,7 @@ impl Report {
         Ok(())
     }
 
-    fn render(&self, s: &SuiteArgs, charts: &[String]) -> String {
+    fn render(&self, charts: &[String]) -> String {
         let m = sysinfo::machine();
         let mut o = String::new();
         let _ = writeln!(
@@ -275,7 +275,6 @@ impl Report {
                 self.peers.join(", ")
             },
         );
-        let _ = s;
         self.render_figures(&mut o);
         self.render_datasets(&mut o);
         self.render_entries(&mut o);

@@ -26,6 +26,7 @@
 //!   index/maintain.rs the entries a table write adds and removes
 //!   index/lookup.rs   equality and range lookups, validation
 //!   index/build.rs    building an index over existing rows
+//!   index/scan.rs     table scans that read through an index
 //!   index/api.rs      the Table methods
 //! ```
 
@@ -34,6 +35,7 @@ mod build;
 pub(crate) mod codec;
 pub(crate) mod lookup;
 pub(crate) mod maintain;
+pub(crate) mod scan;
 
 use std::fmt;
 use std::sync::Arc;

@@ -335,18 +335,64 @@ impl Join {
         (Arc::new(ArrowSchema::new(fields)), order)
     }
 
+    /// What the statistics of this join depend on: the tables' versions
+    /// and memtable sizes, their index sets, the columns and the budget.
+    /// Statistics gathered for the same key are reused (a join run again
+    /// on unchanged tables does not sample them again).
+    fn stats_key(&self, l: &Side, r: &Side) -> Result<String> {
+        let state = |t: &Table| -> Result<String> {
+            let sv = t.inner().keyspace.super_version()?;
+            let mem = sv.mem.len() + sv.imms.iter().map(|m| m.len()).sum::<usize>();
+            let set = t.index_set();
+            Ok(format!(
+                "{}:{}:{mem}:{:p}",
+                t.name(),
+                sv.version_no,
+                Arc::as_ptr(&set)
+            ))
+        };
+        Ok(format!(
+            "{}|{}|{}|{:?}|{:?}|{:?}|{:?}|{:?}|{}",
+            state(&self.left)?,
+            state(&self.right)?,
+            self.right.inner().id,
+            (l.column, r.column),
+            l.cols,
+            r.cols,
+            self.indexes,
+            self.memory_bytes,
+            self.cpu_per_tuple
+        ))
+    }
+
     /// The planner's statistics for this join.
     pub fn statistics(&self) -> Result<JoinStats> {
         self.check()?;
         let out = self.output()?;
         let (l, r) = self.sides(&out)?;
+        let key = self.stats_key(&l, &r)?;
+        let cache = &self.left.inner().join_stats;
+        if let Some((_, s)) = cache.lock().iter().find(|(k, _)| *k == key) {
+            return Ok(s.clone());
+        }
+        let stats = self.gather(&l, &r)?;
+        let mut c = cache.lock();
+        c.retain(|(k, _)| *k != key);
+        c.push((key, stats.clone()));
+        if c.len() > 8 {
+            c.remove(0);
+        }
+        Ok(stats)
+    }
+
+    fn gather(&self, l: &Side, r: &Side) -> Result<JoinStats> {
         let snap = self.left.core().snapshot();
         let opts = self.left.inner().record().options;
         Ok(JoinStats {
-            left_match: match_ratio(&l, &r, snap.seqno())?,
-            right_match: match_ratio(&r, &l, snap.seqno())?,
-            left: side_stats(&l)?,
-            right: side_stats(&r)?,
+            left_match: match_ratio(l, r, snap.seqno())?,
+            right_match: match_ratio(r, l, snap.seqno())?,
+            left: side_stats(l)?,
+            right: side_stats(r)?,
             block_bytes: opts.block_size as f64,
             bloom_fpr: 0.6185f64.powf(opts.bloom_bits_per_key as f64),
             memory_bytes: self.memory_bytes as f64,
@@ -505,62 +551,29 @@ fn execute(
     let need_index = |s: &Side| s.index().ok_or_else(|| no_index(method, s));
     match method {
         JoinMethod::Auto => unreachable_auto()?,
-        JoinMethod::NestedLoopPrimaryRight => {
+        JoinMethod::NestedLoopPrimaryRight
+        | JoinMethod::NestedLoopPrimaryLeft
+        | JoinMethod::NestedLoopIndexRight
+        | JoinMethod::NestedLoopIndexLeft => {
+            let left_inner = matches!(
+                method,
+                JoinMethod::NestedLoopPrimaryLeft | JoinMethod::NestedLoopIndexLeft
+            );
+            let (outer, inner) = if left_inner { (r, l) } else { (l, r) };
+            let index = match method {
+                JoinMethod::NestedLoopIndexRight | JoinMethod::NestedLoopIndexLeft => {
+                    Some(need_index(inner)?)
+                }
+                _ => None,
+            };
             let mut emit = Emit {
                 sink,
-                swapped: false,
+                swapped: left_inner,
             };
             inlj::nested_loop(
-                &Source::Side(l, snap),
-                r,
-                None,
-                snap,
-                join.threads,
-                &space,
-                &mut emit,
-            )?;
-        }
-        JoinMethod::NestedLoopPrimaryLeft => {
-            let mut emit = Emit {
-                sink,
-                swapped: true,
-            };
-            inlj::nested_loop(
-                &Source::Side(r, snap),
-                l,
-                None,
-                snap,
-                join.threads,
-                &space,
-                &mut emit,
-            )?;
-        }
-        JoinMethod::NestedLoopIndexRight => {
-            let idx = need_index(r)?;
-            let mut emit = Emit {
-                sink,
-                swapped: false,
-            };
-            inlj::nested_loop(
-                &Source::Side(l, snap),
-                r,
-                Some(&idx),
-                snap,
-                join.threads,
-                &space,
-                &mut emit,
-            )?;
-        }
-        JoinMethod::NestedLoopIndexLeft => {
-            let idx = need_index(l)?;
-            let mut emit = Emit {
-                sink,
-                swapped: true,
-            };
-            inlj::nested_loop(
-                &Source::Side(r, snap),
-                l,
-                Some(&idx),
+                &Source::Side(outer, snap),
+                inner,
+                index.as_deref(),
                 snap,
                 join.threads,
                 &space,
@@ -668,30 +681,8 @@ fn ordered<'a>(
     Ok(Box::new(sort::sort(&Source::Side(side, snap), space, cap)?))
 }
 
-/// Estimated rows of a table: memtable entries, all of level 0, and per
-/// deeper level the largest of its column groups' runs (each holds every
-/// row of the level).
-fn estimated_rows(t: &Table) -> Result<f64> {
-    let sv = t.inner().keyspace.super_version()?;
-    let mut n = sv.mem.len() as f64 + sv.imms.iter().map(|m| m.len() as f64).sum::<f64>();
-    for lv in 0..sv.version.num_levels() {
-        let level = Level::from_index(lv);
-        let per_group: Vec<f64> = sv
-            .version
-            .runs(level)
-            .map(|(_, files)| files.iter().map(|f| f.num_entries as f64).sum())
-            .collect();
-        n += if lv == 0 {
-            per_group.iter().sum()
-        } else {
-            per_group.into_iter().fold(0.0, f64::max)
-        };
-    }
-    Ok(n)
-}
-
 fn estimated_bytes(s: &Side) -> Result<u64> {
-    Ok((estimated_rows(&s.table)? * tuple_width(s)) as u64)
+    Ok((s.table.estimated_rows()? * tuple_width(s)) as u64)
 }
 
 /// The nominal bytes of a side's tuple: join value and output columns.
@@ -703,7 +694,7 @@ fn tuple_width(s: &Side) -> f64 {
 fn side_stats(s: &Side) -> Result<SideStats> {
     let t = &s.table;
     let sv = t.inner().keyspace.super_version()?;
-    let rows = estimated_rows(t)?.max(1.0);
+    let rows = t.estimated_rows()?.max(1.0);
     let bytes: u64 = sv.version.all_files().map(|(_, f)| f.size).sum();
     let nominal = t
         .schema()
@@ -721,7 +712,7 @@ fn side_stats(s: &Side) -> Result<SideStats> {
         .count() as f64
         + 1.0;
     let index = match s.index() {
-        Some(i) => Some(index_stats(s, &i, rows)?),
+        Some(i) => Some(index_stats(s, &i)?),
         None => None,
     };
     Ok(SideStats {
@@ -737,7 +728,7 @@ fn side_stats(s: &Side) -> Result<SideStats> {
 /// Entries of an index sampled to estimate primary keys per value.
 const INDEX_SAMPLE: usize = 2000;
 
-fn index_stats(s: &Side, i: &crate::index::Index, rows: f64) -> Result<IndexStats> {
+fn index_stats(s: &Side, i: &crate::index::Index) -> Result<IndexStats> {
     let sv = i.keyspace.super_version()?;
     let files: Vec<_> = sv.version.all_files().map(|(_, f)| Arc::clone(f)).collect();
     let bytes: u64 = files.iter().map(|f| f.size).sum();
@@ -776,7 +767,6 @@ fn index_stats(s: &Side, i: &crate::index::Index, rows: f64) -> Result<IndexStat
                 d
             }
     };
-    let _ = rows;
     Ok(IndexStats {
         kind: i.kind,
         consistency: i.consistency,

@@ -272,13 +272,13 @@ impl TupleStream for SideScan<'_> {
             let Some(key) = self.side.key_of(&self.columns[0][r])? else {
                 continue;
             };
+            // The key is encoded already, so the values can be moved out
+            // (an output column that is also the join column included).
             self.row.clear();
             for &p in &self.at {
                 self.row
                     .push(std::mem::replace(&mut self.columns[p][r], Value::Null));
             }
-            // A column both joined on and output was taken above: restore
-            // it for the key only when needed (the key is encoded already).
             return Ok(Some((key, self.side.row_bytes(&self.row)?)));
         }
     }

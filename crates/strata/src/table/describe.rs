@@ -101,6 +101,8 @@ pub struct TableDescription {
     pub levels: Vec<LevelDescription>,
     /// Its counters.
     pub stats: TableStatistics,
+    /// Its secondary indexes (details: `Table::describe_index`).
+    pub indexes: Vec<crate::index::IndexSpec>,
 }
 
 impl fmt::Display for TableDescription {
@@ -120,6 +122,17 @@ impl fmt::Display for TableDescription {
             )?;
         } else {
             writeln!(f, "dictionaries: off")?;
+        }
+        for i in &self.indexes {
+            write!(
+                f,
+                "index {} on {}: {}, {}",
+                i.name, i.column, i.kind, i.consistency
+            )?;
+            if !i.covering.is_empty() {
+                write!(f, ", covering {}", i.covering.join(","))?;
+            }
+            writeln!(f)?;
         }
         writeln!(f, "stored:")?;
         for l in &self.levels {

@@ -43,7 +43,7 @@
 //! ```
 
 pub mod advisor;
-mod arrowio;
+pub(crate) mod arrowio;
 mod auto;
 pub(crate) mod catalog;
 #[cfg(feature = "testing")]
@@ -547,13 +547,87 @@ impl Table {
             snap,
             batch_rows: opts.batch_rows.max(1),
         };
+        if opts.use_index
+            && let (Some(p), Some(bound)) = (&opts.predicate, &spec.predicate)
+            && let Some(scan) = self.scan_through_index(p, bound, &spec, &want)?
+        {
+            return Ok(scan);
+        }
         let scanner = Scanner::new(sv, &plan, Arc::clone(&i.schema), spec)?;
         Ok(TableScan {
-            scanner,
+            scanner: Some(scanner),
+            rows: None,
+            counters: ScanCounters::default(),
             inner: Arc::clone(i),
             want,
             finished: false,
         })
+    }
+
+    /// The scan answered through an index, when its predicate requires an
+    /// indexed column to equal one or a few values and their entries are a
+    /// small share of the table (`index::scan`); `None` otherwise.
+    fn scan_through_index(
+        &self,
+        p: &Predicate,
+        bound: &predicate::Bound,
+        spec: &ScanSpec,
+        want: &[usize],
+    ) -> Result<Option<TableScan>> {
+        let set = self.index_set();
+        let Some((index, values)) = crate::index::scan::choose(&set, self, p) else {
+            return Ok(None);
+        };
+        let max_entries =
+            (self.estimated_rows()? * crate::index::scan::MAX_INDEX_SHARE).max(64.0) as usize;
+        let ispec = crate::index::scan::IndexScanSpec {
+            projection: &spec.projection,
+            predicate: bound,
+            lower: spec.lower.as_deref(),
+            upper: spec.upper.as_deref(),
+            snapshot: spec.snap,
+            batch_rows: spec.batch_rows,
+            max_entries,
+        };
+        let Some((batches, read)) = crate::index::scan::run(self, &index, &values, &ispec)? else {
+            return Ok(None);
+        };
+        let counters = ScanCounters {
+            rows_read: read,
+            rows_returned: batches.iter().map(|b| b.num_rows() as u64).sum(),
+            index: Some(index.name.clone()),
+            ..ScanCounters::default()
+        };
+        Ok(Some(TableScan {
+            scanner: None,
+            rows: Some(batches.into_iter()),
+            counters,
+            inner: Arc::clone(&self.inner),
+            want: want.to_vec(),
+            finished: false,
+        }))
+    }
+
+    /// The table's rows, estimated from its memtables' and files' entry
+    /// counts: all of level 0 and, per deeper level, the largest of its
+    /// column groups' runs (each holds every row of the level). Versions
+    /// and deletions count as rows.
+    pub(crate) fn estimated_rows(&self) -> Result<f64> {
+        let sv = self.inner.keyspace.super_version()?;
+        let mut n = sv.mem.len() as f64 + sv.imms.iter().map(|m| m.len() as f64).sum::<f64>();
+        for lv in 0..sv.version.num_levels() {
+            let per_group: Vec<f64> = sv
+                .version
+                .runs(Level::from_index(lv))
+                .map(|(_, files)| files.iter().map(|f| f.num_entries as f64).sum())
+                .collect();
+            n += if lv == 0 {
+                per_group.iter().sum()
+            } else {
+                per_group.into_iter().fold(0.0, f64::max)
+            };
+        }
+        Ok(n)
     }
 
     /// Changes the layout. It takes effect as compaction rewrites each
@@ -712,6 +786,7 @@ impl Table {
             options: i.record().options,
             levels,
             stats: self.statistics(),
+            indexes: self.indexes(),
         })
     }
 

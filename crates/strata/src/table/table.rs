@@ -71,6 +71,9 @@ pub(crate) struct TableInner {
     /// Serialises writes that read before they write index entries (see
     /// [`crate::index::IndexSet::needs_lock`]) and an index build's chunks.
     pub index_lock: Mutex<()>,
+    /// Join statistics recently gathered with this table on the left,
+    /// by what they depend on (see `join::Join::statistics`).
+    pub join_stats: Mutex<Vec<(String, crate::join::JoinStats)>>,
     /// When the automatic layout last asked the advisor.
     auto_checked: Mutex<Option<std::time::Instant>>,
     /// The automatic layout's proposal awaiting confirmation.
@@ -156,6 +159,7 @@ impl TableInner {
             insert_lock: Mutex::new(()),
             indexes: RwLock::new(Arc::new(crate::index::IndexSet { indexes })),
             index_lock: Mutex::new(()),
+            join_stats: Mutex::new(Vec::new()),
             auto_checked: Mutex::new(None),
             auto_pending: Mutex::new(None),
         })

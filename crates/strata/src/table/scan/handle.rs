@@ -31,6 +31,10 @@ pub struct ScanOptions {
     pub snapshot: Option<crate::key::SeqNo>,
     /// Rows per batch (default 8192).
     pub batch_rows: usize,
+    /// Let the scan read through a secondary index when the predicate
+    /// requires an indexed column to equal one or a few values (default
+    /// true); see [`ScanCounters::index`].
+    pub use_index: bool,
 }
 
 impl Default for ScanOptions {
@@ -42,6 +46,7 @@ impl Default for ScanOptions {
             upper: RangeBound::Unbounded,
             snapshot: None,
             batch_rows: 8192,
+            use_index: true,
         }
     }
 }
@@ -77,7 +82,11 @@ impl ScanOptions {
 /// A running scan: an iterator of Arrow record batches of the projected
 /// columns. Holds the files it reads until dropped.
 pub struct TableScan {
-    pub(in crate::table) scanner: Scanner,
+    /// The table scan, or `None` when an index answered (`rows`).
+    pub(in crate::table) scanner: Option<Scanner>,
+    pub(in crate::table) rows: Option<std::vec::IntoIter<RecordBatch>>,
+    /// The counters of a scan an index answered.
+    pub(in crate::table) counters: ScanCounters,
     pub(in crate::table) inner: Arc<TableInner>,
     pub(in crate::table) want: Vec<usize>,
     pub(in crate::table) finished: bool,
@@ -86,14 +95,27 @@ pub struct TableScan {
 impl TableScan {
     /// What the scan has done so far.
     pub fn counters(&self) -> &ScanCounters {
-        &self.scanner.counters
+        match &self.scanner {
+            Some(s) => &s.counters,
+            None => &self.counters,
+        }
     }
 
     fn finish(&mut self) {
         if std::mem::replace(&mut self.finished, true) {
             return;
         }
-        let c = &self.scanner.counters;
+        if self.scanner.is_none() {
+            // The index's point reads were counted as such.
+            TableStats::bump(&self.inner.stats.scans, 1);
+            TableStats::bump(&self.inner.stats.scan_rows_read, self.counters.rows_read);
+            TableStats::bump(
+                &self.inner.stats.scan_rows_returned,
+                self.counters.rows_returned,
+            );
+            return;
+        }
+        let c = self.counters();
         let s = &self.inner.stats;
         TableStats::bump(&s.scans, 1);
         TableStats::bump(&s.scan_rows_read, c.rows_read);
@@ -111,7 +133,12 @@ impl Iterator for TableScan {
         if self.finished {
             return None;
         }
-        match self.scanner.next_batch() {
+        let next = match (&mut self.scanner, &mut self.rows) {
+            (Some(s), _) => s.next_batch(),
+            (None, Some(rows)) => Ok(rows.next()),
+            (None, None) => Ok(None),
+        };
+        match next {
             Ok(Some(b)) => Some(Ok(b)),
             Ok(None) => {
                 self.finish();

@@ -69,6 +69,9 @@ pub struct ScanCounters {
     pub blocks_skipped: u64,
     /// Entries consumed per level (index 0: memtables and level 0).
     pub entries_per_level: Vec<u64>,
+    /// The secondary index the scan read through instead of the table
+    /// (its rows were point reads), if one did.
+    pub index: Option<String>,
 }
 
 enum Source {
