@@ -3,7 +3,7 @@
 //! DuckDB on the same data in the same run.
 //!
 //! Tables R(id, a, pad) and S(id, b, pad) of `--num` rows each, from the
-//! datasets of [`data`]; SP(id, pad) holds S's rows keyed by their join
+//! datasets of `data.rs`; SP(id, pad) holds S's rows keyed by their join
 //! value (S with its join attribute as primary key, the study's "P"
 //! side). The study's settings: 4 KiB blocks, 16 MiB write buffers, size
 //! ratio 5, no compression, 16 MiB of join memory. Each join counts its
