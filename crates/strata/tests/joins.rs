@@ -414,3 +414,77 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_chain_of_joins_matches_the_naive_three_way_join_by_every_method() {
+    use strata::join::JoinChain;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (db, r, s) = setup(dir.path(), IndexKind::Eager, Consistency::Synchronous);
+    let t = db.create_table("t", schema("c", "pt"), small()).expect("t");
+    t.create_index(IndexSpec::new("tc", "c")).expect("index");
+    let mut rng = StdRng::seed_from_u64(9);
+    let (mut rm, mut sm, mut tm) = (Model::new(), Model::new(), Model::new());
+    write(&r, &mut rm, &mut rng, 3000, 3000, 400);
+    write(&s, &mut sm, &mut rng, 3000, 3000, 400);
+    write(&t, &mut tm, &mut rng, 3000, 3000, 3000);
+    // R.a = S.b, then S.id = T.c.
+    let mut want = 0u64;
+    for (ra, _) in rm.values() {
+        for (&sid, (sb, _)) in &sm {
+            if ra.is_some() && *ra == *sb {
+                want += tm.values().filter(|(c, _)| *c == Some(sid)).count() as u64;
+            }
+        }
+    }
+    assert!(want > 100, "{want}");
+    let mut checksum = None;
+    for first in [
+        JoinMethod::HybridHash,
+        JoinMethod::SortMerge,
+        JoinMethod::NestedLoopIndexRight,
+    ] {
+        for step in [
+            JoinMethod::Auto,
+            JoinMethod::GraceHash,
+            JoinMethod::HybridHash,
+            JoinMethod::SortMerge,
+            JoinMethod::SortMergeIndex,
+            JoinMethod::NestedLoopIndexRight,
+        ] {
+            let chain = JoinChain::new(
+                Join::new(&r, "a", &s, "b")
+                    .method(first)
+                    .memory(strata::join::MIN_JOIN_MEMORY),
+            )
+            .then("s.id", &t, "c")
+            .method(step);
+            let x = chain.count().expect("chain");
+            assert_eq!(x.rows, want, "{} then {}", first.name(), step.name());
+            assert!(x.peak_memory_bytes <= strata::join::MIN_JOIN_MEMORY as u64);
+            match checksum {
+                None => checksum = Some(x.checksum),
+                Some(c) => assert_eq!(x.checksum, c, "{} then {}", first.name(), step.name()),
+            }
+            assert_eq!(spill_files(dir.path()), 0);
+        }
+    }
+    let bad = JoinChain::new(Join::new(&r, "a", &s, "b")).then("s.nope", &t, "c");
+    assert!(
+        bad.count()
+            .expect_err("unknown column")
+            .to_string()
+            .contains("s.nope")
+    );
+    let twice = JoinChain::new(Join::new(&r, "a", &s, "b")).then("s.id", &r, "id");
+    assert!(
+        twice
+            .count()
+            .expect_err("twice")
+            .to_string()
+            .contains("twice")
+    );
+    let pk = JoinChain::new(Join::new(&r, "a", &s, "b"))
+        .then("s.id", &t, "c")
+        .method(JoinMethod::NestedLoopPrimaryRight);
+    assert!(pk.count().is_err());
+}

@@ -30,33 +30,16 @@ pub(crate) fn nested_loop(
     emit: &mut Emit<'_>,
 ) -> Result<()> {
     let budget = &*space.budget;
-    let cap = budget.limit() / 2;
+    // Half of what is free when the join starts (a chain's step shares the
+    // budget with the spill file it writes).
+    let cap = budget.limit().saturating_sub(budget.used()) / 2;
     let mut chunk: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(CHUNK);
     let mut charged = 0usize;
     let mut run = |chunk: &mut Vec<(Vec<u8>, Vec<u8>)>, charged: &mut usize| -> Result<()> {
         chunk.sort_by(|a, b| a.0.cmp(&b.0));
         let mut keys: Vec<&[u8]> = chunk.iter().map(|(k, _)| k.as_slice()).collect();
         keys.dedup();
-        let found = look_up(inner, index, &keys, snapshot, threads)?;
-        // The inner rows are held while the chunk's pairs are emitted.
-        let held: usize = found.iter().flatten().map(|r| tuple_bytes(&[], r)).sum();
-        budget.charge(
-            held,
-            "the inner rows of one chunk of an index nested loop join",
-        )?;
-        let mut at = 0;
-        let result = (|| {
-            for (i, (k, r)) in chunk.iter().enumerate() {
-                if i > 0 && chunk[i - 1].0 != *k {
-                    at += 1;
-                }
-                for inner_row in &found[at] {
-                    emit.pair(r, inner_row)?;
-                }
-            }
-            Ok(())
-        })();
-        budget.release(held);
+        let result = emit_chunk(chunk, &keys, inner, index, snapshot, threads, budget, emit);
         chunk.clear();
         budget.release(*charged);
         *charged = 0;
@@ -74,6 +57,59 @@ pub(crate) fn nested_loop(
     })?;
     if !chunk.is_empty() {
         run(&mut chunk, &mut charged)?;
+    }
+    Ok(())
+}
+
+/// Distinct values looked up together (per thread).
+const KEYS_PER_ROUND: usize = 256;
+
+/// Looks up the chunk's distinct `keys` a round at a time and emits each
+/// outer tuple with its inner rows. A round's inner rows are charged while
+/// they are held; a round that does not fit is split down to single
+/// values, and one value whose rows do not fit fails the join (the hash
+/// and sort-merge joins spill such a value).
+#[allow(clippy::too_many_arguments)]
+fn emit_chunk(
+    chunk: &[(Vec<u8>, Vec<u8>)],
+    keys: &[&[u8]],
+    inner: &Side,
+    index: Option<&Index>,
+    snapshot: SeqNo,
+    threads: usize,
+    budget: &super::spill::Budget,
+    emit: &mut Emit<'_>,
+) -> Result<()> {
+    let mut at = 0; // the first chunk tuple of the next round's first key
+    let mut rounds: Vec<&[&[u8]]> = keys.chunks(KEYS_PER_ROUND * threads.max(1)).rev().collect();
+    while let Some(round) = rounds.pop() {
+        let found = look_up(inner, index, round, snapshot, threads)?;
+        let held: usize = found.iter().flatten().map(|r| tuple_bytes(&[], r)).sum();
+        if !budget.try_charge(held) {
+            if round.len() > 1 {
+                let (a, b) = round.split_at(round.len() / 2);
+                rounds.push(b);
+                rounds.push(a);
+                continue;
+            }
+            budget.charge(
+                held,
+                "the inner rows of one value in an index nested loop join",
+            )?;
+        }
+        let result = (|| {
+            for (key, rows) in round.iter().zip(&found) {
+                while at < chunk.len() && chunk[at].0.as_slice() == *key {
+                    for inner_row in rows {
+                        emit.pair(&chunk[at].1, inner_row)?;
+                    }
+                    at += 1;
+                }
+            }
+            Ok(())
+        })();
+        budget.release(held);
+        result?;
     }
     Ok(())
 }

@@ -24,6 +24,7 @@
 //! file buffers, the rows of a lookup chunk) is charged to one budget and
 //! never passes it; [`JoinSummary::peak_memory_bytes`] reports the peak.
 
+mod chain;
 mod cost;
 mod hash;
 mod inlj;
@@ -40,6 +41,7 @@ use std::thread::JoinHandle;
 use arrow_array::RecordBatch;
 use arrow_schema::{Field, Schema as ArrowSchema};
 
+pub use chain::JoinChain;
 pub use cost::{Candidate, IndexStats, JoinStats, Plan, SideStats, plan};
 
 use self::hash::Source;
@@ -543,9 +545,22 @@ fn execute(
     r: &Side,
     sink: &mut dyn Sink,
 ) -> Result<(u64, u64)> {
+    let space = SpillSpace::new(join.left.core(), Arc::new(Budget::new(join.memory_bytes)));
+    execute_in(join, method, l, r, sink, &space)?;
+    Ok((space.budget.peak() as u64, space.bytes_written()))
+}
+
+/// Runs `method` within `space`'s budget and spill directory.
+fn execute_in(
+    join: &Join,
+    method: JoinMethod,
+    l: &Side,
+    r: &Side,
+    sink: &mut dyn Sink,
+    space: &SpillSpace,
+) -> Result<()> {
     let snapshot = join.left.core().snapshot();
     let snap = snapshot.seqno();
-    let space = SpillSpace::new(join.left.core(), Arc::new(Budget::new(join.memory_bytes)));
     let budget = &*space.budget;
     feasible(method, l, r)?;
     let need_index = |s: &Side| s.index().ok_or_else(|| no_index(method, s));
@@ -576,7 +591,7 @@ fn execute(
                 index.as_deref(),
                 snap,
                 join.threads,
-                &space,
+                space,
                 &mut emit,
             )?;
         }
@@ -593,13 +608,13 @@ fn execute(
             } else {
                 None
             };
-            let mut a = ordered(l, li.as_deref(), snap, &space, cap)?;
-            let mut b = ordered(r, ri.as_deref(), snap, &space, cap)?;
+            let mut a = ordered(l, li.as_deref(), snap, space, cap)?;
+            let mut b = ordered(r, ri.as_deref(), snap, space, cap)?;
             let mut emit = Emit {
                 sink,
                 swapped: false,
             };
-            sort::merge_join(a.as_mut(), b.as_mut(), &space, &mut emit)?;
+            sort::merge_join(a.as_mut(), b.as_mut(), space, &mut emit)?;
         }
         JoinMethod::GraceHash | JoinMethod::HybridHash => {
             let (lb, rb) = (estimated_bytes(l)?, estimated_bytes(r)?);
@@ -614,14 +629,14 @@ fn execute(
                 &Source::Side(probe, snap),
                 bytes,
                 method == JoinMethod::HybridHash,
-                &space,
+                space,
                 &mut emit,
                 0,
             )?;
         }
     }
     drop(snapshot);
-    Ok((budget.peak() as u64, space.bytes_written()))
+    Ok(())
 }
 
 fn no_index(method: JoinMethod, s: &Side) -> Error {
