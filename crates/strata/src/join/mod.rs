@@ -727,7 +727,7 @@ fn side_stats(s: &Side) -> Result<SideStats> {
         .count() as f64
         + 1.0;
     let index = match s.index() {
-        Some(i) => Some(index_stats(s, &i)?),
+        Some(i) => Some(index_stats(s, &i, rows)?),
         None => None,
     };
     Ok(SideStats {
@@ -743,7 +743,7 @@ fn side_stats(s: &Side) -> Result<SideStats> {
 /// Entries of an index sampled to estimate primary keys per value.
 const INDEX_SAMPLE: usize = 2000;
 
-fn index_stats(s: &Side, i: &crate::index::Index) -> Result<IndexStats> {
+fn index_stats(s: &Side, i: &crate::index::Index, rows: f64) -> Result<IndexStats> {
     let sv = i.keyspace.super_version()?;
     let files: Vec<_> = sv.version.all_files().map(|(_, f)| Arc::clone(f)).collect();
     let bytes: u64 = files.iter().map(|f| f.size).sum();
@@ -767,10 +767,16 @@ fn index_stats(s: &Side, i: &crate::index::Index) -> Result<IndexStats> {
         it.next();
     }
     it.status()?;
-    let d = if values > 0 {
-        hits.len() as f64 / values as f64
-    } else {
-        1.0
+    // The sample reads the first entries; when it ends inside a value that
+    // value is only partly counted, and when it saw one value only, all
+    // that is known is that values are at least that crowded: assume the
+    // worst (one value) rather than the sample's size.
+    let full = hits.len() >= INDEX_SAMPLE;
+    let d = match (values, full) {
+        (0, _) => 1.0,
+        (1, true) => rows.max(hits.len() as f64),
+        (v, true) => hits.len() as f64 / (v - 1) as f64,
+        (v, false) => hits.len() as f64 / v as f64,
     };
     let entry_bytes = if entries > 0 && bytes > 0 {
         bytes as f64 / entries as f64
