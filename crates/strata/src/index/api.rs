@@ -8,7 +8,8 @@ use arrow_array::RecordBatch;
 use super::{Index, IndexRecord, IndexSet, IndexSpec, build, check_spec, lookup};
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
-use crate::table::{Table, Value, values_to_array};
+use crate::table::arrowio::rows_to_batch;
+use crate::table::{Table, Value};
 
 /// What an index lookup asks for: a range of the indexed column's values,
 /// at the latest state or at a snapshot.
@@ -242,16 +243,12 @@ impl Table {
         let rows = self.lookup_rows(index, &query, columns)?;
         let schema = self.schema();
         let projection = schema.projection(columns)?;
-        let arrays = projection
+        let columns: Vec<_> = projection
             .iter()
             .enumerate()
-            .map(|(p, &c)| {
-                let col: Vec<Value> = rows.iter().map(|r| r[p].clone()).collect();
-                values_to_array(schema.columns()[c].ty, &col)
-            })
-            .collect::<Result<Vec<_>>>()?;
-        RecordBatch::try_new(schema.arrow_projection(&projection), arrays)
-            .map_err(|e| Error::InvalidArgument(format!("building the lookup's batch: {e}")))
+            .map(|(p, &c)| (p, schema.columns()[c].ty))
+            .collect();
+        rows_to_batch(schema.arrow_projection(&projection), &columns, &rows)
     }
 
     /// [`Table::lookup`] as rows of values.

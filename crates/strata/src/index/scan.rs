@@ -17,11 +17,11 @@ use arrow_array::RecordBatch;
 
 use super::lookup::{self, Hit};
 use super::{Index, IndexSet};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::key::SeqNo;
-use crate::table::arrowio::value_to_cell;
+use crate::table::arrowio::{rows_to_batch, value_to_cell};
 use crate::table::predicate::Bound;
-use crate::table::{ColumnType, Predicate, Table, Value, values_to_array};
+use crate::table::{ColumnType, Predicate, Table, Value};
 
 /// The share of a table's rows past which a scan reads the table instead
 /// of the index: an index read costs a point read per row, a scan a
@@ -126,22 +126,16 @@ pub(crate) fn run(
         .collect();
     let schema = table.schema();
     let arrow = schema.arrow_projection(spec.projection);
-    let mut batches = Vec::new();
-    for chunk in kept.chunks(spec.batch_rows.max(1)) {
-        let arrays = spec
-            .projection
-            .iter()
-            .enumerate()
-            .map(|(p, &c)| {
-                let col: Vec<Value> = chunk.iter().map(|r| r[p].clone()).collect();
-                values_to_array(schema.columns()[c].ty, &col)
-            })
-            .collect::<Result<Vec<_>>>()?;
-        batches.push(
-            RecordBatch::try_new(Arc::clone(&arrow), arrays)
-                .map_err(|e| Error::InvalidArgument(format!("building a scan batch: {e}")))?,
-        );
-    }
+    let columns: Vec<_> = spec
+        .projection
+        .iter()
+        .enumerate()
+        .map(|(p, &c)| (p, schema.columns()[c].ty))
+        .collect();
+    let batches = kept
+        .chunks(spec.batch_rows.max(1))
+        .map(|chunk| rows_to_batch(Arc::clone(&arrow), &columns, chunk))
+        .collect::<Result<Vec<_>>>()?;
     Ok(Some((batches, read)))
 }
 

@@ -136,6 +136,8 @@ fn writer<'a, 's>(
     if writers[p].is_none() {
         writers[p] = Some(space.create(block)?);
     }
+    // The slot was filled just above when empty; `Option::insert` cannot
+    // be used here because creating the writer can fail.
     Ok(writers[p].as_mut().expect("created above"))
 }
 

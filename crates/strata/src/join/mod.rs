@@ -706,6 +706,15 @@ fn tuple_width(s: &Side) -> f64 {
         + hash::TUPLE_OVERHEAD as f64
 }
 
+/// The tiers a point read may visit: the memtables, then each level that
+/// holds data.
+fn levels_read(sv: &crate::db::SuperVersion) -> f64 {
+    (0..sv.version.num_levels())
+        .filter(|&l| sv.version.level_bytes(Level::from_index(l)) > 0)
+        .count() as f64
+        + 1.0
+}
+
 fn side_stats(s: &Side) -> Result<SideStats> {
     let t = &s.table;
     let sv = t.inner().keyspace.super_version()?;
@@ -722,10 +731,7 @@ fn side_stats(s: &Side) -> Result<SideStats> {
     } else {
         nominal
     };
-    let levels = (0..sv.version.num_levels())
-        .filter(|&l| sv.version.level_bytes(Level::from_index(l)) > 0)
-        .count() as f64
-        + 1.0;
+    let levels = levels_read(&sv);
     let index = match s.index() {
         Some(i) => Some(index_stats(s, &i, rows)?),
         None => None,
@@ -748,10 +754,7 @@ fn index_stats(s: &Side, i: &crate::index::Index, rows: f64) -> Result<IndexStat
     let files: Vec<_> = sv.version.all_files().map(|(_, f)| Arc::clone(f)).collect();
     let bytes: u64 = files.iter().map(|f| f.size).sum();
     let entries: u64 = files.iter().map(|f| f.num_entries).sum::<u64>() + sv.mem.len() as u64;
-    let levels = (0..sv.version.num_levels())
-        .filter(|&l| sv.version.level_bytes(Level::from_index(l)) > 0)
-        .count() as f64
-        + 1.0;
+    let levels = levels_read(&sv);
     // Sample the first entries for keys per value.
     let mut it = i.keyspace.iter(Default::default())?;
     it.seek_to_first();

@@ -10,7 +10,8 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use super::side::Side;
 use crate::error::{Error, Result};
-use crate::table::{Value, values_to_array};
+use crate::table::Value;
+use crate::table::arrowio::rows_to_batch;
 
 /// Receives each joined pair: the left and the right row's output columns
 /// as tuple payloads.
@@ -104,18 +105,10 @@ impl<'a> BatchSink<'a> {
             .chain(self.right.types.iter())
             .copied()
             .collect();
-        let arrays = self
-            .order
-            .iter()
-            .map(|&c| {
-                let col: Vec<Value> = self.rows.iter().map(|r| r[c].clone()).collect();
-                values_to_array(types[c], &col)
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let columns: Vec<_> = self.order.iter().map(|&c| (c, types[c])).collect();
+        let batch = rows_to_batch(Arc::clone(&self.schema), &columns, &self.rows)?;
         self.sent += self.rows.len() as u64;
         self.rows.clear();
-        let batch = RecordBatch::try_new(Arc::clone(&self.schema), arrays)
-            .map_err(|e| Error::InvalidArgument(format!("building a join batch: {e}")))?;
         self.tx.send(Ok(batch)).map_err(|_| closed())
     }
 }

@@ -107,6 +107,25 @@ pub fn values_to_array(ty: ColumnType, values: &[Value]) -> Result<ArrayRef> {
     Ok(b.finish())
 }
 
+/// A batch of `schema` from rows of values: output column `i` is the
+/// value at `columns[i].0` of each row, of type `columns[i].1`. The one
+/// place rows in hand become a batch (index lookups and scans, joins).
+pub(crate) fn rows_to_batch(
+    schema: std::sync::Arc<arrow_schema::Schema>,
+    columns: &[(usize, ColumnType)],
+    rows: &[Vec<Value>],
+) -> Result<arrow_array::RecordBatch> {
+    let arrays = columns
+        .iter()
+        .map(|&(at, ty)| {
+            let col: Vec<Value> = rows.iter().map(|r| r[at].clone()).collect();
+            values_to_array(ty, &col)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    arrow_array::RecordBatch::try_new(schema, arrays)
+        .map_err(|e| Error::InvalidArgument(format!("building a batch of rows: {e}")))
+}
+
 /// The values of `array`, a column of type `ty` as a scan returns it.
 /// An array of another Arrow type is [`Error::InvalidArgument`].
 pub fn array_to_values(array: &dyn Array, ty: ColumnType) -> Result<Vec<Value>> {
