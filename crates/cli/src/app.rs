@@ -209,6 +209,19 @@ pub enum CliCommand {
     /// Join two tables on a column each: LEFT.COL RIGHT.COL, with the
     /// planner's method or --method; --explain shows the plan.
     Join(crate::join::JoinArgs),
+    /// SQL on the database's tables: an interactive shell with line
+    /// editing and history (`\?` for help), or the statements of
+    /// -c QUERY or of standard input. Exits 1 when a statement fails.
+    Sql {
+        /// Run these statements (separated by `;`) and exit.
+        #[arg(short = 'c', long = "command", value_name = "QUERY")]
+        command: Option<String>,
+        /// Memory the queries may hold at once (hash tables, sorts, rows
+        /// gathered for a write); a query needing more fails (suffixes K,
+        /// M, G allowed; default 1G).
+        #[arg(long, value_name = "BYTES", value_parser = parse_size)]
+        memory_limit: Option<u64>,
+    },
 }
 
 /// Parses a byte count such as 4096, 64K or 16MiB (for flags of other
@@ -592,6 +605,17 @@ fn run_command(cli: &Cli, out: &mut impl Write) -> Result<i32, Failure> {
         CliCommand::Table { command } => table::run(&db, command, g.sync, out)?,
         CliCommand::Index { command } => crate::index::run(&db, command, out)?,
         CliCommand::Join(args) => crate::join::run(&db, args, out)?,
+        CliCommand::Sql {
+            command,
+            memory_limit,
+        } => {
+            out.flush().map_err(|e| Failure::Other(e.to_string()))?;
+            crate::sql::run(
+                db.clone(),
+                command.as_deref(),
+                Some(memory_limit.unwrap_or(1 << 30)),
+            )
+        }
         CliCommand::Demo { rows } => {
             if *rows == 0 {
                 return Err(Failure::Usage("--rows must be at least 1".into()));

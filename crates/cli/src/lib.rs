@@ -5,7 +5,8 @@
 //! demo`, a tour of the table layer), [`table`] (the
 //! `strata table` commands) with [`cells`] (typed cells), [`import`] (CSV
 //! import) and [`tabular`] (aligned text output), [`index`] (`strata
-//! index`, secondary indexes) and [`join`] (`strata join`).
+//! index`, secondary indexes), [`join`] (`strata join`) and [`sql`] (`strata
+//! sql`, SQL through DataFusion).
 
 // The commands' doc comments are also their `--help` text, written for a
 // terminal: `KEY<TAB>VALUE` there is not an HTML tag.
@@ -20,6 +21,7 @@ pub mod import;
 pub mod index;
 pub mod join;
 pub mod shell;
+pub mod sql;
 pub mod table;
 pub mod tabular;
 

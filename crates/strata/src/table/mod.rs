@@ -612,7 +612,7 @@ impl Table {
     /// counts: all of level 0 and, per deeper level, the largest of its
     /// column groups' runs (each holds every row of the level). Versions
     /// and deletions count as rows.
-    pub(crate) fn estimated_rows(&self) -> Result<f64> {
+    pub fn estimated_rows(&self) -> Result<f64> {
         let sv = self.inner.keyspace.super_version()?;
         let mut n = sv.mem.len() as f64 + sv.imms.iter().map(|m| m.len() as f64).sum::<f64>();
         for lv in 0..sv.version.num_levels() {

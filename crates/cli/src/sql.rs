@@ -1,0 +1,280 @@
+//! `strata sql`: SQL on a Strata database, interactively (line editing,
+//! history, `\timing`) or from `-c QUERY` and standard input.
+//!
+//! ```text
+//! strata=> SELECT count(*) FROM orders WHERE customer = 7;
+//! strata=> \d              tables        \d NAME   a table's columns
+//! strata=> \timing         toggle times  \q        quit
+//! ```
+//!
+//! Statements end with `;` (a line without one continues the statement);
+//! `-c` and standard input may hold several.
+
+use std::io::{IsTerminal, Read, Write};
+use std::time::Instant;
+
+use strata::Db;
+use strata_sql::datafusion::arrow::util::pretty::pretty_format_batches;
+use strata_sql::{Output, SqlEngine, SqlOptions};
+
+/// What a backslash command or a statement asked for.
+#[derive(Debug, PartialEq, Eq)]
+enum Meta {
+    Quit,
+    Timing,
+    Tables,
+    Describe(String),
+    Help,
+    Unknown(String),
+}
+
+fn parse_meta(line: &str) -> Meta {
+    let mut words = line.split_whitespace();
+    match (words.next().unwrap_or(""), words.next()) {
+        ("\\q", _) => Meta::Quit,
+        ("\\timing", _) => Meta::Timing,
+        ("\\d", None) | ("\\dt", None) => Meta::Tables,
+        ("\\d", Some(t)) => Meta::Describe(t.trim_end_matches(';').to_string()),
+        ("\\?", _) | ("\\h", _) => Meta::Help,
+        (other, _) => Meta::Unknown(other.to_string()),
+    }
+}
+
+const HELP: &str = "\
+  \\d          list tables        \\d NAME   a table's columns, key and indexes
+  \\timing     print each statement's time
+  \\q          quit
+  Statements end with ';'. CREATE TABLE t (id BIGINT PRIMARY KEY, ...) WITH (layout = 'row-then-column:2')";
+
+/// Runs `strata sql`. Returns the exit code: 0, or 1 when a statement of
+/// `-c` or of standard input failed.
+pub fn run(db: Db, command: Option<&str>, memory_limit: Option<u64>) -> i32 {
+    let opts = SqlOptions {
+        memory_limit: memory_limit.map(|m| m as usize),
+        ..SqlOptions::default()
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the query runtime: {e}");
+            return 1;
+        }
+    };
+    let engine = match SqlEngine::with_options(db, opts) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 1;
+        }
+    };
+    let mut shell = Shell {
+        engine,
+        timing: false,
+    };
+    if let Some(sql) = command {
+        return rt.block_on(shell.script(sql));
+    }
+    if !std::io::stdin().is_terminal() {
+        let mut sql = String::new();
+        if let Err(e) = std::io::stdin().read_to_string(&mut sql) {
+            eprintln!("error: reading standard input: {e}");
+            return 1;
+        }
+        return rt.block_on(shell.script(&sql));
+    }
+    shell.interactive(&rt)
+}
+
+struct Shell {
+    engine: SqlEngine,
+    timing: bool,
+}
+
+impl Shell {
+    /// Runs every statement of `sql`, stopping at the first error.
+    async fn script(&mut self, sql: &str) -> i32 {
+        for line in sql.lines().filter(|l| l.trim_start().starts_with('\\')) {
+            if let Meta::Unknown(m) = parse_meta(line.trim()) {
+                eprintln!("error: unknown command {m}");
+                return 1;
+            }
+        }
+        let body: String = sql
+            .lines()
+            .filter(|l| !l.trim_start().starts_with('\\'))
+            .collect::<Vec<_>>()
+            .join("\n");
+        if sql.lines().any(|l| l.trim() == "\\timing") {
+            self.timing = true;
+        }
+        match self.statements(&body).await {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("ERROR: {e}");
+                1
+            }
+        }
+    }
+
+    async fn statements(&self, sql: &str) -> Result<(), String> {
+        let stmts = SqlEngine::parse(sql).map_err(|e| e.to_string())?;
+        for stmt in stmts {
+            let start = Instant::now();
+            let out = self.engine.run(stmt).await.map_err(|e| e.to_string())?;
+            print_output(&out, &mut std::io::stdout().lock());
+            if self.timing {
+                println!("Time: {:.3} ms", start.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+        Ok(())
+    }
+
+    fn interactive(&mut self, rt: &tokio::runtime::Runtime) -> i32 {
+        let mut editor = match rustyline::DefaultEditor::new() {
+            Ok(e) => e,
+            Err(e) => {
+                eprintln!("error: cannot start line editing: {e}");
+                return 1;
+            }
+        };
+        let history = std::env::var_os("HOME")
+            .map(|h| std::path::PathBuf::from(h).join(".strata_sql_history"));
+        if let Some(h) = &history {
+            let _ = editor.load_history(h);
+        }
+        println!(
+            "strata sql on {} (\\? for help, \\q to quit)",
+            self.engine.db().path().display()
+        );
+        let mut buffer = String::new();
+        loop {
+            let prompt = if buffer.is_empty() {
+                "strata=> "
+            } else {
+                "strata-> "
+            };
+            let line = match editor.readline(prompt) {
+                Ok(l) => l,
+                Err(rustyline::error::ReadlineError::Interrupted) => {
+                    buffer.clear();
+                    continue;
+                }
+                Err(rustyline::error::ReadlineError::Eof) => break,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    break;
+                }
+            };
+            let _ = editor.add_history_entry(line.as_str());
+            if buffer.is_empty() && line.trim_start().starts_with('\\') {
+                match parse_meta(line.trim()) {
+                    Meta::Quit => break,
+                    Meta::Timing => {
+                        self.timing = !self.timing;
+                        println!("Timing is {}.", if self.timing { "on" } else { "off" });
+                    }
+                    Meta::Tables => self.list_tables(),
+                    Meta::Describe(t) => self.describe(&t),
+                    Meta::Help => println!("{HELP}"),
+                    Meta::Unknown(m) => eprintln!("unknown command {m}; \\? lists them"),
+                }
+                continue;
+            }
+            buffer.push_str(&line);
+            buffer.push('\n');
+            if !line.trim_end().ends_with(';') {
+                continue;
+            }
+            let sql = std::mem::take(&mut buffer);
+            if let Err(e) = rt.block_on(self.statements(&sql)) {
+                eprintln!("ERROR: {e}");
+            }
+        }
+        if let Some(h) = &history {
+            let _ = editor.save_history(h);
+        }
+        0
+    }
+
+    fn list_tables(&self) {
+        let db = self.engine.db();
+        let names = db.table_names();
+        if names.is_empty() {
+            println!("No tables.");
+        }
+        for n in names {
+            let rows = db
+                .table(&n)
+                .and_then(|t| t.estimated_rows())
+                .map_or(String::from("?"), |r| format!("{r:.0}"));
+            println!("{n}  (about {rows} rows)");
+        }
+    }
+
+    fn describe(&self, name: &str) {
+        let t = match self.engine.db().table(name) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("ERROR: {e}");
+                return;
+            }
+        };
+        let s = t.schema();
+        println!("Table {name}");
+        for (i, c) in s.columns().iter().enumerate() {
+            let key = if s.is_key(i) { "  primary key" } else { "" };
+            let null = if c.nullable { "" } else { "  not null" };
+            println!("  {:<24} {:<10}{null}{key}", c.name, c.ty.name());
+        }
+        println!("Layout: {}", t.layout().summary(s));
+        for ix in t.indexes() {
+            println!(
+                "Index {} on ({}) {} {}",
+                ix.name, ix.column, ix.kind, ix.consistency
+            );
+        }
+    }
+}
+
+/// Prints a statement's result: rows as an aligned table and a count, or
+/// the command tag.
+fn print_output(out: &Output, w: &mut impl Write) {
+    let rows_returned = out.tag.starts_with("SELECT");
+    if rows_returned && !out.schema.fields().is_empty() {
+        match pretty_format_batches(&out.batches) {
+            Ok(t) if !out.batches.is_empty() => {
+                let _ = writeln!(w, "{t}");
+            }
+            _ => {
+                let names: Vec<&str> = out
+                    .schema
+                    .fields()
+                    .iter()
+                    .map(|f| f.name().as_str())
+                    .collect();
+                let _ = writeln!(w, "{}", names.join(" | "));
+            }
+        }
+        let n = out.num_rows();
+        let _ = writeln!(w, "({n} row{})", if n == 1 { "" } else { "s" });
+    } else {
+        let _ = writeln!(w, "{}", out.tag);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backslash_commands() {
+        assert_eq!(parse_meta("\\q"), Meta::Quit);
+        assert_eq!(parse_meta("\\d"), Meta::Tables);
+        assert_eq!(parse_meta("\\d orders"), Meta::Describe("orders".into()));
+        assert_eq!(parse_meta("\\timing"), Meta::Timing);
+        assert_eq!(parse_meta("\\x"), Meta::Unknown("\\x".into()));
+    }
+}

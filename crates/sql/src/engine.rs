@@ -1,0 +1,261 @@
+//! The SQL engine: a DataFusion session over one Strata database, with the
+//! statements DataFusion cannot run on Strata (DDL) taken first.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::catalog::{CatalogProvider, MemoryCatalogProvider};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::logical_expr::{DmlStatement, LogicalPlan, WriteOp};
+use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::sql::parser::{DFParser, Statement as DfStatement};
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use strata::Db;
+
+use crate::catalog::StrataSchema;
+use crate::error::engine_error;
+use crate::join::StrataJoinRule;
+
+/// The catalog name Strata's tables live under (`strata.public.t`).
+pub const CATALOG: &str = "strata";
+/// The one schema of a Strata database.
+pub const SCHEMA: &str = "public";
+
+/// Settings of a [`SqlEngine`].
+#[derive(Clone, Debug)]
+pub struct SqlOptions {
+    /// Memory a session's queries may hold at once (hash tables, sorts,
+    /// rows gathered for a write); a query that needs more fails with a
+    /// "Resources exhausted" error. `None`: no limit.
+    pub memory_limit: Option<usize>,
+    /// Partitions DataFusion splits work into (default: the number of
+    /// cores).
+    pub target_partitions: usize,
+    /// Let Strata run equi-joins its planner predicts beat a hash join
+    /// ([`crate::StrataJoinRule`]; default true).
+    pub strata_joins: bool,
+    /// Memory budget of each join Strata runs (default 64 MiB).
+    pub join_memory: usize,
+}
+
+impl Default for SqlOptions {
+    fn default() -> Self {
+        SqlOptions {
+            memory_limit: Some(1 << 30),
+            target_partitions: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            strata_joins: true,
+            join_memory: 64 << 20,
+        }
+    }
+}
+
+/// What one statement produced.
+#[derive(Debug)]
+pub struct Output {
+    /// The command tag, PostgreSQL style: `SELECT 3`, `INSERT 0 2`,
+    /// `CREATE TABLE`.
+    pub tag: String,
+    /// The rows' schema (empty for DDL).
+    pub schema: SchemaRef,
+    /// The rows a query returned; for `INSERT`, `UPDATE` and `DELETE`, one
+    /// row holding the count.
+    pub batches: Vec<RecordBatch>,
+}
+
+impl Output {
+    /// Rows returned.
+    pub fn num_rows(&self) -> usize {
+        self.batches.iter().map(|b| b.num_rows()).sum()
+    }
+}
+
+/// SQL over one Strata database.
+pub struct SqlEngine {
+    db: Db,
+    ctx: SessionContext,
+}
+
+impl SqlEngine {
+    /// An engine over `db` with default settings.
+    pub fn new(db: Db) -> Result<SqlEngine> {
+        SqlEngine::with_options(db, SqlOptions::default())
+    }
+
+    /// An engine over `db`.
+    pub fn with_options(db: Db, opts: SqlOptions) -> Result<SqlEngine> {
+        let mut runtime = RuntimeEnvBuilder::new();
+        if let Some(limit) = opts.memory_limit {
+            runtime = runtime.with_memory_limit(limit, 1.0);
+        }
+        let config = SessionConfig::new()
+            .with_default_catalog_and_schema(CATALOG, SCHEMA)
+            .with_create_default_catalog_and_schema(false)
+            .with_information_schema(true)
+            .with_target_partitions(opts.target_partitions.max(1));
+        let mut state = SessionStateBuilder::new()
+            .with_config(config)
+            .with_runtime_env(runtime.build_arc()?)
+            .with_default_features();
+        if opts.strata_joins {
+            state = state.with_physical_optimizer_rule(Arc::new(StrataJoinRule {
+                memory_bytes: opts.join_memory.max(strata::join::MIN_JOIN_MEMORY),
+            }));
+        }
+        let ctx = SessionContext::new_with_state(state.build());
+        let catalog = MemoryCatalogProvider::new();
+        catalog.register_schema(SCHEMA, Arc::new(StrataSchema::new(db.clone())))?;
+        ctx.register_catalog(CATALOG, Arc::new(catalog));
+        Ok(SqlEngine { db, ctx })
+    }
+
+    /// The database.
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
+    /// The DataFusion session, for registering functions or running plans.
+    pub fn context(&self) -> &SessionContext {
+        &self.ctx
+    }
+
+    /// Parses `sql` into statements (PostgreSQL dialect).
+    pub fn parse(sql: &str) -> Result<Vec<DfStatement>> {
+        Ok(
+            DFParser::parse_sql_with_dialect(sql, &PostgreSqlDialect {})?
+                .into_iter()
+                .collect(),
+        )
+    }
+
+    /// Runs every statement of `sql` in order, stopping at the first
+    /// error, and returns what each produced.
+    pub async fn execute(&self, sql: &str) -> Result<Vec<Output>> {
+        let mut out = Vec::new();
+        for stmt in SqlEngine::parse(sql)? {
+            out.push(self.run(stmt).await?);
+        }
+        Ok(out)
+    }
+
+    /// Runs the one statement of `sql` and returns its rows.
+    pub async fn query(&self, sql: &str) -> Result<Vec<RecordBatch>> {
+        let mut stmts = SqlEngine::parse(sql)?;
+        if stmts.len() != 1 {
+            return Err(DataFusionError::Plan(format!(
+                "query expects one statement; {} given",
+                stmts.len()
+            )));
+        }
+        Ok(self.run(stmts.remove(0)).await?.batches)
+    }
+
+    /// Runs one parsed statement.
+    pub async fn run(&self, stmt: DfStatement) -> Result<Output> {
+        if let Some(tag) = self.run_ddl(&stmt).await? {
+            return Ok(Output {
+                tag: tag.to_string(),
+                schema: Arc::new(datafusion::arrow::datatypes::Schema::empty()),
+                batches: Vec::new(),
+            });
+        }
+        let plan = self.ctx.state().statement_to_plan(stmt).await?;
+        let verb = command_verb(&plan);
+        let df = self.ctx.execute_logical_plan(plan).await?;
+        let schema = Arc::new(df.schema().as_arrow().clone());
+        let batches = df.collect().await?;
+        let tag = match verb {
+            Some(v) => format!("{v} {}", dml_count(&batches)),
+            None => format!(
+                "SELECT {}",
+                batches.iter().map(|b| b.num_rows()).sum::<usize>()
+            ),
+        };
+        Ok(Output {
+            tag,
+            schema,
+            batches,
+        })
+    }
+
+    /// Runs one statement as a stream of batches (DDL and writes run to
+    /// the end first and stream their result).
+    pub async fn stream(&self, stmt: DfStatement) -> Result<SendableRecordBatchStream> {
+        if self.is_ddl(&stmt) {
+            let out = self.run(stmt).await?;
+            let mem = datafusion::physical_plan::memory::MemoryStream::try_new(
+                out.batches,
+                out.schema,
+                None,
+            )?;
+            return Ok(Box::pin(mem));
+        }
+        let plan = self.ctx.state().statement_to_plan(stmt).await?;
+        self.ctx
+            .execute_logical_plan(plan)
+            .await?
+            .execute_stream()
+            .await
+    }
+
+    fn is_ddl(&self, stmt: &DfStatement) -> bool {
+        use datafusion::sql::sqlparser::ast::{ObjectType, Statement};
+        matches!(
+            stmt,
+            DfStatement::Statement(s) if matches!(
+                s.as_ref(),
+                Statement::CreateTable(_)
+                    | Statement::CreateIndex(_)
+                    | Statement::Drop { object_type: ObjectType::Table | ObjectType::Index, .. }
+            )
+        )
+    }
+
+    /// Runs `stmt` if it is DDL on the Strata catalog; its tag.
+    pub(crate) async fn run_ddl(&self, stmt: &DfStatement) -> Result<Option<&'static str>> {
+        let DfStatement::Statement(s) = stmt else {
+            return Ok(None);
+        };
+        if !self.is_ddl(stmt) {
+            return Ok(None);
+        }
+        let db = self.db.clone();
+        let s = s.as_ref().clone();
+        // Building an index over existing rows can take a while.
+        let tag = tokio::task::spawn_blocking(move || crate::ddl::run(&db, &s))
+            .await
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        match tag {
+            Some(Ok(tag)) => Ok(Some(tag)),
+            Some(Err(e)) => Err(engine_error(e)),
+            None => Ok(None),
+        }
+    }
+}
+
+/// The tag verb of a write.
+fn command_verb(plan: &LogicalPlan) -> Option<&'static str> {
+    match plan {
+        LogicalPlan::Dml(DmlStatement { op, .. }) => Some(match op {
+            WriteOp::Insert(_) => "INSERT 0",
+            WriteOp::Update => "UPDATE",
+            WriteOp::Delete => "DELETE",
+            _ => "WRITE",
+        }),
+        _ => None,
+    }
+}
+
+/// The count a write's one-row result holds.
+fn dml_count(batches: &[RecordBatch]) -> u64 {
+    use datafusion::arrow::array::{Array, UInt64Array};
+    batches
+        .iter()
+        .filter(|b| b.num_columns() == 1)
+        .filter_map(|b| b.column(0).as_any().downcast_ref::<UInt64Array>())
+        .flat_map(|a| (0..a.len()).map(move |i| a.value(i)))
+        .sum()
+}

@@ -1,0 +1,511 @@
+//! SQL over Strata: statements against a model, pushdown against
+//! DataFusion's own evaluation, atomic writes, DDL and its errors.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, Int32Array, Int64Array, RecordBatch, StringArray};
+use datafusion::arrow::util::pretty::pretty_format_batches;
+use datafusion::datasource::MemTable;
+use strata_sql::datafusion;
+use strata_sql::{SqlEngine, SqlOptions, as_engine_error};
+
+fn open(dir: &std::path::Path) -> SqlEngine {
+    let db = strata::Db::open(dir, strata::Options::default()).expect("open");
+    SqlEngine::new(db).expect("engine")
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// The rows of `batches` as text lines, sorted (order-insensitive
+/// comparison).
+fn lines(batches: &[RecordBatch]) -> Vec<String> {
+    let mut out = Vec::new();
+    for b in batches {
+        for r in 0..b.num_rows() {
+            let cells: Vec<String> = b
+                .columns()
+                .iter()
+                .map(|c| {
+                    datafusion::arrow::util::display::array_value_to_string(c, r).expect("display")
+                })
+                .collect();
+            out.push(cells.join("|"));
+        }
+    }
+    out.sort();
+    out
+}
+
+fn i64s(batches: &[RecordBatch], col: usize) -> Vec<i64> {
+    batches
+        .iter()
+        .flat_map(|b| {
+            let a = b
+                .column(col)
+                .as_any()
+                .downcast_ref::<Int64Array>()
+                .expect("i64 column")
+                .clone();
+            (0..a.len()).map(move |i| a.value(i)).collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn statements_agree_with_a_model() {
+    let dir = tempfile::tempdir().expect("dir");
+    let rt = runtime();
+    let sql = open(dir.path());
+    rt.block_on(async {
+        sql.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, n INT, s TEXT)")
+            .await
+            .expect("create");
+        let mut model: BTreeMap<i64, (Option<i32>, Option<String>)> = BTreeMap::new();
+        let mut values = Vec::new();
+        for i in 0..500i64 {
+            let n = (i % 7 != 0).then_some((i * 13 % 101) as i32);
+            let s = (i % 5 != 0).then(|| format!("s{}", i % 17));
+            values.push(format!(
+                "({i}, {}, {})",
+                n.map_or("NULL".into(), |v| v.to_string()),
+                s.as_ref().map_or("NULL".into(), |v| format!("'{v}'"))
+            ));
+            model.insert(i, (n, s));
+        }
+        let out = sql
+            .execute(&format!("INSERT INTO t VALUES {}", values.join(", ")))
+            .await
+            .expect("insert");
+        assert_eq!(out[0].tag, "INSERT 0 500");
+
+        let out = sql
+            .execute("UPDATE t SET n = n + 1000, s = 'changed' WHERE id >= 100 AND id < 200")
+            .await
+            .expect("update");
+        assert_eq!(out[0].tag, "UPDATE 100");
+        for (id, row) in model.range_mut(100..200) {
+            let _ = id;
+            row.0 = row.0.map(|v| v + 1000);
+            row.1 = Some("changed".into());
+        }
+        let out = sql
+            .execute("DELETE FROM t WHERE n < 20 OR s = 's3'")
+            .await
+            .expect("delete");
+        let doomed: Vec<i64> = model
+            .iter()
+            .filter(|(_, (n, s))| n.is_some_and(|v| v < 20) || s.as_deref() == Some("s3"))
+            .map(|(k, _)| *k)
+            .collect();
+        assert_eq!(out[0].tag, format!("DELETE {}", doomed.len()));
+        for k in doomed {
+            model.remove(&k);
+        }
+
+        let got = sql.query("SELECT id, n, s FROM t").await.expect("select");
+        let want: Vec<String> = {
+            let mut w: Vec<String> = model
+                .iter()
+                .map(|(k, (n, s))| {
+                    format!(
+                        "{k}|{}|{}",
+                        n.map_or(String::new(), |v| v.to_string()),
+                        s.clone().unwrap_or_default()
+                    )
+                })
+                .collect();
+            w.sort();
+            w
+        };
+        assert_eq!(lines(&got), want);
+
+        // An aggregate over the model.
+        let got = sql
+            .query("SELECT count(*), sum(n) FROM t WHERE s = 'changed'")
+            .await
+            .expect("aggregate");
+        let changed: Vec<&(Option<i32>, Option<String>)> = model
+            .values()
+            .filter(|(_, s)| s.as_deref() == Some("changed"))
+            .collect();
+        let sum: i64 = changed.iter().filter_map(|(n, _)| n.map(i64::from)).sum();
+        assert_eq!(lines(&got), vec![format!("{}|{sum}", changed.len())]);
+    });
+}
+
+#[test]
+fn an_insert_with_a_duplicate_key_writes_nothing() {
+    let dir = tempfile::tempdir().expect("dir");
+    let rt = runtime();
+    let sql = open(dir.path());
+    rt.block_on(async {
+        sql.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, v INT)")
+            .await
+            .expect("create");
+        sql.execute("INSERT INTO t VALUES (1, 1), (2, 2)")
+            .await
+            .expect("insert");
+        let err = sql
+            .execute("INSERT INTO t VALUES (3, 3), (2, 20)")
+            .await
+            .expect_err("duplicate");
+        assert!(
+            matches!(as_engine_error(&err), Some(strata::Error::InvalidArgument(m)) if m.contains("already")),
+            "{err}"
+        );
+        // Repeated within one statement.
+        assert!(sql.execute("INSERT INTO t VALUES (5, 5), (5, 6)").await.is_err());
+        let got = sql.query("SELECT id, v FROM t").await.expect("select");
+        assert_eq!(lines(&got), vec!["1|1", "2|2"]);
+        // INSERT OR REPLACE replaces.
+        sql.execute("INSERT OR REPLACE INTO t VALUES (2, 22), (4, 4)")
+            .await
+            .expect("replace");
+        let got = sql.query("SELECT id, v FROM t").await.expect("select");
+        assert_eq!(lines(&got), vec!["1|1", "2|22", "4|4"]);
+    });
+}
+
+#[test]
+fn a_statement_over_the_memory_limit_fails_and_writes_nothing() {
+    let dir = tempfile::tempdir().expect("dir");
+    let rt = runtime();
+    let db = strata::Db::open(dir.path(), strata::Options::default()).expect("open");
+    let sql = SqlEngine::with_options(
+        db,
+        SqlOptions {
+            memory_limit: Some(256 << 10),
+            ..SqlOptions::default()
+        },
+    )
+    .expect("engine");
+    rt.block_on(async {
+        sql.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, s TEXT)")
+            .await
+            .expect("create");
+        let err = sql
+            .execute("INSERT INTO t SELECT value, repeat('x', 100) FROM generate_series(1, 100000)")
+            .await
+            .expect_err("over the limit");
+        assert!(err.to_string().contains("Resources exhausted"), "{err}");
+        let got = sql.query("SELECT count(*) FROM t").await.expect("count");
+        assert_eq!(lines(&got), vec!["0"]);
+    });
+}
+
+#[test]
+fn primary_keys_cannot_be_updated_and_not_null_holds() {
+    let dir = tempfile::tempdir().expect("dir");
+    let rt = runtime();
+    let sql = open(dir.path());
+    rt.block_on(async {
+        sql.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, v INT NOT NULL)")
+            .await
+            .expect("create");
+        sql.execute("INSERT INTO t VALUES (1, 1)")
+            .await
+            .expect("insert");
+        let err = sql
+            .execute("UPDATE t SET id = 2 WHERE id = 1")
+            .await
+            .expect_err("key update");
+        assert!(err.to_string().contains("primary-key"), "{err}");
+        assert!(sql.execute("UPDATE t SET v = NULL").await.is_err());
+        assert!(sql.execute("INSERT INTO t VALUES (2, NULL)").await.is_err());
+        let got = sql.query("SELECT id, v FROM t").await.expect("select");
+        assert_eq!(lines(&got), vec!["1|1"]);
+    });
+}
+
+#[test]
+fn ddl_creates_tables_and_indexes_in_the_catalog() {
+    let dir = tempfile::tempdir().expect("dir");
+    let rt = runtime();
+    rt.block_on(async {
+        let sql = open(dir.path());
+        sql.execute(
+            "CREATE TABLE orders (id BIGINT, customer INT NOT NULL, note TEXT, \
+             PRIMARY KEY (id)) WITH (layout = 'row-then-column:2', compression = 'lz4')",
+        )
+        .await
+        .expect("create");
+        let t = sql.db().table("orders").expect("table");
+        assert_eq!(t.schema().key_indices(), &[0]);
+        let want =
+            strata::table::TableLayout::parse("row-then-column:2", t.schema(), 7).expect("layout");
+        assert_eq!(t.layout().to_text(t.schema()), want.to_text(t.schema()));
+        sql.execute(
+            "CREATE INDEX orders_customer ON orders (customer) INCLUDE (note) \
+             WITH (kind = 'lazy')",
+        )
+        .await
+        .expect("index");
+        let spec = &t.indexes()[0];
+        assert_eq!(spec.column, "customer");
+        assert_eq!(spec.covering, vec!["note".to_string()]);
+        assert_eq!(spec.kind, strata::index::IndexKind::Lazy);
+
+        // Errors name what is wrong and change nothing.
+        for (stmt, says) in [
+            ("CREATE TABLE x (a INT)", "PRIMARY KEY"),
+            (
+                "CREATE TABLE x (a DECIMAL(5,2) PRIMARY KEY)",
+                "not supported",
+            ),
+            (
+                "CREATE TABLE x (a INT PRIMARY KEY) WITH (colour = 'red')",
+                "colour",
+            ),
+            ("CREATE TABLE orders (a INT PRIMARY KEY)", "orders"),
+            ("DROP TABLE nothing", "nothing"),
+            ("CREATE INDEX i ON orders (customer, note)", "one column"),
+        ] {
+            let err = sql.execute(stmt).await.expect_err(stmt);
+            assert!(err.to_string().contains(says), "{stmt}: {err}");
+        }
+        assert_eq!(sql.db().table_names(), vec!["orders".to_string()]);
+
+        sql.execute("DROP INDEX orders_customer")
+            .await
+            .expect("drop index");
+        assert!(t.indexes().is_empty());
+        sql.execute("DROP TABLE orders").await.expect("drop");
+        sql.execute("DROP TABLE IF EXISTS orders")
+            .await
+            .expect("if exists");
+        assert!(sql.db().table_names().is_empty());
+    });
+}
+
+#[test]
+fn explain_shows_what_strata_evaluates() {
+    let dir = tempfile::tempdir().expect("dir");
+    let rt = runtime();
+    let sql = open(dir.path());
+    rt.block_on(async {
+        sql.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, n INT, f DOUBLE, s TEXT)")
+            .await
+            .expect("create");
+        let plan = sql
+            .query("EXPLAIN SELECT s FROM t WHERE id >= 10 AND id < 20 AND n = 3")
+            .await
+            .expect("explain");
+        let text = pretty_format_batches(&plan).expect("format").to_string();
+        assert!(text.contains("StrataScanExec: table=t"), "{text}");
+        assert!(text.contains("(exact)"), "{text}");
+        assert!(text.contains("key_range=[10 .. 20)"), "{text}");
+        // Exact filters leave no FilterExec above the scan.
+        assert!(!text.contains("FilterExec"), "{text}");
+        // A float comparison is rechecked; a function of a column is not
+        // pushed at all.
+        let plan = sql
+            .query("EXPLAIN SELECT s FROM t WHERE f > 1.5 AND n + 1 = 4")
+            .await
+            .expect("explain");
+        let text = pretty_format_batches(&plan).expect("format").to_string();
+        assert!(text.contains("(rechecked)"), "{text}");
+        assert!(text.contains("FilterExec"), "{text}");
+        // EXPLAIN of a write changes nothing.
+        sql.execute("INSERT INTO t VALUES (1, 1, 1.0, 'a')")
+            .await
+            .expect("insert");
+        sql.query("EXPLAIN DELETE FROM t")
+            .await
+            .expect("explain delete");
+        let got = sql.query("SELECT count(*) FROM t").await.expect("count");
+        assert_eq!(lines(&got), vec!["1"]);
+    });
+}
+
+#[test]
+fn scans_read_through_indexes_and_tables_made_elsewhere_are_visible() {
+    let dir = tempfile::tempdir().expect("dir");
+    let rt = runtime();
+    let sql = open(dir.path());
+    // A table made through the Rust API.
+    let schema = strata::table::Schema::new(
+        vec![
+            strata::table::Column::new("id", strata::table::ColumnType::Int64),
+            strata::table::Column::new("g", strata::table::ColumnType::Int32),
+        ],
+        &["id"],
+    )
+    .expect("schema");
+    let t = sql
+        .db()
+        .create_table("api", schema, Default::default())
+        .expect("create");
+    for i in 0..5000i64 {
+        t.insert_row(&[
+            strata::table::Value::Int64(i),
+            strata::table::Value::Int32((i % 1000) as i32),
+        ])
+        .expect("row");
+    }
+    rt.block_on(async {
+        sql.execute("CREATE INDEX api_g ON api (g)")
+            .await
+            .expect("index");
+        let plan = sql
+            .query("EXPLAIN ANALYZE SELECT id FROM api WHERE g = 7")
+            .await
+            .expect("explain analyze");
+        let text = pretty_format_batches(&plan).expect("format").to_string();
+        assert!(text.contains("read_through_index=1"), "{text}");
+        let got = sql
+            .query("SELECT id FROM api WHERE g = 7")
+            .await
+            .expect("select");
+        let mut ids = i64s(&got, 0);
+        ids.sort_unstable();
+        assert_eq!(ids, (0..5).map(|k| k * 1000 + 7).collect::<Vec<i64>>());
+    });
+}
+
+#[test]
+fn rows_survive_a_reopen() {
+    let dir = tempfile::tempdir().expect("dir");
+    let rt = runtime();
+    rt.block_on(async {
+        let sql = open(dir.path());
+        sql.execute("CREATE TABLE t (id INT PRIMARY KEY, s TEXT)")
+            .await
+            .expect("create");
+        sql.execute("INSERT INTO t VALUES (1, 'a'), (2, 'b')")
+            .await
+            .expect("insert");
+        drop(sql);
+        let sql = open(dir.path());
+        let got = sql
+            .query("SELECT * FROM t ORDER BY id")
+            .await
+            .expect("select");
+        let ids = got[0]
+            .column(0)
+            .as_any()
+            .downcast_ref::<Int32Array>()
+            .expect("i32")
+            .values()
+            .to_vec();
+        assert_eq!(ids, vec![1, 2]);
+        let s = got[0]
+            .column(1)
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .expect("text")
+            .value(1)
+            .to_string();
+        assert_eq!(s, "b");
+    });
+}
+
+mod pushdown {
+    //! Filters Strata evaluates give the rows DataFusion's own evaluation
+    //! gives on the same data in memory.
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn literal(col: usize, v: i64) -> String {
+        match col {
+            0 | 1 => v.to_string(),
+            2 => format!("{}.5", v),
+            _ => format!("'s{}'", v.rem_euclid(8)),
+        }
+    }
+
+    fn condition() -> impl Strategy<Value = String> {
+        let cols = ["id", "n", "f", "s"];
+        let leaf = prop_oneof![
+            (0usize..4, 0usize..6, -2i64..40, any::<bool>()).prop_map(move |(c, op, v, swap)| {
+                let ops = ["=", "<>", "<", "<=", ">", ">="];
+                if swap {
+                    format!("{} {} {}", literal(c, v), ops[op], cols[c])
+                } else {
+                    format!("{} {} {}", cols[c], ops[op], literal(c, v))
+                }
+            }),
+            (
+                0usize..4,
+                proptest::collection::vec(-2i64..40, 1..4),
+                any::<bool>()
+            )
+                .prop_map(move |(c, vs, neg)| {
+                    let items: Vec<String> = vs.iter().map(|v| literal(c, *v)).collect();
+                    let not = if neg { "NOT " } else { "" };
+                    format!("{} {not}IN ({})", cols[c], items.join(", "))
+                }),
+            (0usize..4, any::<bool>()).prop_map(move |(c, not)| {
+                format!("{} IS {}NULL", cols[c], if not { "NOT " } else { "" })
+            }),
+            (0i64..8).prop_map(|v| format!("s LIKE 's{v}%'")),
+            (-2i64..40, 0i64..20).prop_map(|(a, w)| format!("id BETWEEN {a} AND {}", a + w)),
+        ];
+        leaf.prop_recursive(3, 12, 2, |inner| {
+            prop_oneof![
+                (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("({a} AND {b})")),
+                (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("({a} OR {b})")),
+                inner.prop_map(|a| format!("NOT ({a})")),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+        #[test]
+        fn strata_filters_like_datafusion(
+            rows in proptest::collection::btree_map(
+                0i64..40,
+                (proptest::option::of(-2i32..40), proptest::option::of(-2i32..40),
+                 proptest::option::of(0i64..8)),
+                0..40,
+            ),
+            cond in condition(),
+        ) {
+            let dir = tempfile::tempdir().expect("dir");
+            let rt = runtime();
+            let sql = open(dir.path());
+            rt.block_on(async {
+                sql.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, n INT, f DOUBLE, s TEXT)")
+                    .await
+                    .expect("create");
+                if !rows.is_empty() {
+                    let values: Vec<String> = rows
+                        .iter()
+                        .map(|(id, (n, f, s))| {
+                            format!(
+                                "({id}, {}, {}, {})",
+                                n.map_or("NULL".into(), |v| v.to_string()),
+                                f.map_or("NULL".into(), |v| format!("{v}.5")),
+                                s.map_or("NULL".into(), |v| format!("'s{v}'"))
+                            )
+                        })
+                        .collect();
+                    sql.execute(&format!("INSERT INTO t VALUES {}", values.join(", ")))
+                        .await
+                        .expect("insert");
+                }
+                // The same rows in an in-memory table, which pushes nothing.
+                let ctx = datafusion::prelude::SessionContext::new();
+                let all = sql.query("SELECT * FROM t").await.expect("all");
+                let mem = MemTable::try_new(all.first().map_or_else(
+                    || sql.db().table("t").expect("t").schema().arrow_schema(),
+                    |b| b.schema(),
+                ), vec![all]).expect("memtable");
+                ctx.register_table("t", Arc::new(mem)).expect("register");
+                let q = format!("SELECT id FROM t WHERE {cond}");
+                let got = sql.query(&q).await.expect("strata");
+                let want = ctx.sql(&q).await.expect("plan").collect().await.expect("memory");
+                assert_eq!(lines(&got), lines(&want), "{q}");
+            });
+        }
+    }
+}
