@@ -222,6 +222,9 @@ pub enum CliCommand {
         #[arg(long, value_name = "BYTES", value_parser = parse_size)]
         memory_limit: Option<u64>,
     },
+    /// Serve the database over the PostgreSQL wire protocol, for psql,
+    /// psycopg, JDBC and BI tools; stops cleanly on SIGINT or SIGTERM.
+    Serve(crate::serve::ServeArgs),
 }
 
 /// Parses a byte count such as 4096, 64K or 16MiB (for flags of other
@@ -616,6 +619,7 @@ fn run_command(cli: &Cli, out: &mut impl Write) -> Result<i32, Failure> {
                 Some(memory_limit.unwrap_or(1 << 30)),
             )
         }
+        CliCommand::Serve(args) => crate::serve::run(&db, args).map_err(Failure::Other)?,
         CliCommand::Demo { rows } => {
             if *rows == 0 {
                 return Err(Failure::Usage("--rows must be at least 1".into()));

@@ -5,8 +5,9 @@
 //! demo`, a tour of the table layer), [`table`] (the
 //! `strata table` commands) with [`cells`] (typed cells), [`import`] (CSV
 //! import) and [`tabular`] (aligned text output), [`index`] (`strata
-//! index`, secondary indexes), [`join`] (`strata join`) and [`sql`] (`strata
-//! sql`, SQL through DataFusion).
+//! index`, secondary indexes), [`join`] (`strata join`) [`sql`] (`strata
+//! sql`, SQL through DataFusion) and [`serve`] (`strata serve`, the PostgreSQL
+//! wire protocol).
 
 // The commands' doc comments are also their `--help` text, written for a
 // terminal: `KEY<TAB>VALUE` there is not an HTML tag.
@@ -20,6 +21,7 @@ pub mod filter;
 pub mod import;
 pub mod index;
 pub mod join;
+pub mod serve;
 pub mod shell;
 pub mod sql;
 pub mod table;

@@ -48,6 +48,19 @@ pub(crate) fn run(db: &Db, stmt: &Statement) -> Option<Result<&'static str>> {
     })
 }
 
+/// Whether `stmt` is one of the statements [`run`] takes.
+pub(crate) fn is_ddl(stmt: &Statement) -> bool {
+    matches!(
+        stmt,
+        Statement::CreateTable(_)
+            | Statement::CreateIndex(_)
+            | Statement::Drop {
+                object_type: ObjectType::Table | ObjectType::Index,
+                ..
+            }
+    )
+}
+
 fn invalid(msg: impl Into<String>) -> Error {
     Error::InvalidArgument(msg.into())
 }

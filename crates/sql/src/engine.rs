@@ -202,16 +202,7 @@ impl SqlEngine {
     }
 
     fn is_ddl(&self, stmt: &DfStatement) -> bool {
-        use datafusion::sql::sqlparser::ast::{ObjectType, Statement};
-        matches!(
-            stmt,
-            DfStatement::Statement(s) if matches!(
-                s.as_ref(),
-                Statement::CreateTable(_)
-                    | Statement::CreateIndex(_)
-                    | Statement::Drop { object_type: ObjectType::Table | ObjectType::Index, .. }
-            )
-        )
+        matches!(stmt, DfStatement::Statement(s) if crate::ddl::is_ddl(s))
     }
 
     /// Runs `stmt` if it is DDL on the Strata catalog; its tag.
@@ -250,7 +241,7 @@ fn command_verb(plan: &LogicalPlan) -> Option<&'static str> {
 }
 
 /// The count a write's one-row result holds.
-fn dml_count(batches: &[RecordBatch]) -> u64 {
+pub(crate) fn dml_count(batches: &[RecordBatch]) -> u64 {
     use datafusion::arrow::array::{Array, UInt64Array};
     batches
         .iter()

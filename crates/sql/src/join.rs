@@ -85,7 +85,7 @@ fn base_scan(plan: &Arc<dyn ExecutionPlan>) -> Option<&StrataScanExec> {
     }
     let passes = matches!(
         plan.name(),
-        "RepartitionExec" | "CoalescePartitionsExec" | "CoalesceBatchesExec"
+        "RepartitionExec" | "CoalescePartitionsExec" | "CoalesceBatchesExec" | "CooperativeExec"
     );
     match plan.children().as_slice() {
         [child] if passes => base_scan(child),

@@ -16,8 +16,9 @@
 //!      │     ├─ filter.rs  DataFusion filters → Strata predicates
 //!      │     ├─ scan.rs    StrataScanExec: a Strata scan as a stream
 //!      │     └─ dml.rs     writes, one batch per statement
-//!      └─ join.rs      StrataJoinRule: equi-joins to Strata's join
-//!                      operators when its planner predicts a win
+//!      ├─ join.rs      StrataJoinRule: equi-joins to Strata's join
+//!      │               operators when its planner predicts a win
+//!      └─ server/      `strata serve`: the PostgreSQL wire protocol
 //! ```
 //!
 //! ```
@@ -43,6 +44,7 @@ mod filter;
 mod join;
 mod provider;
 mod scan;
+pub mod server;
 
 pub use catalog::StrataSchema;
 pub use datafusion;

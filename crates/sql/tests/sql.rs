@@ -509,3 +509,90 @@ mod pushdown {
         }
     }
 }
+
+/// Loads `small` (5 rows) and `big` (40,000 rows, `big.g` indexed) into
+/// the engine's database.
+async fn join_tables(sql: &SqlEngine) {
+    sql.execute("CREATE TABLE small (id BIGINT PRIMARY KEY, g INT, tag TEXT)")
+        .await
+        .expect("small");
+    sql.execute("CREATE TABLE big (id BIGINT PRIMARY KEY, g INT, v BIGINT)")
+        .await
+        .expect("big");
+    sql.execute(
+        "INSERT INTO small SELECT value, CAST(value * 7 AS INT), concat('t', value) \
+         FROM generate_series(1, 5)",
+    )
+    .await
+    .expect("fill small");
+    sql.execute(
+        "INSERT INTO big SELECT value, CAST(value % 2000 AS INT), value * 3 \
+         FROM generate_series(1, 40000)",
+    )
+    .await
+    .expect("fill big");
+    sql.execute("CREATE INDEX big_g ON big (g)")
+        .await
+        .expect("index");
+}
+
+#[test]
+fn joins_go_to_strata_when_its_planner_predicts_a_win() {
+    let dir = tempfile::tempdir().expect("dir");
+    let rt = runtime();
+    let sql = open(dir.path());
+    let db = sql.db().clone();
+    let plain = SqlEngine::with_options(
+        db,
+        SqlOptions {
+            strata_joins: false,
+            ..SqlOptions::default()
+        },
+    )
+    .expect("engine");
+    rt.block_on(async {
+        join_tables(&sql).await;
+        let q = "SELECT small.id, small.tag, big.id, big.v FROM small JOIN big ON small.g = big.g";
+        let plan = sql.query(&format!("EXPLAIN {q}")).await.expect("explain");
+        let text = pretty_format_batches(&plan).expect("format").to_string();
+        assert!(text.contains("StrataJoinExec"), "{text}");
+        assert!(text.contains("method=inlj"), "{text}");
+        let plan = plain.query(&format!("EXPLAIN {q}")).await.expect("explain");
+        let text = pretty_format_batches(&plan).expect("format").to_string();
+        assert!(
+            text.contains("HashJoinExec") && !text.contains("StrataJoinExec"),
+            "{text}"
+        );
+
+        let got = sql.query(q).await.expect("strata join");
+        let want = plain.query(q).await.expect("hash join");
+        assert!(!want.is_empty());
+        assert_eq!(lines(&got), lines(&want));
+        // Count-only and aggregated forms agree too.
+        let q = "SELECT count(*), sum(big.v) FROM small JOIN big ON small.g = big.g";
+        assert_eq!(
+            lines(&sql.query(q).await.expect("strata")),
+            lines(&plain.query(q).await.expect("hash"))
+        );
+    });
+}
+
+#[test]
+fn joins_of_filtered_or_unindexed_sides_stay_with_datafusion() {
+    let dir = tempfile::tempdir().expect("dir");
+    let rt = runtime();
+    let sql = open(dir.path());
+    rt.block_on(async {
+        join_tables(&sql).await;
+        for q in [
+            // A filtered side: Strata's joins take whole tables.
+            "SELECT small.id, big.id FROM small JOIN big ON small.g = big.g WHERE big.v > 10",
+            // Both sides scanned whole with no index on the columns.
+            "SELECT a.id FROM big a JOIN big b ON a.v = b.v",
+        ] {
+            let plan = sql.query(&format!("EXPLAIN {q}")).await.expect("explain");
+            let text = pretty_format_batches(&plan).expect("format").to_string();
+            assert!(!text.contains("StrataJoinExec"), "{q}: {text}");
+        }
+    });
+}

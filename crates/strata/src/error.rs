@@ -71,6 +71,14 @@ pub enum Error {
     TableNotFound(String),
     /// A table of this name exists already.
     TableExists(String),
+    /// An insert named a key the table holds already (or named it twice);
+    /// nothing of the insert was written.
+    DuplicateKey {
+        /// The table.
+        table: String,
+        /// The key's values, as text.
+        key: String,
+    },
 }
 
 impl Error {
@@ -132,6 +140,10 @@ impl Error {
             Error::Closed => Error::Closed,
             Error::TableNotFound(n) => Error::TableNotFound(n.clone()),
             Error::TableExists(n) => Error::TableExists(n.clone()),
+            Error::DuplicateKey { table, key } => Error::DuplicateKey {
+                table: table.clone(),
+                key: key.clone(),
+            },
         }
     }
 }
@@ -176,6 +188,10 @@ impl fmt::Display for Error {
             Error::Closed => write!(f, "database is closed"),
             Error::TableNotFound(n) => write!(f, "no table named {n:?}"),
             Error::TableExists(n) => write!(f, "a table named {n:?} exists already"),
+            Error::DuplicateKey { table, key } => write!(
+                f,
+                "table {table:?} has a row with key ({key}) already; nothing was inserted"
+            ),
             Error::OpenedReadOnly { operation } => write!(
                 f,
                 "cannot {operation}: the database was opened read-only (open it without \

@@ -152,6 +152,22 @@ fn encode_bound(
     Ok(Some(out))
 }
 
+/// The error of an insert that found `key` (encoded) in table `i`.
+fn duplicate_key(i: &TableInner, key: &[u8]) -> Error {
+    let shown = keycodec::decode_key(&i.schema, key)
+        .map(|v| {
+            v.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default();
+    Error::DuplicateKey {
+        table: i.name.clone(),
+        key: shown,
+    }
+}
+
 impl Table {
     pub(crate) fn new(inner: Arc<TableInner>, core: DbCore) -> Table {
         Table { inner, core }
@@ -261,18 +277,7 @@ impl Table {
         let mut seen = std::collections::HashSet::with_capacity(keys.len());
         for k in &keys {
             if !seen.insert(k.as_slice()) || self.exists_encoded(k)? {
-                let shown = keycodec::decode_key(&i.schema, k)
-                    .map(|v| {
-                        v.iter()
-                            .map(|x| x.to_string())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    })
-                    .unwrap_or_default();
-                return Err(Error::InvalidArgument(format!(
-                    "table {:?} has a row with key ({shown}) already; nothing was inserted",
-                    i.name
-                )));
+                return Err(duplicate_key(i, k));
             }
         }
         self.write_indexed(wb, false, |rel| {
@@ -289,10 +294,7 @@ impl Table {
         let (key, piece) = write::encode_row(&i.schema, &i.pieces, row)?;
         let _guard = i.insert_lock.lock();
         if self.exists_encoded(&key)? {
-            return Err(Error::InvalidArgument(format!(
-                "table {:?} has a row with this key already",
-                i.name
-            )));
+            return Err(duplicate_key(i, &key));
         }
         self.put_row(key, &piece, row)
     }

@@ -1,0 +1,358 @@
+//! `strata serve` with real PostgreSQL clients: `psql` and psycopg.
+//!
+//! The clients come from `scripts/install-client-deps.sh`. Without them
+//! these tests print a notice and pass, so that the test suite runs on a
+//! machine with only Rust; `.ci/run` installs them and sets
+//! `STRATA_REQUIRE_CLIENTS=1`, under which a missing client fails.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::BIN;
+
+/// Whether `program` runs; panics when it must and does not.
+fn client_available(what: &str, probe: &mut Command) -> bool {
+    let ok = probe
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        assert!(
+            std::env::var_os("STRATA_REQUIRE_CLIENTS").is_none(),
+            "{what} is missing; run scripts/install-client-deps.sh"
+        );
+        eprintln!("skipped: {what} is not installed (scripts/install-client-deps.sh)");
+    }
+    ok
+}
+
+fn have_psql() -> bool {
+    client_available("psql", Command::new("psql").arg("--version"))
+}
+
+fn have_psycopg() -> bool {
+    client_available(
+        "psycopg",
+        Command::new("python3").args(["-c", "import psycopg"]),
+    )
+}
+
+/// A running `strata serve`, killed when dropped.
+struct Served {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `strata --db DIR serve --listen 127.0.0.1:0 EXTRA...` and waits
+/// for it to say its port.
+fn serve(dir: &Path, extra: &[&str]) -> Served {
+    let mut child = Command::new(BIN)
+        .arg("--db")
+        .arg(dir)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn strata serve");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut lines = BufReader::new(stderr).lines();
+    let line = lines
+        .next()
+        .expect("serve said nothing")
+        .expect("read stderr");
+    // "strata serve: DIR on 127.0.0.1:PORT (psql ...)"
+    let port = line
+        .split(" on 127.0.0.1:")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {line:?}"));
+    // Keep draining stderr so the server never blocks on it.
+    std::thread::spawn(move || for _ in lines {});
+    Served { child, port }
+}
+
+/// Runs `psql` on `script` (as standard input) against `port`.
+fn psql(port: u16, user: &str, password: Option<&str>, script: &str) -> (i32, String, String) {
+    use std::io::Write;
+    let mut cmd = Command::new("psql");
+    cmd.args([
+        "-X",
+        "-h",
+        "127.0.0.1",
+        "-p",
+        &port.to_string(),
+        "-U",
+        user,
+        "-d",
+        "strata",
+    ])
+    .env("PGCONNECT_TIMEOUT", "10")
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    match password {
+        Some(p) => cmd.env("PGPASSWORD", p),
+        None => cmd.env_remove("PGPASSWORD"),
+    };
+    let mut child = cmd.spawn().expect("spawn psql");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(script.as_bytes())
+        .expect("write script");
+    let out = child.wait_with_output().expect("psql");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_psql_session() {
+    if !have_psql() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("dir");
+    let server = serve(dir.path(), &[]);
+    let script = "\
+\\set VERBOSITY verbose
+CREATE TABLE users (id BIGINT PRIMARY KEY, name TEXT, team INT) WITH (layout = 'row-then-column:2');
+CREATE TABLE teams (id INT PRIMARY KEY, title TEXT);
+INSERT INTO teams VALUES (1, 'storage'), (2, 'query');
+INSERT INTO users VALUES (1, 'ada', 1), (2, 'grace', 2), (3, 'edsger', 1);
+UPDATE users SET team = 2 WHERE id = 3;
+DELETE FROM users WHERE id = 1;
+SELEC 1;
+SELECT * FROM nowhere;
+INSERT INTO users VALUES (2, 'again', 1);
+SELECT u.name, t.title FROM users u JOIN teams t ON u.team = t.id ORDER BY u.name;
+\\d users
+";
+    let (code, out, err) = psql(server.port, "ada", None, script);
+    assert_eq!(code, 0, "{out}\n{err}");
+    // Each error names its SQLSTATE and leaves the session usable: the
+    // join after them ran.
+    assert!(err.contains("42601"), "{err}");
+    assert!(err.contains("42P01"), "{err}");
+    assert!(err.contains("23505") && err.contains("already"), "{err}");
+    let rows: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains(" | "))
+        .map(str::trim)
+        .collect();
+    assert!(
+        rows.iter()
+            .any(|r| r.starts_with("edsger") && r.ends_with("query")),
+        "{out}"
+    );
+    assert!(
+        rows.iter()
+            .any(|r| r.starts_with("grace") && r.ends_with("query")),
+        "{out}"
+    );
+    assert!(!out.contains("ada "), "deleted row came back: {out}");
+    assert!(
+        !out.contains("again"),
+        "a duplicate key was inserted: {out}"
+    );
+    // `\d users` describes the columns.
+    assert!(out.contains("Table \"public.users\""), "{out}");
+    assert!(out.contains("bigint"), "{out}");
+}
+
+#[test]
+fn passwords_are_checked() {
+    if !have_psql() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("dir");
+    let users = dir.path().join("users");
+    std::fs::write(&users, "ada:right horse battery\n").expect("users");
+    // A users file others can read is refused.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&users, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        let out = Command::new(BIN)
+            .arg("--db")
+            .arg(dir.path().join("db"))
+            .args(["serve", "--users"])
+            .arg(&users)
+            .output()
+            .expect("serve");
+        assert_ne!(out.status.code(), Some(0));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("chmod 600"));
+        std::fs::set_permissions(&users, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    }
+    let users_arg = users.to_string_lossy().into_owned();
+    let server = serve(&dir.path().join("db"), &["--users", &users_arg]);
+    let (code, _, err) = psql(server.port, "ada", Some("wrong"), "SELECT 1;");
+    assert_ne!(code, 0);
+    assert!(
+        err.to_lowercase()
+            .contains("password authentication failed"),
+        "{err}"
+    );
+    let (code, _, err) = psql(server.port, "nobody", Some("x"), "SELECT 1;");
+    assert_ne!(code, 0, "{err}");
+    let (code, out, err) = psql(
+        server.port,
+        "ada",
+        Some("right horse battery"),
+        "SELECT 41 + 1;",
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("42"), "{out}");
+}
+
+#[test]
+fn no_authentication_means_loopback_only() {
+    let dir = tempfile::tempdir().expect("dir");
+    let out = Command::new(BIN)
+        .arg("--db")
+        .arg(dir.path())
+        .args(["serve", "--listen", "0.0.0.0:0"])
+        .output()
+        .expect("serve");
+    assert_ne!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("without authentication"), "{err}");
+}
+
+/// A psycopg client (extended protocol, parameters) that writes, commits
+/// and then loses its server.
+const PSYCOPG_SESSION: &str = r#"
+import sys, psycopg
+port = int(sys.argv[1])
+phase = sys.argv[2]
+conn = psycopg.connect(host="127.0.0.1", port=port, user="ada", dbname="strata", autocommit=True)
+cur = conn.cursor()
+if phase == "write":
+    cur.execute("CREATE TABLE events (id BIGINT PRIMARY KEY, kind TEXT, amount DOUBLE)")
+    for i in range(200):
+        cur.execute("INSERT INTO events VALUES (%s, %s, %s)", (i, "k%d" % (i % 3), i * 1.5))
+    cur.execute("UPDATE events SET amount = 0 WHERE kind = %s", ("k0",))
+    cur.execute("DELETE FROM events WHERE id >= %s", (190,))
+    try:
+        cur.execute("INSERT INTO events VALUES (%s, %s, %s)", (5, "dup", 1.0))
+        print("duplicate accepted"); sys.exit(1)
+    except psycopg.errors.UniqueViolation as e:
+        pass
+    cur.execute("SELECT count(*), sum(amount) FROM events")
+    print(cur.fetchone())
+    print("ready", flush=True)
+    sys.stdin.readline()  # the server is killed and restarted here
+    try:
+        cur.execute("SELECT 1")
+        print("old connection still works?"); sys.exit(1)
+    except psycopg.OperationalError:
+        print("connection lost", flush=True)
+else:
+    cur.execute("SELECT count(*), sum(amount) FROM events")
+    print(cur.fetchone())
+    cur.execute("SELECT kind, count(*) FROM events GROUP BY kind ORDER BY kind")
+    print(cur.fetchall())
+"#;
+
+#[test]
+fn psycopg_rows_survive_a_server_kill() {
+    if !have_psycopg() {
+        return;
+    }
+    use std::io::Write;
+    let dir = tempfile::tempdir().expect("dir");
+    let server = serve(dir.path(), &[]);
+    let mut client = Command::new("python3")
+        .args(["-c", PSYCOPG_SESSION, &server.port.to_string(), "write"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python");
+    let mut out = BufReader::new(client.stdout.take().expect("stdout")).lines();
+    let totals = out.next().expect("totals").expect("line");
+    let ready = out.next().expect("ready").expect("line");
+    assert_eq!(ready, "ready");
+    // The model: ids 0..190; amounts i * 1.5 except kind k0 (i % 3 == 0).
+    let sum: f64 = (0..190)
+        .filter(|i| i % 3 != 0)
+        .map(|i| i as f64 * 1.5)
+        .sum();
+    assert_eq!(totals, format!("(190, {sum:?})"));
+
+    // Kill the server mid-session (no clean shutdown), start it again.
+    drop(server);
+    let start = Instant::now();
+    let server = serve(dir.path(), &[]);
+    assert!(start.elapsed() < Duration::from_secs(60));
+    let mut stdin = client.stdin.take().expect("stdin");
+    writeln!(stdin).expect("go on");
+    drop(stdin);
+    assert_eq!(out.next().expect("lost").expect("line"), "connection lost");
+    let status = client.wait().expect("client");
+    assert!(status.success());
+
+    let check = Command::new("python3")
+        .args(["-c", PSYCOPG_SESSION, &server.port.to_string(), "read"])
+        .output()
+        .expect("python");
+    let text = String::from_utf8_lossy(&check.stdout);
+    assert!(
+        check.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some(format!("(190, {sum:?})").as_str()));
+    assert_eq!(lines.next(), Some("[('k0', 64), ('k1', 63), ('k2', 63)]"));
+}
+
+#[test]
+fn sigterm_stops_the_server_and_closes_the_database() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut server = serve(dir.path(), &[]);
+    let pid = server.child.id();
+    let sent = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(sent.success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = server.child.try_wait().expect("wait") {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "serve did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}");
+    // Closed properly: the lock is free and the database opens.
+    let out = Command::new(BIN)
+        .arg("--db")
+        .arg(dir.path())
+        .args(["sql", "-c", "SELECT 1"])
+        .output()
+        .expect("sql");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

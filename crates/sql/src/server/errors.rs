@@ -1,0 +1,47 @@
+//! Engine errors as PostgreSQL errors, with the SQLSTATE a driver can act
+//! on (a duplicate key is `23505`, as PostgreSQL reports it).
+
+use datafusion::error::DataFusionError;
+use datafusion_postgres::pgwire::error::{ErrorInfo, PgWireError};
+
+/// The SQLSTATE of an engine error.
+pub(crate) fn sqlstate(e: &strata::Error) -> &'static str {
+    use strata::Error as E;
+    match e {
+        E::DuplicateKey { .. } => "23505",
+        E::TableNotFound(_) => "42P01",
+        E::TableExists(_) => "42P07",
+        E::InvalidArgument(_) => "22023",
+        E::OpenedReadOnly { .. } | E::ReadOnly { .. } => "25006",
+        E::Corruption { .. } => "XX001",
+        E::Io { .. } => "58030",
+        _ => "XX000",
+    }
+}
+
+/// An engine error for the client.
+pub(crate) fn engine_to_pg(e: &strata::Error) -> PgWireError {
+    PgWireError::UserError(Box::new(ErrorInfo::new(
+        "ERROR".into(),
+        sqlstate(e).into(),
+        e.to_string(),
+    )))
+}
+
+/// The SQLSTATE of a query error: the engine's, when an engine error is
+/// inside, else a resource or generic one.
+pub fn query_sqlstate(e: &DataFusionError) -> &'static str {
+    if let Some(inner) = crate::error::as_engine_error(e) {
+        return sqlstate(inner);
+    }
+    match e.find_root() {
+        DataFusionError::ResourcesExhausted(_) => "53200",
+        DataFusionError::SQL(..) => "42601",
+        DataFusionError::Plan(m) if m.starts_with("table '") && m.ends_with("' not found") => {
+            "42P01"
+        }
+        DataFusionError::Plan(_) | DataFusionError::SchemaError(..) => "42P10",
+        DataFusionError::NotImplemented(_) => "0A000",
+        _ => "XX000",
+    }
+}

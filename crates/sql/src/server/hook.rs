@@ -1,0 +1,128 @@
+//! What the wire needs beyond datafusion-postgres's own handling:
+//!
+//! - Strata's DDL: `CREATE TABLE`, `DROP TABLE`, `CREATE INDEX` and `DROP
+//!   INDEX` reach Strata's catalog (`ddl.rs`) instead of DataFusion,
+//!   through both the simple and the extended query protocol.
+//! - `UPDATE` and `DELETE` answer with a command tag and a row count
+//!   (`UPDATE 3`), as PostgreSQL does; datafusion-postgres answers only
+//!   `INSERT` that way and would send their count as a result row the
+//!   statement's description did not announce.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::common::{DFSchema, ParamValues};
+use datafusion::error::DataFusionError;
+use datafusion::logical_expr::{EmptyRelation, LogicalPlan};
+use datafusion::prelude::SessionContext;
+use datafusion::sql::sqlparser::ast::Statement;
+use datafusion_postgres::QueryHook;
+use datafusion_postgres::hooks::HookClient;
+use datafusion_postgres::pgwire::api::ClientInfo;
+use datafusion_postgres::pgwire::api::results::{Response, Tag};
+use datafusion_postgres::pgwire::error::{PgWireError, PgWireResult};
+use strata::Db;
+
+use super::errors::engine_to_pg;
+
+/// Strata's statements over the wire (see the module documentation).
+pub(crate) struct StrataHook {
+    pub db: Db,
+}
+
+impl StrataHook {
+    /// Runs an `UPDATE` or `DELETE` plan and reports its count.
+    async fn write(verb: &str, plan: LogicalPlan, ctx: &SessionContext) -> PgWireResult<Response> {
+        let api = |e: DataFusionError| PgWireError::ApiError(Box::new(e));
+        let batches = ctx
+            .execute_logical_plan(plan)
+            .await
+            .map_err(api)?
+            .collect()
+            .await
+            .map_err(api)?;
+        let n = crate::engine::dml_count(&batches);
+        Ok(Response::Execution(Tag::new(verb).with_rows(n as usize)))
+    }
+
+    async fn run(&self, statement: &Statement) -> Option<PgWireResult<Response>> {
+        if !crate::ddl::is_ddl(statement) {
+            return None;
+        }
+        let db = self.db.clone();
+        let s = statement.clone();
+        let result = tokio::task::spawn_blocking(move || crate::ddl::run(&db, &s)).await;
+        Some(match result {
+            Ok(Some(Ok(tag))) => Ok(Response::Execution(Tag::new(tag))),
+            Ok(Some(Err(e))) => Err(engine_to_pg(&e)),
+            Ok(None) => return None,
+            Err(e) => Err(engine_to_pg(&strata::Error::InvalidArgument(e.to_string()))),
+        })
+    }
+}
+
+/// The tag of an `UPDATE` or `DELETE`.
+fn write_verb(statement: &Statement) -> Option<&'static str> {
+    match statement {
+        Statement::Update(_) => Some("UPDATE"),
+        Statement::Delete(_) => Some("DELETE"),
+        _ => None,
+    }
+}
+
+#[async_trait]
+impl QueryHook for StrataHook {
+    async fn handle_simple_query(
+        &self,
+        statement: &Statement,
+        session_context: &SessionContext,
+        _client: &mut dyn HookClient,
+    ) -> Option<PgWireResult<Response>> {
+        if let Some(verb) = write_verb(statement) {
+            let plan = match session_context
+                .state()
+                .create_logical_plan(&statement.to_string())
+                .await
+            {
+                Ok(p) => p,
+                Err(e) => return Some(Err(PgWireError::ApiError(Box::new(e)))),
+            };
+            return Some(Self::write(verb, plan, session_context).await);
+        }
+        self.run(statement).await
+    }
+
+    async fn handle_extended_parse_query(
+        &self,
+        statement: &Statement,
+        _session_context: &SessionContext,
+        _client: &(dyn ClientInfo + Send + Sync),
+    ) -> Option<PgWireResult<LogicalPlan>> {
+        // Parsing must succeed without DataFusion planning the statement;
+        // it runs when executed.
+        crate::ddl::is_ddl(statement).then(|| {
+            Ok(LogicalPlan::EmptyRelation(EmptyRelation {
+                produce_one_row: false,
+                schema: Arc::new(DFSchema::empty()),
+            }))
+        })
+    }
+
+    async fn handle_extended_query(
+        &self,
+        statement: &Statement,
+        logical_plan: &LogicalPlan,
+        params: &ParamValues,
+        session_context: &SessionContext,
+        _client: &mut dyn HookClient,
+    ) -> Option<PgWireResult<Response>> {
+        if let Some(verb) = write_verb(statement) {
+            let plan = match logical_plan.clone().with_param_values(params.clone()) {
+                Ok(p) => p,
+                Err(e) => return Some(Err(PgWireError::ApiError(Box::new(e)))),
+            };
+            return Some(Self::write(verb, plan, session_context).await);
+        }
+        self.run(statement).await
+    }
+}
