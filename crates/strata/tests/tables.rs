@@ -984,3 +984,22 @@ fn the_automatic_layout_switches_to_the_workload_s_layout() {
     t.compact().expect("compact");
     assert_eq!(scan_rows(&t, ScanOptions::default()), model);
 }
+
+#[test]
+fn a_table_of_key_columns_only_is_refused() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = Db::open(dir.path(), opts()).expect("open");
+    let schema = Schema::new(
+        vec![
+            Column::new("a", ColumnType::Int64),
+            Column::new("b", ColumnType::Utf8),
+        ],
+        &["a", "b"],
+    )
+    .expect("schema");
+    let err = db
+        .create_table("pairs", schema, small("row"))
+        .expect_err("key-only");
+    assert!(err.to_string().contains("outside its primary key"), "{err}");
+    assert!(db.table_names().is_empty());
+}

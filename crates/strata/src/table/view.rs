@@ -215,7 +215,10 @@ impl Resolver {
                 return;
             }
             ValueKind::Put if self.event.is_none() => {
-                if !self.event_cols.iter().any(|&v| cell(v).is_some()) {
+                // A table with no value columns has nothing to carry: every
+                // put is the whole row.
+                if !self.event_cols.is_empty() && !self.event_cols.iter().any(|&v| cell(v).is_some())
+                {
                     return;
                 }
                 self.event = Some(Event::Inserted(seq));

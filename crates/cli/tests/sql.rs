@@ -1,0 +1,58 @@
+//! `strata sql`: statements from -c and from standard input.
+
+mod common;
+
+use common::{strata, strata_in};
+
+#[test]
+fn statements_from_c_and_stdin() {
+    let dir = tempfile::tempdir().expect("dir");
+    let run = strata(
+        dir.path(),
+        &[
+            "sql",
+            "-c",
+            "CREATE TABLE t (id BIGINT PRIMARY KEY, name TEXT); \
+             INSERT INTO t VALUES (1, 'ada'), (2, 'grace'); \
+             SELECT name FROM t WHERE id = 2;",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("CREATE TABLE"), "{}", run.stdout);
+    assert!(run.stdout.contains("INSERT 0 2"), "{}", run.stdout);
+    assert!(run.stdout.contains("| grace |"), "{}", run.stdout);
+    assert!(run.stdout.contains("(1 row)"), "{}", run.stdout);
+
+    // A script on standard input, with \timing; the rows persist.
+    let run = strata_in(
+        dir.path(),
+        &["sql"],
+        "\\timing\nUPDATE t SET name = 'Ada'\n  WHERE id = 1;\nSELECT count(*) AS n FROM t;\n",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("UPDATE 1"), "{}", run.stdout);
+    assert!(run.stdout.contains("Time: "), "{}", run.stdout);
+    assert!(run.stdout.contains("| 2 |"), "{}", run.stdout);
+}
+
+#[test]
+fn a_failing_statement_exits_1_with_the_engines_message() {
+    let dir = tempfile::tempdir().expect("dir");
+    let run = strata(
+        dir.path(),
+        &[
+            "sql",
+            "-c",
+            "CREATE TABLE t (id INT PRIMARY KEY, v INT); INSERT INTO t VALUES (1, 1); \
+             INSERT INTO t VALUES (1, 2);",
+        ],
+    );
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("already"), "{}", run.stderr);
+    let run = strata(dir.path(), &["sql", "-c", "SELECT * FROM missing"]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("missing"), "{}", run.stderr);
+    let run = strata(dir.path(), &["sql", "-c", "CREATE TABLE x (a INT)"]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("PRIMARY KEY"), "{}", run.stderr);
+}
