@@ -117,8 +117,10 @@ pub struct SuiteArgs {
         default_value = "row,column,groups:6,row-then-column:6,advisor,auto"
     )]
     pub designs: String,
-    /// htap suite: the peers, comma-separated: sqlite (needs --features
-    /// sqlite or peers), duckdb (the duckdb Python package).
+    /// htap suite: the peers, comma-separated: strata-sql (Strata through
+    /// SQL, on the first design's layout), sqlite (needs --features sqlite
+    /// or peers), duckdb (the duckdb Python package). The sql suite's
+    /// default: strata-sql,sqlite,duckdb.
     #[arg(long, default_value = "")]
     pub htap_peers: String,
     /// htap suite: the 100-column table instead of 30 columns.
@@ -365,6 +367,10 @@ pub const SUITES: &[Suite] = &[
         apply: htap::apply_defaults,
     },
     Suite {
+        name: "sql",
+        apply: htap::apply_defaults,
+    },
+    Suite {
         name: "advisor",
         apply: advisorsuite::apply_defaults,
     },
@@ -575,6 +581,17 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
                     if suite.name == "memtable" {
                         run_memtable_suite(&s)
                     } else if suite.name == "htap" {
+                        htap::run(&s)
+                    } else if suite.name == "sql" {
+                        // The HTAP mix through Strata's direct API and
+                        // through SQL on the same layout, SQLite and DuckDB.
+                        let given = |id: &str| sub.is_some_and(|m| given_in(m)(id));
+                        if !given("designs") {
+                            s.designs = "row-then-column:6".into();
+                        }
+                        if !given("htap_peers") {
+                            s.htap_peers = "strata-sql,sqlite,duckdb".into();
+                        }
                         htap::run(&s)
                     } else if suite.name == "advisor" {
                         advisorsuite::run(&s)

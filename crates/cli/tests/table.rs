@@ -611,6 +611,9 @@ fn the_demo_builds_a_table_that_the_table_commands_then_read_and_reruns_cleanly(
             "7. the layout advisor",
             "8. create index by_sensor",
             "join readings.sensor = sensors.sensor: 30000 rows",
+            "9. SQL (DataFusion over Strata tables)",
+            "| model | readings | avg_temp |",
+            "pushed into Strata: StrataScanExec: table=readings",
         ] {
             assert!(
                 r.stdout.contains(step),

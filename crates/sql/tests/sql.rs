@@ -157,11 +157,18 @@ fn an_insert_with_a_duplicate_key_writes_nothing() {
             .await
             .expect_err("duplicate");
         assert!(
-            matches!(as_engine_error(&err), Some(strata::Error::InvalidArgument(m)) if m.contains("already")),
+            matches!(
+                as_engine_error(&err),
+                Some(strata::Error::DuplicateKey { .. })
+            ),
             "{err}"
         );
         // Repeated within one statement.
-        assert!(sql.execute("INSERT INTO t VALUES (5, 5), (5, 6)").await.is_err());
+        assert!(
+            sql.execute("INSERT INTO t VALUES (5, 5), (5, 6)")
+                .await
+                .is_err()
+        );
         let got = sql.query("SELECT id, v FROM t").await.expect("select");
         assert_eq!(lines(&got), vec!["1|1", "2|2"]);
         // INSERT OR REPLACE replaces.

@@ -175,7 +175,7 @@ fn random_writes(t: &Table, model: &mut BTreeMap<i64, Row>, rng: &mut StdRng, n:
                     Ok(()) => {
                         assert!(model.insert(id, r).is_none());
                     }
-                    Err(Error::InvalidArgument(_)) => assert!(model.contains_key(&id)),
+                    Err(Error::DuplicateKey { .. }) => assert!(model.contains_key(&id)),
                     Err(e) => panic!("insert: {e}"),
                 }
             }

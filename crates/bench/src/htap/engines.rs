@@ -107,6 +107,11 @@ impl StrataEngine {
         })
     }
 
+    /// The database.
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
     /// The table (for the advisor).
     pub fn table(&self) -> &Table {
         &self.table

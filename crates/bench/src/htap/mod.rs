@@ -19,6 +19,7 @@
 pub(crate) mod duckdb;
 mod engines;
 mod report;
+mod sql;
 pub mod workload;
 
 use std::path::{Path, PathBuf};
@@ -336,10 +337,11 @@ pub fn run(s: &SuiteArgs) -> Result<()> {
     for peer in &f.peers {
         match peer.as_str() {
             "sqlite" => results.push(run_sqlite(&f, &writer, &reader)?),
+            "strata-sql" => results.push(run_sql(&f, &writer, &reader)?),
             "duckdb" => duck = run_duckdb(&f, &reader)?,
             other => {
                 return Err(Error(format!(
-                    "unknown htap peer {other:?} (sqlite, duckdb)"
+                    "unknown htap peer {other:?} (strata-sql, sqlite, duckdb)"
                 )));
             }
         }
@@ -355,6 +357,23 @@ pub fn run(s: &SuiteArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Strata through SQL, on the first design's layout.
+fn run_sql(f: &HtapFlags, writer: &[Op], reader: &[Op]) -> Result<DesignResult> {
+    let design = f.designs.first().map_or("row", String::as_str);
+    let (layout, auto) = design_layout(design, None)?;
+    let dir = fresh_dir(&f.root, "strata-sql")?;
+    let engine = sql::SqlStrataEngine::create(
+        &dir,
+        f.scale.columns,
+        table_options(&layout, f.write_buffer, auto),
+        f.cache_bytes,
+    )?;
+    let r = run_engine(&format!("strata-sql/{design}"), &engine, f, writer, reader);
+    drop(engine);
+    let _ = std::fs::remove_dir_all(&dir);
+    r
 }
 
 #[cfg(feature = "sqlite")]

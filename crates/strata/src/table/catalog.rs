@@ -320,16 +320,16 @@ impl Catalog {
     ) -> Result<Table> {
         check_table_name(name)?;
         options.validate()?;
+        let mut next_id = self.ddl.lock();
+        if self.tables.read().contains_key(name) {
+            return Err(Error::TableExists(name.to_string()));
+        }
         if schema.num_values() == 0 {
             // Scans decide a row's existence from its value columns' pieces
             // (see `scan::Scanner::new`); a key-only table has none.
             return Err(Error::InvalidArgument(format!(
                 "table {name:?} needs at least one column outside its primary key"
             )));
-        }
-        let mut next_id = self.ddl.lock();
-        if self.tables.read().contains_key(name) {
-            return Err(Error::TableExists(name.to_string()));
         }
         let layout = options.initial_layout(&schema)?;
         let id = *next_id;

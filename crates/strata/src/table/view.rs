@@ -217,7 +217,8 @@ impl Resolver {
             ValueKind::Put if self.event.is_none() => {
                 // A table with no value columns has nothing to carry: every
                 // put is the whole row.
-                if !self.event_cols.is_empty() && !self.event_cols.iter().any(|&v| cell(v).is_some())
+                if !self.event_cols.is_empty()
+                    && !self.event_cols.iter().any(|&v| cell(v).is_some())
                 {
                     return;
                 }
