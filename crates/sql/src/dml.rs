@@ -24,12 +24,10 @@ use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::Expr;
 use datafusion::logical_expr::execution_props::ExecutionProps;
 use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
-use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr, create_physical_expr};
-use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_expr::{PhysicalExpr, create_physical_expr};
+use datafusion::physical_plan::execution_plan::EmissionType;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-use datafusion::physical_plan::{
-    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
-};
+use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
 use futures::StreamExt;
 use strata::table::{ScanOptions, Table};
 
@@ -203,12 +201,7 @@ impl DmlExec {
                 Ok((i, create_physical_expr(e, df_schema, props, &ctx)?))
             })
             .collect::<Result<Vec<_>>>()?;
-        let properties = Arc::new(PlanProperties::new(
-            EquivalenceProperties::new(count_schema()),
-            Partitioning::UnknownPartitioning(1),
-            EmissionType::Final,
-            Boundedness::Bounded,
-        ));
+        let properties = crate::leaf::properties(count_schema(), EmissionType::Final);
         Ok(DmlExec {
             table,
             kind,
@@ -359,13 +352,7 @@ impl ExecutionPlan for DmlExec {
         self: Arc<Self>,
         children: Vec<Arc<dyn ExecutionPlan>>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        if children.is_empty() {
-            Ok(self)
-        } else {
-            Err(DataFusionError::Internal(
-                "a DML plan has no children".into(),
-            ))
-        }
+        crate::leaf::no_children(self, &children)
     }
 
     fn execute(
@@ -373,11 +360,7 @@ impl ExecutionPlan for DmlExec {
         partition: usize,
         context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
-        if partition != 0 {
-            return Err(DataFusionError::Internal(format!(
-                "a DML plan has one partition; {partition} asked for"
-            )));
-        }
+        crate::leaf::only_partition(self.name(), partition)?;
         let table = self.table.clone();
         let kind = self.kind;
         let request = self.request.clone();

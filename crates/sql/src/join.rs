@@ -25,12 +25,12 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::JoinType;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
-use datafusion::error::{DataFusionError, Result};
+use datafusion::error::Result;
 use datafusion::execution::TaskContext;
+use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_expr::expressions::Column;
-use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
-use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::execution_plan::EmissionType;
 use datafusion::physical_plan::joins::HashJoinExec;
 use datafusion::physical_plan::repartition::RepartitionExec;
 use datafusion::physical_plan::stream::RecordBatchReceiverStreamBuilder;
@@ -156,12 +156,7 @@ impl StrataJoinRule {
             columns,
             schema: hj.schema(),
             costs: (strata_cost, hash_cost),
-            properties: Arc::new(PlanProperties::new(
-                EquivalenceProperties::new(hj.schema()),
-                Partitioning::UnknownPartitioning(1),
-                EmissionType::Incremental,
-                Boundedness::Bounded,
-            )),
+            properties: crate::leaf::properties(hj.schema(), EmissionType::Incremental),
         };
         let exec: Arc<dyn ExecutionPlan> = Arc::new(exec);
         // Keep the partitioning the hash join promised its parents.
@@ -245,13 +240,7 @@ impl ExecutionPlan for StrataJoinExec {
         self: Arc<Self>,
         children: Vec<Arc<dyn ExecutionPlan>>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        if children.is_empty() {
-            Ok(self)
-        } else {
-            Err(DataFusionError::Internal(
-                "StrataJoinExec has no children".into(),
-            ))
-        }
+        crate::leaf::no_children(self, &children)
     }
 
     fn execute(
@@ -259,11 +248,7 @@ impl ExecutionPlan for StrataJoinExec {
         partition: usize,
         _context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
-        if partition != 0 {
-            return Err(DataFusionError::Internal(format!(
-                "StrataJoinExec has one partition; {partition} asked for"
-            )));
-        }
+        crate::leaf::only_partition(self.name(), partition)?;
         // A count-only query still needs rows: ask for the left key and
         // drop it.
         let count_only = self.columns.is_empty();

@@ -42,6 +42,7 @@ mod engine;
 mod error;
 mod filter;
 mod join;
+mod leaf;
 mod provider;
 mod scan;
 pub mod server;

@@ -90,25 +90,9 @@ impl TableProvider for StrataTable {
             .iter()
             .map(|&i| schema.columns()[i].name.clone())
             .collect();
-        let pushed: Vec<Pushed> = filters
-            .iter()
-            .filter_map(|f| translate(f, schema))
-            .collect();
-        let exact = pushed.len() == filters.len() && pushed.iter().all(|p| p.exact);
-        let (lower, upper) = key_range(pushed.iter().map(|p| &p.predicate), schema);
-        let predicate = pushed
-            .into_iter()
-            .map(|p| p.predicate)
-            .reduce(Predicate::and);
-        let request = ScanRequest {
-            columns,
-            predicate,
-            lower,
-            upper,
-            // A limit is only safe when nothing above filters again.
-            limit: if exact { limit } else { None },
-            exact,
-        };
+        let mut request = scan_request(columns, filters, schema);
+        // A limit is only safe when nothing above filters again.
+        request.limit = if request.exact { limit } else { None };
         let out_schema = Arc::new(self.schema.project(&projection)?);
         Ok(Arc::new(StrataScanExec::new(
             self.table.clone(),
@@ -199,28 +183,12 @@ impl StrataTable {
         filters: Vec<Expr>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let schema = self.table.schema();
-        let pushed: Vec<Pushed> = filters
-            .iter()
-            .filter_map(|f| translate(f, schema))
-            .collect();
-        let exact = pushed.len() == filters.len() && pushed.iter().all(|p| p.exact);
-        let (lower, upper) = key_range(pushed.iter().map(|p| &p.predicate), schema);
-        let predicate = pushed
-            .into_iter()
-            .map(|p| p.predicate)
-            .reduce(Predicate::and);
         // Every column is read: the residual filters and the assignments
         // may name any of them, and row-then-column layouts read whole rows
         // near the top anyway.
         let columns = schema.columns().iter().map(|c| c.name.clone()).collect();
-        let request = ScanRequest {
-            columns,
-            predicate,
-            lower,
-            upper,
-            limit: None,
-            exact,
-        };
+        let request = scan_request(columns, &filters, schema);
+        let exact = request.exact;
         let df_schema = DFSchema::try_from(Arc::clone(&self.schema))?;
         let residual = if exact { Vec::new() } else { filters };
         DmlExec::try_new(
@@ -233,6 +201,29 @@ impl StrataTable {
             state.execution_props(),
         )
         .map(|e| Arc::new(e) as Arc<dyn ExecutionPlan>)
+    }
+}
+
+/// The scan of `columns` that evaluates what it can of `filters` (ANDed):
+/// the pushed predicate, whether it is exact, and the key range it implies.
+fn scan_request(columns: Vec<String>, filters: &[Expr], schema: &Schema) -> ScanRequest {
+    let pushed: Vec<Pushed> = filters
+        .iter()
+        .filter_map(|f| translate(f, schema))
+        .collect();
+    let exact = pushed.len() == filters.len() && pushed.iter().all(|p| p.exact);
+    let (lower, upper) = key_range(pushed.iter().map(|p| &p.predicate), schema);
+    let predicate = pushed
+        .into_iter()
+        .map(|p| p.predicate)
+        .reduce(Predicate::and);
+    ScanRequest {
+        columns,
+        predicate,
+        lower,
+        upper,
+        limit: None,
+        exact,
     }
 }
 

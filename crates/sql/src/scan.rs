@@ -15,17 +15,16 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::Statistics;
 use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
-use datafusion::error::{DataFusionError, Result};
+use datafusion::error::Result;
 use datafusion::execution::TaskContext;
-use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
-use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_plan::execution_plan::EmissionType;
 use datafusion::physical_plan::metrics::{
     Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet,
 };
 use datafusion::physical_plan::stream::RecordBatchReceiverStreamBuilder;
 use datafusion::physical_plan::{
-    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
-    SendableRecordBatchStream,
+    DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, SendableRecordBatchStream,
 };
 use strata::table::{Predicate, ScanOptions, Table, Value};
 
@@ -72,12 +71,7 @@ impl StrataScanExec {
         schema: SchemaRef,
         estimated_rows: Option<usize>,
     ) -> StrataScanExec {
-        let properties = Arc::new(PlanProperties::new(
-            EquivalenceProperties::new(Arc::clone(&schema)),
-            Partitioning::UnknownPartitioning(1),
-            EmissionType::Incremental,
-            Boundedness::Bounded,
-        ));
+        let properties = crate::leaf::properties(Arc::clone(&schema), EmissionType::Incremental);
         StrataScanExec {
             table,
             request,
@@ -200,13 +194,7 @@ impl ExecutionPlan for StrataScanExec {
         self: Arc<Self>,
         children: Vec<Arc<dyn ExecutionPlan>>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        if children.is_empty() {
-            Ok(self)
-        } else {
-            Err(DataFusionError::Internal(
-                "StrataScanExec has no children".into(),
-            ))
-        }
+        crate::leaf::no_children(self, &children)
     }
 
     fn execute(
@@ -214,11 +202,7 @@ impl ExecutionPlan for StrataScanExec {
         partition: usize,
         _context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
-        if partition != 0 {
-            return Err(DataFusionError::Internal(format!(
-                "StrataScanExec has one partition; {partition} asked for"
-            )));
-        }
+        crate::leaf::only_partition(self.name(), partition)?;
         let r = &self.request;
         // `count(*)` needs rows but no columns: read the first key column
         // (the cheapest to carry) and drop it.

@@ -43,6 +43,12 @@ fn lines(batches: &[RecordBatch]) -> Vec<String> {
     out
 }
 
+/// The text of `EXPLAIN q` (or `EXPLAIN ANALYZE q`, given `verb`).
+async fn explain(sql: &SqlEngine, verb: &str, q: &str) -> String {
+    let plan = sql.query(&format!("{verb} {q}")).await.expect("explain");
+    pretty_format_batches(&plan).expect("format").to_string()
+}
+
 fn i64s(batches: &[RecordBatch], col: usize) -> Vec<i64> {
     batches
         .iter()
@@ -300,11 +306,12 @@ fn explain_shows_what_strata_evaluates() {
         sql.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, n INT, f DOUBLE, s TEXT)")
             .await
             .expect("create");
-        let plan = sql
-            .query("EXPLAIN SELECT s FROM t WHERE id >= 10 AND id < 20 AND n = 3")
-            .await
-            .expect("explain");
-        let text = pretty_format_batches(&plan).expect("format").to_string();
+        let text = explain(
+            &sql,
+            "EXPLAIN",
+            "SELECT s FROM t WHERE id >= 10 AND id < 20 AND n = 3",
+        )
+        .await;
         assert!(text.contains("StrataScanExec: table=t"), "{text}");
         assert!(text.contains("(exact)"), "{text}");
         assert!(text.contains("key_range=[10 .. 20)"), "{text}");
@@ -312,11 +319,12 @@ fn explain_shows_what_strata_evaluates() {
         assert!(!text.contains("FilterExec"), "{text}");
         // A float comparison is rechecked; a function of a column is not
         // pushed at all.
-        let plan = sql
-            .query("EXPLAIN SELECT s FROM t WHERE f > 1.5 AND n + 1 = 4")
-            .await
-            .expect("explain");
-        let text = pretty_format_batches(&plan).expect("format").to_string();
+        let text = explain(
+            &sql,
+            "EXPLAIN",
+            "SELECT s FROM t WHERE f > 1.5 AND n + 1 = 4",
+        )
+        .await;
         assert!(text.contains("(rechecked)"), "{text}");
         assert!(text.contains("FilterExec"), "{text}");
         // EXPLAIN of a write changes nothing.
@@ -360,11 +368,7 @@ fn scans_read_through_indexes_and_tables_made_elsewhere_are_visible() {
         sql.execute("CREATE INDEX api_g ON api (g)")
             .await
             .expect("index");
-        let plan = sql
-            .query("EXPLAIN ANALYZE SELECT id FROM api WHERE g = 7")
-            .await
-            .expect("explain analyze");
-        let text = pretty_format_batches(&plan).expect("format").to_string();
+        let text = explain(&sql, "EXPLAIN ANALYZE", "SELECT id FROM api WHERE g = 7").await;
         assert!(text.contains("read_through_index=1"), "{text}");
         let got = sql
             .query("SELECT id FROM api WHERE g = 7")
@@ -560,12 +564,10 @@ fn joins_go_to_strata_when_its_planner_predicts_a_win() {
     rt.block_on(async {
         join_tables(&sql).await;
         let q = "SELECT small.id, small.tag, big.id, big.v FROM small JOIN big ON small.g = big.g";
-        let plan = sql.query(&format!("EXPLAIN {q}")).await.expect("explain");
-        let text = pretty_format_batches(&plan).expect("format").to_string();
+        let text = explain(&sql, "EXPLAIN", q).await;
         assert!(text.contains("StrataJoinExec"), "{text}");
         assert!(text.contains("method=inlj"), "{text}");
-        let plan = plain.query(&format!("EXPLAIN {q}")).await.expect("explain");
-        let text = pretty_format_batches(&plan).expect("format").to_string();
+        let text = explain(&plain, "EXPLAIN", q).await;
         assert!(
             text.contains("HashJoinExec") && !text.contains("StrataJoinExec"),
             "{text}"
@@ -597,8 +599,7 @@ fn joins_of_filtered_or_unindexed_sides_stay_with_datafusion() {
             // Both sides scanned whole with no index on the columns.
             "SELECT a.id FROM big a JOIN big b ON a.v = b.v",
         ] {
-            let plan = sql.query(&format!("EXPLAIN {q}")).await.expect("explain");
-            let text = pretty_format_batches(&plan).expect("format").to_string();
+            let text = explain(&sql, "EXPLAIN", q).await;
             assert!(!text.contains("StrataJoinExec"), "{q}: {text}");
         }
     });
