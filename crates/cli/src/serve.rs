@@ -57,6 +57,8 @@ pub fn run(db: &Db, args: &ServeArgs) -> Result<i32, String> {
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
         let addr = server.local_addr().map_err(|e| e.to_string())?;
+        let shutdown =
+            shutdown_signal().map_err(|e| format!("cannot handle SIGINT and SIGTERM: {e}"))?;
         eprintln!(
             "strata serve: {} on {addr} (psql -h {} -p {} -U <user>); SIGINT or SIGTERM stops it",
             db.path().display(),
@@ -64,7 +66,7 @@ pub fn run(db: &Db, args: &ServeArgs) -> Result<i32, String> {
             addr.port()
         );
         server
-            .run(shutdown_signal())
+            .run(shutdown)
             .await
             .map_err(|e| format!("server: {e}"))?;
         eprintln!("strata serve: stopped; closing the database");
@@ -72,18 +74,17 @@ pub fn run(db: &Db, args: &ServeArgs) -> Result<i32, String> {
     })
 }
 
-/// Completes on SIGINT or SIGTERM.
-async fn shutdown_signal() {
+/// Completes on SIGINT or SIGTERM. The handlers are installed when this is
+/// called, before the server says it is ready, so that a signal sent right
+/// after that line stops the server cleanly instead of killing it.
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
     use tokio::signal::unix::{SignalKind, signal};
-    let mut term = match signal(SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-            return;
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    Ok(async move {
+        tokio::select! {
+            _ = int.recv() => {}
+            _ = term.recv() => {}
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
+    })
 }

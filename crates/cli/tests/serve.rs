@@ -356,3 +356,48 @@ fn sigterm_stops_the_server_and_closes_the_database() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn tls_when_given_a_certificate() {
+    if !have_psql() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("dir");
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    let made = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args(["-subj", "/CN=localhost", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if !made.is_ok_and(|s| s.success()) {
+        assert!(
+            std::env::var_os("STRATA_REQUIRE_CLIENTS").is_none(),
+            "openssl is missing"
+        );
+        eprintln!("skipped: openssl is not installed");
+        return;
+    }
+    let (c, k) = (cert.to_string_lossy(), key.to_string_lossy());
+    let server = serve(&dir.path().join("db"), &["--tls-cert", &c, "--tls-key", &k]);
+    // sslmode=require fails the connection unless the server takes TLS.
+    let out = Command::new("psql")
+        .arg(format!(
+            "host=127.0.0.1 port={} user=ada dbname=strata sslmode=require",
+            server.port
+        ))
+        .args(["-X", "-A", "-t", "-c", "SELECT 40 + 2"])
+        .output()
+        .expect("psql");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "42");
+}
