@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the PostgreSQL clients the `strata serve` tests drive: psql
-# (Debian's postgresql-client) and psycopg (pip). Idempotent and
+# (Debian's postgresql-client) and psycopg (pip), and openssl (the TLS
+# test makes a certificate with it). Idempotent and
 # non-interactive; .ci/run calls it before the tests.
 #
 #   bash scripts/install-client-deps.sh && STRATA_REQUIRE_CLIENTS=1 cargo test --workspace
@@ -12,11 +13,11 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 export DEBIAN_FRONTEND=noninteractive
-if command -v psql >/dev/null 2>&1; then
-  echo "psql already installed: $(psql --version)"
+if command -v psql >/dev/null 2>&1 && command -v openssl >/dev/null 2>&1; then
+  echo "psql already installed: $(psql --version); $(openssl version)"
 else
   $SUDO apt-get update
-  $SUDO apt-get install -y --no-install-recommends postgresql-client
+  $SUDO apt-get install -y --no-install-recommends postgresql-client openssl
 fi
 
 PYTHON="${PYTHON:-python3}"
