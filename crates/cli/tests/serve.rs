@@ -88,8 +88,20 @@ fn serve(dir: &Path, extra: &[&str]) -> Served {
 
 /// Runs `psql` on `script` (as standard input) against `port`.
 fn psql(port: u16, user: &str, password: Option<&str>, script: &str) -> (i32, String, String) {
+    psql_env(port, user, password, &[], script)
+}
+
+/// [`psql`] with more environment (`PGSSLMODE`, say).
+fn psql_env(
+    port: u16,
+    user: &str,
+    password: Option<&str>,
+    env: &[(&str, &str)],
+    script: &str,
+) -> (i32, String, String) {
     use std::io::Write;
     let mut cmd = Command::new("psql");
+    cmd.envs(env.iter().copied());
     cmd.args([
         "-X",
         "-h",
@@ -386,18 +398,13 @@ fn tls_when_given_a_certificate() {
     let (c, k) = (cert.to_string_lossy(), key.to_string_lossy());
     let server = serve(&dir.path().join("db"), &["--tls-cert", &c, "--tls-key", &k]);
     // sslmode=require fails the connection unless the server takes TLS.
-    let out = Command::new("psql")
-        .arg(format!(
-            "host=127.0.0.1 port={} user=ada dbname=strata sslmode=require",
-            server.port
-        ))
-        .args(["-X", "-A", "-t", "-c", "SELECT 40 + 2"])
-        .output()
-        .expect("psql");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let (code, out, err) = psql_env(
+        server.port,
+        "ada",
+        None,
+        &[("PGSSLMODE", "require")],
+        "SELECT 40 + 2;",
     );
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "42");
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("42"), "{out}");
 }

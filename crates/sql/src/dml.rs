@@ -43,24 +43,16 @@ fn count_schema() -> SchemaRef {
     )]))
 }
 
-/// Gathers `batches` under `reservation` into one batch of `schema`.
-fn gather(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<RecordBatch> {
-    Ok(concat_batches(schema, batches)?)
-}
-
 /// Charges `batch` to the statement's reservation.
 fn charge(reservation: &mut MemoryReservation, batch: &RecordBatch) -> Result<()> {
     reservation.try_grow(batch.get_array_memory_size())
 }
 
 /// Runs blocking engine work off the async threads.
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> strata::Result<T> + Send + 'static,
-) -> Result<T> {
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|e| DataFusionError::External(Box::new(e)))?
-        .map_err(engine_error)
 }
 
 /// Writes an `INSERT`'s rows.
@@ -115,7 +107,7 @@ impl DataSink for InsertSink {
         let Some(first) = batches.first() else {
             return Ok(0);
         };
-        let batch = gather(&first.schema(), &batches)?;
+        let batch = concat_batches(&first.schema(), &batches)?;
         drop(batches);
         let batch = conform(&batch, &self.schema)?;
         let n = batch.num_rows() as u64;
@@ -127,6 +119,7 @@ impl DataSink for InsertSink {
             } else {
                 table.insert(&batch)
             }
+            .map_err(engine_error)
         })
         .await?;
         Ok(n)
@@ -287,7 +280,7 @@ impl DmlExec {
         if parts.is_empty() {
             return Ok(None);
         }
-        Ok(Some(gather(&out_schema, &parts)?))
+        Ok(Some(concat_batches(&out_schema, &parts)?))
     }
 }
 
@@ -370,7 +363,7 @@ impl ExecutionPlan for DmlExec {
         let work = async move {
             let mut reservation = MemoryConsumer::new(format!("{verb} {}", table.name()))
                 .register(context.memory_pool());
-            let n = tokio::task::spawn_blocking(move || -> Result<u64> {
+            let n = blocking(move || {
                 let Some(batch) = Self::matched(
                     &table,
                     &request,
@@ -389,8 +382,7 @@ impl ExecutionPlan for DmlExec {
                 .map_err(engine_error)?;
                 Ok(n)
             })
-            .await
-            .map_err(|e| DataFusionError::External(Box::new(e)))??;
+            .await?;
             let count: ArrayRef = Arc::new(UInt64Array::from(vec![n]));
             Ok(RecordBatch::try_new(count_schema(), vec![count])?)
         };

@@ -7,7 +7,6 @@ use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::{CatalogProvider, MemoryCatalogProvider};
 use datafusion::error::{DataFusionError, Result};
-use datafusion::execution::SendableRecordBatchStream;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::logical_expr::{DmlStatement, LogicalPlan, WriteOp};
@@ -179,26 +178,6 @@ impl SqlEngine {
             schema,
             batches,
         })
-    }
-
-    /// Runs one statement as a stream of batches (DDL and writes run to
-    /// the end first and stream their result).
-    pub async fn stream(&self, stmt: DfStatement) -> Result<SendableRecordBatchStream> {
-        if self.is_ddl(&stmt) {
-            let out = self.run(stmt).await?;
-            let mem = datafusion::physical_plan::memory::MemoryStream::try_new(
-                out.batches,
-                out.schema,
-                None,
-            )?;
-            return Ok(Box::pin(mem));
-        }
-        let plan = self.ctx.state().statement_to_plan(stmt).await?;
-        self.ctx
-            .execute_logical_plan(plan)
-            .await?
-            .execute_stream()
-            .await
     }
 
     fn is_ddl(&self, stmt: &DfStatement) -> bool {

@@ -15,6 +15,13 @@ fn open(dir: &std::path::Path) -> SqlEngine {
     SqlEngine::new(db).expect("engine")
 }
 
+/// Runs `body` on an engine over a fresh database.
+fn with_engine(body: impl AsyncFnOnce(&SqlEngine)) {
+    let dir = tempfile::tempdir().expect("dir");
+    let sql = open(dir.path());
+    runtime().block_on(body(&sql));
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -66,10 +73,7 @@ fn i64s(batches: &[RecordBatch], col: usize) -> Vec<i64> {
 
 #[test]
 fn statements_agree_with_a_model() {
-    let dir = tempfile::tempdir().expect("dir");
-    let rt = runtime();
-    let sql = open(dir.path());
-    rt.block_on(async {
+    with_engine(async |sql| {
         sql.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, n INT, s TEXT)")
             .await
             .expect("create");
@@ -148,10 +152,7 @@ fn statements_agree_with_a_model() {
 
 #[test]
 fn an_insert_with_a_duplicate_key_writes_nothing() {
-    let dir = tempfile::tempdir().expect("dir");
-    let rt = runtime();
-    let sql = open(dir.path());
-    rt.block_on(async {
+    with_engine(async |sql| {
         sql.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, v INT)")
             .await
             .expect("create");
@@ -215,10 +216,7 @@ fn a_statement_over_the_memory_limit_fails_and_writes_nothing() {
 
 #[test]
 fn primary_keys_cannot_be_updated_and_not_null_holds() {
-    let dir = tempfile::tempdir().expect("dir");
-    let rt = runtime();
-    let sql = open(dir.path());
-    rt.block_on(async {
+    with_engine(async |sql| {
         sql.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, v INT NOT NULL)")
             .await
             .expect("create");
@@ -239,10 +237,7 @@ fn primary_keys_cannot_be_updated_and_not_null_holds() {
 
 #[test]
 fn ddl_creates_tables_and_indexes_in_the_catalog() {
-    let dir = tempfile::tempdir().expect("dir");
-    let rt = runtime();
-    rt.block_on(async {
-        let sql = open(dir.path());
+    with_engine(async |sql| {
         sql.execute(
             "CREATE TABLE orders (id BIGINT, customer INT NOT NULL, note TEXT, \
              PRIMARY KEY (id)) WITH (layout = 'row-then-column:2', compression = 'lz4')",
@@ -299,15 +294,12 @@ fn ddl_creates_tables_and_indexes_in_the_catalog() {
 
 #[test]
 fn explain_shows_what_strata_evaluates() {
-    let dir = tempfile::tempdir().expect("dir");
-    let rt = runtime();
-    let sql = open(dir.path());
-    rt.block_on(async {
+    with_engine(async |sql| {
         sql.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, n INT, f DOUBLE, s TEXT)")
             .await
             .expect("create");
         let text = explain(
-            &sql,
+            sql,
             "EXPLAIN",
             "SELECT s FROM t WHERE id >= 10 AND id < 20 AND n = 3",
         )
@@ -320,7 +312,7 @@ fn explain_shows_what_strata_evaluates() {
         // A float comparison is rechecked; a function of a column is not
         // pushed at all.
         let text = explain(
-            &sql,
+            sql,
             "EXPLAIN",
             "SELECT s FROM t WHERE f > 1.5 AND n + 1 = 4",
         )
@@ -481,10 +473,7 @@ mod pushdown {
             ),
             cond in condition(),
         ) {
-            let dir = tempfile::tempdir().expect("dir");
-            let rt = runtime();
-            let sql = open(dir.path());
-            rt.block_on(async {
+            with_engine(async |sql| {
                 sql.execute("CREATE TABLE t (id BIGINT PRIMARY KEY, n INT, f DOUBLE, s TEXT)")
                     .await
                     .expect("create");
@@ -549,22 +538,18 @@ async fn join_tables(sql: &SqlEngine) {
 
 #[test]
 fn joins_go_to_strata_when_its_planner_predicts_a_win() {
-    let dir = tempfile::tempdir().expect("dir");
-    let rt = runtime();
-    let sql = open(dir.path());
-    let db = sql.db().clone();
-    let plain = SqlEngine::with_options(
-        db,
-        SqlOptions {
-            strata_joins: false,
-            ..SqlOptions::default()
-        },
-    )
-    .expect("engine");
-    rt.block_on(async {
-        join_tables(&sql).await;
+    with_engine(async |sql| {
+        let plain = SqlEngine::with_options(
+            sql.db().clone(),
+            SqlOptions {
+                strata_joins: false,
+                ..SqlOptions::default()
+            },
+        )
+        .expect("engine");
+        join_tables(sql).await;
         let q = "SELECT small.id, small.tag, big.id, big.v FROM small JOIN big ON small.g = big.g";
-        let text = explain(&sql, "EXPLAIN", q).await;
+        let text = explain(sql, "EXPLAIN", q).await;
         assert!(text.contains("StrataJoinExec"), "{text}");
         assert!(text.contains("method=inlj"), "{text}");
         let text = explain(&plain, "EXPLAIN", q).await;
@@ -588,18 +573,15 @@ fn joins_go_to_strata_when_its_planner_predicts_a_win() {
 
 #[test]
 fn joins_of_filtered_or_unindexed_sides_stay_with_datafusion() {
-    let dir = tempfile::tempdir().expect("dir");
-    let rt = runtime();
-    let sql = open(dir.path());
-    rt.block_on(async {
-        join_tables(&sql).await;
+    with_engine(async |sql| {
+        join_tables(sql).await;
         for q in [
             // A filtered side: Strata's joins take whole tables.
             "SELECT small.id, big.id FROM small JOIN big ON small.g = big.g WHERE big.v > 10",
             // Both sides scanned whole with no index on the columns.
             "SELECT a.id FROM big a JOIN big b ON a.v = b.v",
         ] {
-            let text = explain(&sql, "EXPLAIN", q).await;
+            let text = explain(sql, "EXPLAIN", q).await;
             assert!(!text.contains("StrataJoinExec"), "{q}: {text}");
         }
     });

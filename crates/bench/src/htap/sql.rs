@@ -50,6 +50,24 @@ impl SqlStrataEngine {
         })
     }
 
+    /// `SELECT f(c), ... FROM htap` over keys in `[lo, hi)`: one value per
+    /// column of `cols` (`None` for an empty range).
+    fn aggregate(&self, f: &str, lo: i64, hi: i64, cols: Range<usize>) -> Result<Vec<Option<i64>>> {
+        let exprs: Vec<String> = self.names[cols.clone()]
+            .iter()
+            .map(|c| format!("{f}({c})"))
+            .collect();
+        let q = format!(
+            "SELECT {} FROM htap WHERE k >= {lo} AND k < {hi}",
+            exprs.join(", ")
+        );
+        let batches = self.run(&q)?;
+        let row = batches.iter().find(|b| b.num_rows() > 0);
+        Ok((0..cols.len())
+            .map(|i| row.and_then(|b| ints(b, i)))
+            .collect())
+    }
+
     fn run(&self, q: &str) -> Result<Vec<RecordBatch>> {
         self.rt
             .block_on(self.sql.query(q))
@@ -112,41 +130,19 @@ impl HtapEngine for SqlStrataEngine {
     }
 
     fn sum(&self, lo: i64, hi: i64, cols: Range<usize>) -> Result<i64> {
-        let sums: Vec<String> = self.names[cols]
-            .iter()
-            .map(|c| format!("sum({c})"))
-            .collect();
-        let q = format!(
-            "SELECT {} FROM htap WHERE k >= {lo} AND k < {hi}",
-            sums.join(", ")
-        );
-        let batches = self.run(&q)?;
-        Ok(batches
-            .iter()
-            .filter(|b| b.num_rows() > 0)
-            .flat_map(|b| (0..b.num_columns()).filter_map(|i| ints(b, i)))
+        Ok(self
+            .aggregate("sum", lo, hi, cols)?
+            .into_iter()
+            .flatten()
             .sum())
     }
 
     fn max(&self, lo: i64, hi: i64, cols: Range<usize>) -> Result<Vec<i32>> {
-        let maxes: Vec<String> = self.names[cols.clone()]
-            .iter()
-            .map(|c| format!("max({c})"))
-            .collect();
-        let q = format!(
-            "SELECT {} FROM htap WHERE k >= {lo} AND k < {hi}",
-            maxes.join(", ")
-        );
-        let batches = self.run(&q)?;
-        let mut best = vec![i32::MIN; cols.len()];
-        if let Some(b) = batches.iter().find(|b| b.num_rows() > 0) {
-            for (i, m) in best.iter_mut().enumerate() {
-                if let Some(v) = ints(b, i) {
-                    *m = v as i32;
-                }
-            }
-        }
-        Ok(best)
+        Ok(self
+            .aggregate("max", lo, hi, cols)?
+            .into_iter()
+            .map(|v| v.map_or(i32::MIN, |m| m as i32))
+            .collect())
     }
 
     fn describe(&self) -> String {

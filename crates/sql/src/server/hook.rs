@@ -15,6 +15,7 @@ use datafusion::common::{DFSchema, ParamValues};
 use datafusion::error::DataFusionError;
 use datafusion::logical_expr::{EmptyRelation, LogicalPlan};
 use datafusion::prelude::SessionContext;
+use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::Statement;
 use datafusion_postgres::QueryHook;
 use datafusion_postgres::hooks::HookClient;
@@ -79,11 +80,8 @@ impl QueryHook for StrataHook {
         _client: &mut dyn HookClient,
     ) -> Option<PgWireResult<Response>> {
         if let Some(verb) = write_verb(statement) {
-            let plan = match session_context
-                .state()
-                .create_logical_plan(&statement.to_string())
-                .await
-            {
+            let parsed = DfStatement::Statement(Box::new(statement.clone()));
+            let plan = match session_context.state().statement_to_plan(parsed).await {
                 Ok(p) => p,
                 Err(e) => return Some(Err(PgWireError::ApiError(Box::new(e)))),
             };
