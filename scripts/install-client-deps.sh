@@ -4,7 +4,7 @@
 # test makes a certificate with it). Idempotent and
 # non-interactive; .ci/run calls it before the tests.
 #
-#   bash scripts/install-client-deps.sh && STRATA_REQUIRE_CLIENTS=1 cargo test --workspace
+#   bash scripts/install-client-deps.sh && STRATA_REQUIRE_CLIENTS=1 scripts/test
 set -euo pipefail
 
 SUDO=""
