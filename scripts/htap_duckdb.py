@@ -2,8 +2,8 @@
 """DuckDB's side of strata-bench's htap suite.
 
 Loads the suite's rows (CSV: key, a1..aN) into a DuckDB table with the key
-as primary key, runs the Q2a point reads, Q4 sums and Q5 maxima the suite
-gives (JSON), and prints each query's latency in microseconds as JSON on
+as primary key, runs the Q2a point reads, Q4 sums, Q5 maxima and J joins
+(with a side table of keys and weights) the suite gives (JSON), and prints each query's latency in microseconds as JSON on
 standard output. Run by `strata-bench suite --suite htap`; not meant to be
 run by hand (but it can be: see --help).
 """
@@ -71,6 +71,16 @@ def main() -> int:
         us, rows = timed(max_sql, [lo, hi])
         q5.append(us)
         maxes.append([int(v) if v is not None else 0 for v in rows[0]])
+    join_us = []
+    if q.get("joins", 0) > 0:
+        con.execute("CREATE TABLE side (k BIGINT PRIMARY KEY, w INTEGER NOT NULL)")
+        keys = [k for k, _ in q["side"]]
+        weights = [w for _, w in q["side"]]
+        con.execute(
+            "INSERT INTO side SELECT unnest(?::BIGINT[]), unnest(?::INTEGER[])", [keys, weights]
+        )
+        join_sql = "SELECT count(*), sum(h.a1), sum(s.w) FROM t h JOIN side s ON h.k = s.k"
+        join_us = [timed(join_sql, [])[0] for _ in range(q["joins"])]
     json.dump(
         {
             "version": duckdb.__version__,
@@ -80,6 +90,7 @@ def main() -> int:
             "q5_us": q5,
             "q4_sums": sums,
             "q5_maxes": maxes,
+            "join_us": join_us,
         },
         sys.stdout,
     )

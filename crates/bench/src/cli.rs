@@ -118,9 +118,10 @@ pub struct SuiteArgs {
     )]
     pub designs: String,
     /// htap suite: the peers, comma-separated: strata-sql (Strata through
-    /// SQL, on the first design's layout), sqlite (needs --features sqlite
-    /// or peers), duckdb (the duckdb Python package). The sql suite's
-    /// default: strata-sql,sqlite,duckdb.
+    /// SQL, prepared statements, on the first design's layout),
+    /// strata-sql-text (the same, statements sent as text), sqlite (needs
+    /// --features sqlite or peers), duckdb (the duckdb Python package).
+    /// The sql suite's default: strata-sql,strata-sql-text,sqlite,duckdb.
     #[arg(long, default_value = "")]
     pub htap_peers: String,
     /// htap suite: the 100-column table instead of 30 columns.
@@ -138,6 +139,10 @@ pub struct SuiteArgs {
     /// htap suite: Q5 queries (maxima over 50 % of the keys).
     #[arg(long, default_value_t = 12)]
     pub q5: usize,
+    /// htap suite: J queries (the table joined with a second table of
+    /// every 100th key); the sql suite's default is 6.
+    #[arg(long, default_value_t = 0)]
+    pub joins: usize,
     /// opd suite: the engines, comma-separated: strata-dict, strata-plain,
     /// strata-dict-always, rocksdb-none, rocksdb-lz4, rocksdb-zstd-dict,
     /// blobdb (the RocksDB ones need --features rocksdb or peers).
@@ -590,7 +595,10 @@ pub fn main_with_args(args: Vec<String>) -> i32 {
                             s.designs = "row-then-column:6".into();
                         }
                         if !given("htap_peers") {
-                            s.htap_peers = "strata-sql,sqlite,duckdb".into();
+                            s.htap_peers = "strata-sql,strata-sql-text,sqlite,duckdb".into();
+                        }
+                        if !given("joins") {
+                            s.joins = 6;
                         }
                         htap::run(&s)
                     } else if suite.name == "advisor" {

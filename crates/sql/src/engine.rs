@@ -6,6 +6,7 @@ use std::sync::Arc;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::{CatalogProvider, MemoryCatalogProvider};
+use datafusion::common::ScalarValue;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::session_state::SessionStateBuilder;
@@ -18,6 +19,7 @@ use strata::Db;
 use crate::catalog::StrataSchema;
 use crate::error::engine_error;
 use crate::join::StrataJoinRule;
+use crate::point::{self, PointPlan};
 
 /// The catalog name Strata's tables live under (`strata.public.t`).
 pub const CATALOG: &str = "strata";
@@ -39,6 +41,10 @@ pub struct SqlOptions {
     pub strata_joins: bool,
     /// Memory budget of each join Strata runs (default 64 MiB).
     pub join_memory: usize,
+    /// Let Strata run reads and writes of one row by its whole primary
+    /// key itself, without DataFusion's planning (default true; see
+    /// [`SqlEngine::prepare`]).
+    pub point_statements: bool,
 }
 
 impl Default for SqlOptions {
@@ -48,6 +54,7 @@ impl Default for SqlOptions {
             target_partitions: std::thread::available_parallelism().map_or(2, |n| n.get()),
             strata_joins: true,
             join_memory: 64 << 20,
+            point_statements: true,
         }
     }
 }
@@ -76,6 +83,7 @@ impl Output {
 pub struct SqlEngine {
     db: Db,
     ctx: SessionContext,
+    point_statements: bool,
 }
 
 impl SqlEngine {
@@ -108,7 +116,11 @@ impl SqlEngine {
         let catalog = MemoryCatalogProvider::new();
         catalog.register_schema(SCHEMA, Arc::new(StrataSchema::new(db.clone())))?;
         ctx.register_catalog(CATALOG, Arc::new(catalog));
-        Ok(SqlEngine { db, ctx })
+        Ok(SqlEngine {
+            db,
+            ctx,
+            point_statements: opts.point_statements,
+        })
     }
 
     /// The database.
@@ -155,13 +167,84 @@ impl SqlEngine {
     /// Runs one parsed statement.
     pub async fn run(&self, stmt: DfStatement) -> Result<Output> {
         if let Some(tag) = self.run_ddl(&stmt).await? {
-            return Ok(Output {
-                tag: tag.to_string(),
-                schema: Arc::new(datafusion::arrow::datatypes::Schema::empty()),
-                batches: Vec::new(),
+            return Ok(ddl_output(tag));
+        }
+        let plan = self.ctx.state().statement_to_plan(stmt).await?;
+        if let Some(p) = self.recognise(&plan) {
+            if let Some(out) = point_output(&plan, &p, &[])? {
+                return Ok(out);
+            }
+        }
+        self.run_plan(plan).await
+    }
+
+    /// Parses and plans the one statement of `sql` for running many times
+    /// with [`SqlEngine::run_prepared`]. Parameters are written `$1`,
+    /// `$2`, ...; their types are inferred from where they appear.
+    ///
+    /// A prepared statement keeps the tables it was planned on: prepare it
+    /// again after one of them is dropped and created anew.
+    pub async fn prepare(&self, sql: &str) -> Result<Prepared> {
+        let mut stmts = SqlEngine::parse(sql)?;
+        if stmts.len() != 1 {
+            return Err(DataFusionError::Plan(format!(
+                "prepare expects one statement; {} given",
+                stmts.len()
+            )));
+        }
+        let stmt = stmts.remove(0);
+        if self.is_ddl(&stmt) {
+            return Ok(Prepared {
+                kind: PreparedKind::Ddl(Box::new(stmt)),
             });
         }
         let plan = self.ctx.state().statement_to_plan(stmt).await?;
+        let point = self.recognise(&plan);
+        Ok(Prepared {
+            kind: PreparedKind::Plan { plan, point },
+        })
+    }
+
+    /// Runs a prepared statement with `params` as `$1`, `$2`, ...
+    ///
+    /// A read or write of one row by its whole primary key runs on
+    /// Strata directly (microseconds); anything else is optimised and
+    /// planned by DataFusion at each run, with the parameters' values
+    /// known.
+    pub async fn run_prepared(&self, p: &Prepared, params: &[ScalarValue]) -> Result<Output> {
+        match &p.kind {
+            PreparedKind::Ddl(stmt) => {
+                if !params.is_empty() {
+                    return Err(DataFusionError::Plan(
+                        "DDL takes no parameters".to_string(),
+                    ));
+                }
+                self.run(stmt.as_ref().clone()).await
+            }
+            PreparedKind::Plan { plan, point } => {
+                if let Some(pp) = point {
+                    if let Some(out) = point_output(plan, pp, params)? {
+                        return Ok(out);
+                    }
+                }
+                let plan = if params.is_empty() {
+                    plan.clone()
+                } else {
+                    plan.clone().with_param_values(params.to_vec())?
+                };
+                self.run_plan(plan).await
+            }
+        }
+    }
+
+    fn recognise(&self, plan: &LogicalPlan) -> Option<PointPlan> {
+        self.point_statements
+            .then(|| point::recognise(plan))
+            .flatten()
+    }
+
+    /// Optimises, plans and runs a logical plan through DataFusion.
+    async fn run_plan(&self, plan: LogicalPlan) -> Result<Output> {
         let verb = command_verb(&plan);
         let df = self.ctx.execute_logical_plan(plan).await?;
         let schema = Arc::new(df.schema().as_arrow().clone());
@@ -204,6 +287,58 @@ impl SqlEngine {
             None => Ok(None),
         }
     }
+}
+
+/// A statement parsed and planned once, to run many times with different
+/// parameters ([`SqlEngine::prepare`], [`SqlEngine::run_prepared`]).
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    kind: PreparedKind,
+}
+
+#[derive(Debug, Clone)]
+enum PreparedKind {
+    /// DDL runs from its statement each time.
+    Ddl(Box<DfStatement>),
+    /// Everything else: the logical plan, and the point statement it is,
+    /// if it is one.
+    Plan {
+        plan: LogicalPlan,
+        point: Option<PointPlan>,
+    },
+}
+
+impl Prepared {
+    /// Whether runs go straight to Strata (a point read or write by the
+    /// whole primary key) rather than through DataFusion.
+    pub fn is_point(&self) -> bool {
+        matches!(&self.kind, PreparedKind::Plan { point: Some(_), .. })
+    }
+}
+
+fn ddl_output(tag: &str) -> Output {
+    Output {
+        tag: tag.to_string(),
+        schema: Arc::new(datafusion::arrow::datatypes::Schema::empty()),
+        batches: Vec::new(),
+    }
+}
+
+/// Runs a point statement; `None` when a value does not convert to its
+/// column (DataFusion then runs the statement).
+fn point_output(plan: &LogicalPlan, p: &PointPlan, params: &[ScalarValue]) -> Result<Option<Output>> {
+    let Some(out) = point::run(p, params)? else {
+        return Ok(None);
+    };
+    let tag = match command_verb(plan) {
+        Some(v) => format!("{v} {}", out.rows),
+        None => format!("SELECT {}", out.rows),
+    };
+    Ok(Some(Output {
+        tag,
+        schema: out.batch.schema(),
+        batches: vec![out.batch],
+    }))
 }
 
 /// The tag verb of a write.

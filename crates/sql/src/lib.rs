@@ -43,13 +43,14 @@ mod error;
 mod filter;
 mod join;
 mod leaf;
+mod point;
 mod provider;
 mod scan;
 pub mod server;
 
 pub use catalog::StrataSchema;
 pub use datafusion;
-pub use engine::{CATALOG, Output, SCHEMA, SqlEngine, SqlOptions};
+pub use engine::{CATALOG, Output, Prepared, SCHEMA, SqlEngine, SqlOptions};
 pub use error::as_engine_error;
 pub use join::{StrataJoinExec, StrataJoinRule};
 pub use provider::StrataTable;

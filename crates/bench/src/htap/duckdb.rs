@@ -1,5 +1,5 @@
 //! DuckDB through its Python package: the suite writes the table's final
-//! rows as CSV and the Q2a, Q4 and Q5 queries as JSON, and runs
+//! rows as CSV and the Q2a, Q4, Q5 and J queries as JSON, and runs
 //! `scripts/htap_duckdb.py`, which loads the rows into DuckDB (with the key
 //! as primary key) and prints each query's latencies as JSON.
 
@@ -25,6 +25,9 @@ pub struct DuckQueries {
     /// Q5: key ranges; the max of each of `max_cols`.
     pub maxes: Vec<(i64, i64)>,
     pub max_cols: (usize, usize),
+    /// J: the side table's rows (key, weight), and how many joins to run.
+    pub side: Vec<(i64, i32)>,
+    pub joins: usize,
 }
 
 /// What the script measured, in microseconds per query.
@@ -37,6 +40,9 @@ pub struct DuckResult {
     pub q5_us: Vec<f64>,
     /// Q4's sums (to compare with the other engines).
     pub q4_sums: Vec<i64>,
+    /// J's latencies (none when no join was asked).
+    #[serde(default)]
+    pub join_us: Vec<f64>,
 }
 
 /// The script, relative to the repository root.

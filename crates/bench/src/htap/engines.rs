@@ -31,6 +31,12 @@ pub trait HtapEngine: Send + Sync {
     fn sum(&self, lo: i64, hi: i64, cols: Range<usize>) -> Result<i64>;
     /// Q5: the maximum of each column of `cols` over keys in `[lo, hi)`.
     fn max(&self, lo: i64, hi: i64, cols: Range<usize>) -> Result<Vec<i32>>;
+    /// J's setup: creates the side table of `rows` (key, weight), after
+    /// the load.
+    fn load_side(&self, rows: &[(i64, i32)]) -> Result<()>;
+    /// J: the table joined with the side table on the key; the count of
+    /// matches plus the sums of `a1` and of the weight over them.
+    fn join(&self) -> Result<u64>;
     /// A description of how the data is stored now (the layout).
     fn describe(&self) -> String;
     /// Bytes on disk: the lengths of the files under its directory.
@@ -51,6 +57,21 @@ pub fn schema(columns: usize) -> Schema {
     cols.extend((0..columns).map(|i| Column::new(col_name(i), ColumnType::Int32)));
     // A fixed, valid schema.
     Schema::new(cols, &["k"]).unwrap_or_else(|e| panic!("htap schema: {e}"))
+}
+
+/// The SQL of J, over the table named `table`.
+pub fn join_sql(table: &str) -> String {
+    format!("SELECT count(*), sum(h.a1), sum(s.w) FROM {table} h JOIN side s ON h.k = s.k")
+}
+
+/// The side table's schema: `k` i64 and `w` i32.
+fn side_schema() -> Schema {
+    let cols = vec![
+        Column::new("k", ColumnType::Int64),
+        Column::new("w", ColumnType::Int32),
+    ];
+    // A fixed, valid schema.
+    Schema::new(cols, &["k"]).unwrap_or_else(|e| panic!("side schema: {e}"))
 }
 
 /// The tree every Strata design uses: size ratio 2, 8 levels (the paper's
@@ -236,6 +257,35 @@ impl HtapEngine for StrataEngine {
         Ok(best)
     }
 
+    fn load_side(&self, rows: &[(i64, i32)]) -> Result<()> {
+        let side = self
+            .db
+            .create_table("side", side_schema(), TableOptions::default())
+            .map_err(serr)?;
+        let keys: ArrayRef = Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0)));
+        let weights: ArrayRef = Arc::new(Int32Array::from_iter_values(rows.iter().map(|r| r.1)));
+        let batch = RecordBatch::try_new(side.schema().arrow_schema(), vec![keys, weights])
+            .map_err(|e| Error(format!("side batch: {e}")))?;
+        side.insert(&batch).map_err(serr)?;
+        side.flush().map_err(serr)
+    }
+
+    fn join(&self) -> Result<u64> {
+        // Strata's join operator; its planner picks the method.
+        let side = self.db.table("side").map_err(serr)?;
+        let join = strata::join::Join::new(&self.table, "k", &side, "k").columns(&["htap.a1", "side.w"]);
+        let mut sum = 0u64;
+        for b in join.run().map_err(serr)? {
+            let b = b.map_err(serr)?;
+            sum = sum.wrapping_add(b.num_rows() as u64);
+            for i in 0..2 {
+                let a = int32s(&b, i)?;
+                sum = a.values().iter().fold(sum, |s, &v| s.wrapping_add(v as u64));
+            }
+        }
+        Ok(sum)
+    }
+
     fn describe(&self) -> String {
         self.table.layout().summary(self.table.schema())
     }
@@ -398,6 +448,35 @@ mod sqlite {
                 (0..cols.len())
                     .map(|i| r.get::<_, Option<i64>>(i).map(|v| v.unwrap_or(0) as i32))
                     .collect()
+            })
+            .map_err(qerr)
+        }
+
+        fn load_side(&self, rows: &[(i64, i32)]) -> Result<()> {
+            let mut c = self.writer.lock();
+            let tx = c.transaction().map_err(qerr)?;
+            tx.execute_batch("CREATE TABLE side (k INTEGER PRIMARY KEY, w INTEGER NOT NULL);")
+                .map_err(qerr)?;
+            {
+                let mut st = tx
+                    .prepare("INSERT INTO side VALUES (?, ?)")
+                    .map_err(qerr)?;
+                for &(k, w) in rows {
+                    st.execute([k, i64::from(w)]).map_err(qerr)?;
+                }
+            }
+            tx.commit().map_err(qerr)
+        }
+
+        fn join(&self) -> Result<u64> {
+            let c = self.reader.lock();
+            let mut st = c.prepare_cached(&super::join_sql("t")).map_err(qerr)?;
+            st.query_row([], |r| {
+                let mut sum = 0u64;
+                for i in 0..3 {
+                    sum = sum.wrapping_add(r.get::<_, Option<i64>>(i)?.unwrap_or(0) as u64);
+                }
+                Ok(sum)
             })
             .map_err(qerr)
         }

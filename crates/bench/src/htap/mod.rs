@@ -29,14 +29,14 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 
 use self::engines::{HtapEngine, StrataEngine, table_options};
-use self::workload::{Op, Projections, Scale, key, plan, row};
+use self::workload::{Op, Projections, Scale, key, plan, row, side};
 use crate::cli::{BenchArgs, Given, SuiteArgs};
 use crate::{Error, Result};
 
 pub use self::report::DesignResult;
 
 /// The query classes, in report order.
-pub const CLASSES: [&str; 6] = ["Q1", "Q2a", "Q2b", "Q3", "Q4", "Q5"];
+pub const CLASSES: [&str; 7] = ["Q1", "Q2a", "Q2b", "Q3", "Q4", "Q5", "J"];
 
 /// The suite's defaults (a run of about three minutes on the 2-core host).
 pub fn apply_defaults(a: &mut BenchArgs, given: Given<'_>) {
@@ -82,6 +82,7 @@ fn class_of(op: &Op) -> usize {
         Op::Update { .. } => 3,
         Op::Sum { .. } => 4,
         Op::Max { .. } => 5,
+        Op::Join => 6,
     }
 }
 
@@ -155,6 +156,7 @@ fn run_mix(
                         .max(*lo, *hi, p.q5.clone())?
                         .iter()
                         .fold(0u64, |a, &m| a.wrapping_add(m as u64)),
+                    Op::Join => engine.join()?,
                     _ => 0,
                 };
                 checksum = checksum.wrapping_add(sum);
@@ -212,6 +214,7 @@ fn flags(s: &SuiteArgs) -> Result<HtapFlags> {
             points: a.reads.unwrap_or(20_000) as usize,
             q4: s.q4,
             q5: s.q5,
+            joins: s.joins,
             seed: a.seed,
         },
         rate: s.insert_rate,
@@ -259,6 +262,9 @@ fn run_engine(
     let t = Instant::now();
     engine.settle()?;
     let settle_secs = t.elapsed().as_secs_f64();
+    if f.scale.joins > 0 {
+        engine.load_side(&side(&f.scale))?;
+    }
     println!(
         "htap: {name}: loaded in {load_secs:.1} s (+{settle_secs:.1} s compaction); a first round of the mix"
     );
@@ -337,11 +343,12 @@ pub fn run(s: &SuiteArgs) -> Result<()> {
     for peer in &f.peers {
         match peer.as_str() {
             "sqlite" => results.push(run_sqlite(&f, &writer, &reader)?),
-            "strata-sql" => results.push(run_sql(&f, &writer, &reader)?),
+            "strata-sql" => results.push(run_sql(&f, &writer, &reader, true)?),
+            "strata-sql-text" => results.push(run_sql(&f, &writer, &reader, false)?),
             "duckdb" => duck = run_duckdb(&f, &reader)?,
             other => {
                 return Err(Error(format!(
-                    "unknown htap peer {other:?} (strata-sql, sqlite, duckdb)"
+                    "unknown htap peer {other:?} (strata-sql, strata-sql-text, sqlite, duckdb)"
                 )));
             }
         }
@@ -359,8 +366,9 @@ pub fn run(s: &SuiteArgs) -> Result<()> {
     Ok(())
 }
 
-/// Strata through SQL, on the first design's layout.
-fn run_sql(f: &HtapFlags, writer: &[Op], reader: &[Op]) -> Result<DesignResult> {
+/// Strata through SQL, on the first design's layout: prepared statements,
+/// or statements as text.
+fn run_sql(f: &HtapFlags, writer: &[Op], reader: &[Op], prepared: bool) -> Result<DesignResult> {
     let design = f.designs.first().map_or("row", String::as_str);
     let (layout, auto) = design_layout(design, None)?;
     let dir = fresh_dir(&f.root, "strata-sql")?;
@@ -369,8 +377,10 @@ fn run_sql(f: &HtapFlags, writer: &[Op], reader: &[Op]) -> Result<DesignResult> 
         f.scale.columns,
         table_options(&layout, f.write_buffer, auto),
         f.cache_bytes,
+        prepared,
     )?;
-    let r = run_engine(&format!("strata-sql/{design}"), &engine, f, writer, reader);
+    let name = if prepared { "strata-sql" } else { "strata-sql-text" };
+    let r = run_engine(&format!("{name}/{design}"), &engine, f, writer, reader);
     drop(engine);
     let _ = std::fs::remove_dir_all(&dir);
     r
@@ -393,7 +403,7 @@ fn run_sqlite(_: &HtapFlags, _: &[Op], _: &[Op]) -> Result<DesignResult> {
     ))
 }
 
-/// DuckDB on the final rows (load and inserts): Q2a, Q4, Q5.
+/// DuckDB on the final rows (load and inserts): Q2a, Q4, Q5 and J.
 fn run_duckdb(f: &HtapFlags, reader: &[Op]) -> Result<Option<duckdb::DuckResult>> {
     let dir = fresh_dir(&f.root, "duckdb")?;
     std::fs::create_dir_all(&dir).map_err(|e| Error(format!("{}: {e}", dir.display())))?;
@@ -410,6 +420,8 @@ fn run_duckdb(f: &HtapFlags, reader: &[Op]) -> Result<Option<duckdb::DuckResult>
         sum_cols: (p.q4.start, p.q4.end),
         maxes: Vec::new(),
         max_cols: (p.q5.start, p.q5.end),
+        side: if f.scale.joins > 0 { side(&f.scale) } else { Vec::new() },
+        joins: f.scale.joins,
     };
     for op in reader {
         match op {
@@ -422,7 +434,7 @@ fn run_duckdb(f: &HtapFlags, reader: &[Op]) -> Result<Option<duckdb::DuckResult>
             _ => {}
         }
     }
-    println!("htap: duckdb: loading and running Q2a, Q4, Q5");
+    println!("htap: duckdb: loading and running Q2a, Q4, Q5, J");
     let r = duckdb::run(&dir, &csv, &q)?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(r)

@@ -212,7 +212,7 @@ pub fn render(
     let _ = writeln!(
         o,
         "Machine: {} CPUs ({}), {} RAM, Linux {}. Scale: {} columns, {} rows loaded, {} inserts at \
-         {rate:.0}/s with an update every 100, {} point reads (half Q2a, half Q2b), {} Q4 and {} Q5; \
+         {rate:.0}/s with an update every 100, {} point reads (half Q2a, half Q2b), {} Q4, {} Q5 and {} J; \
          T = 2, 8 levels, {} memtables, {} block cache{}.\n",
         m.cpus,
         m.cpu_model,
@@ -224,19 +224,24 @@ pub fn render(
         scale.points,
         scale.q4,
         scale.q5,
+        scale.joins,
         human_bytes(s.args.write_buffer_size),
         human_bytes(s.args.cache_size),
         if s.wide { " (wide table)" } else { "" }
     );
+    // A class no engine ran (J in the htap suite) gets no column.
+    let shown = shown_classes(rs);
+    let names: Vec<&str> = shown.iter().map(|&i| CLASSES[i]).collect();
     let _ = writeln!(
         o,
-        "| design | load rows/s | Q1 | Q2a | Q2b | Q3 | Q4 | Q5 | total (s) | mix wall (s) | disk |"
+        "| design | load rows/s | {} | total (s) | mix wall (s) | disk |",
+        names.join(" | ")
     );
-    let _ = writeln!(o, "|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(o, "|---|---|{}---|---|---|", "---|".repeat(shown.len()));
     for r in rs {
         let _ = write!(o, "| {} | {:.0} |", r.name, r.load_rows_per_sec);
-        for c in &r.classes {
-            let _ = write!(o, " {} |", fmt_us(c.mean_us));
+        for &i in &shown {
+            let _ = write!(o, " {} |", fmt_us(r.classes[i].mean_us));
         }
         let _ = writeln!(
             o,
@@ -247,15 +252,15 @@ pub fn render(
         );
     }
     if let Some(d) = duck {
-        let _ = writeln!(
+        let _ = write!(
             o,
-            "| duckdb {} (final rows; load {:.1} s) | — | — | {} | — | — | {} | {} | — | — | — |",
-            d.version,
-            d.load_secs,
-            fmt_us(mean(&d.q2a_us)),
-            fmt_us(mean(&d.q4_us)),
-            fmt_us(mean(&d.q5_us))
+            "| duckdb {} (final rows; load {:.1} s) | — |",
+            d.version, d.load_secs
         );
+        for name in &names {
+            let _ = write!(o, " {} |", duck_class(d, name).map_or("—".into(), fmt_us));
+        }
+        let _ = writeln!(o, " — | — | — |");
     }
     let _ = writeln!(
         o,
@@ -265,11 +270,12 @@ pub fn render(
         o,
         "Throughput (operations per second of time spent in them) and p99 latency:\n"
     );
-    let _ = writeln!(o, "| design | {} |", CLASSES.join(" | "));
-    let _ = writeln!(o, "|---|{}", "---|".repeat(CLASSES.len()));
+    let _ = writeln!(o, "| design | {} |", names.join(" | "));
+    let _ = writeln!(o, "|---|{}", "---|".repeat(shown.len()));
     for r in rs {
         let _ = write!(o, "| {} |", r.name);
-        for c in &r.classes {
+        for &i in &shown {
+            let c = &r.classes[i];
             let _ = write!(o, " {:.0}/s (p99 {}) |", c.ops_per_sec, fmt_us(c.p99_us));
         }
         let _ = writeln!(o);
@@ -312,6 +318,25 @@ pub fn render(
     o
 }
 
+/// Indices of the classes some engine ran.
+fn shown_classes(rs: &[DesignResult]) -> Vec<usize> {
+    (0..CLASSES.len())
+        .filter(|&i| rs.iter().any(|r| r.classes.get(i).is_some_and(|c| c.count > 0)))
+        .collect()
+}
+
+/// DuckDB's mean latency of class `name`, if it ran it.
+fn duck_class(d: &DuckResult, name: &str) -> Option<f64> {
+    let us = match name {
+        "Q2a" => &d.q2a_us,
+        "Q4" => &d.q4_us,
+        "Q5" => &d.q5_us,
+        "J" => &d.join_us,
+        _ => return None,
+    };
+    (!us.is_empty()).then(|| mean(us))
+}
+
 /// Charts: total time per design; mean latency per query class.
 pub fn charts(dir: &Path, rs: &[DesignResult], duck: Option<&DuckResult>) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).map_err(|e| crate::Error(format!("{}: {e}", dir.display())))?;
@@ -330,7 +355,10 @@ pub fn charts(dir: &Path, rs: &[DesignResult], duck: Option<&DuckResult>) -> Res
     if duck.is_some() {
         series.push("duckdb".into());
     }
-    let classes: Vec<String> = CLASSES.iter().map(|c| c.to_string()).collect();
+    let classes: Vec<String> = shown_classes(rs)
+        .iter()
+        .map(|&i| CLASSES[i].to_string())
+        .collect();
     let lat = dir.join("htap-latency.svg");
     plot_grouped_bars(
         &lat,
@@ -342,12 +370,7 @@ pub fn charts(dir: &Path, rs: &[DesignResult], duck: Option<&DuckResult>) -> Res
         |g, s| {
             if s == "duckdb" {
                 let d = duck?;
-                return match g {
-                    "Q2a" => Some(mean(&d.q2a_us)),
-                    "Q4" => Some(mean(&d.q4_us)),
-                    "Q5" => Some(mean(&d.q5_us)),
-                    _ => None,
-                };
+                return duck_class(d, g);
             }
             find(rs, s).map(|r| r.class(g).mean_us)
         },

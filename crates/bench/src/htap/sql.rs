@@ -2,10 +2,18 @@
 //! `strata_sql::SqlEngine` (DataFusion over the same kind of table), to
 //! show what the SQL layer costs next to Strata's direct API. The load
 //! uses the direct API (as SQLite's and DuckDB's loads use their bulk
-//! paths); every measured query is SQL text, parsed, planned and run.
+//! paths). Every measured query is SQL: either prepared once per shape and
+//! run with parameters (as the SQLite peer's `prepare_cached` statements
+//! are), or sent as text with literals, parsed and planned each time.
 
+use std::collections::HashMap;
 use std::ops::Range;
 use std::path::Path;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use strata_sql::Prepared;
+use strata_sql::datafusion::common::ScalarValue;
 
 use strata::arrow_array::{Array, Int32Array, Int64Array};
 use strata::table::TableOptions;
@@ -21,6 +29,8 @@ pub struct SqlStrataEngine {
     sql: SqlEngine,
     rt: tokio::runtime::Runtime,
     names: Vec<String>,
+    /// Prepared statements by text; `None`: statements are sent as text.
+    prepared: Option<Mutex<HashMap<String, Arc<Prepared>>>>,
 }
 
 fn col(i: usize) -> String {
@@ -28,12 +38,14 @@ fn col(i: usize) -> String {
 }
 
 impl SqlStrataEngine {
-    /// Creates the table in a new database at `dir`.
+    /// Creates the table in a new database at `dir`; `prepared` runs
+    /// statements prepared once with parameters, else as text.
     pub fn create(
         dir: &Path,
         columns: usize,
         opts: TableOptions,
         cache_bytes: u64,
+        prepared: bool,
     ) -> Result<SqlStrataEngine> {
         let direct = StrataEngine::create(dir, columns, opts, cache_bytes)?;
         let sql = SqlEngine::new(direct.db().clone()).map_err(|e| Error(format!("sql: {e}")))?;
@@ -47,6 +59,7 @@ impl SqlStrataEngine {
             sql,
             rt,
             names: (0..columns).map(col).collect(),
+            prepared: prepared.then(|| Mutex::new(HashMap::new())),
         })
     }
 
@@ -57,21 +70,38 @@ impl SqlStrataEngine {
             .iter()
             .map(|c| format!("{f}({c})"))
             .collect();
-        let q = format!(
-            "SELECT {} FROM htap WHERE k >= {lo} AND k < {hi}",
-            exprs.join(", ")
-        );
-        let batches = self.run(&q)?;
+        let q = format!("SELECT {} FROM htap WHERE k >= $1 AND k < $2", exprs.join(", "));
+        let batches = self.run(&q, &[lo.into(), hi.into()])?;
         let row = batches.iter().find(|b| b.num_rows() > 0);
         Ok((0..cols.len())
             .map(|i| row.and_then(|b| ints(b, i)))
             .collect())
     }
 
-    fn run(&self, q: &str) -> Result<Vec<RecordBatch>> {
-        self.rt
-            .block_on(self.sql.query(q))
-            .map_err(|e| Error(format!("sql: {q}: {e}")))
+    /// Runs `q`, whose parameters are `$1`, `$2`, ...: prepared (once per
+    /// text) and run with `params`, or with the parameters written into
+    /// the text as literals.
+    fn run(&self, q: &str, params: &[ScalarValue]) -> Result<Vec<RecordBatch>> {
+        let err = |e| Error(format!("sql: {q}: {e}"));
+        let Some(cache) = &self.prepared else {
+            let mut text = q.to_string();
+            // Highest first, so that $1 does not match the start of $10.
+            for (i, p) in params.iter().enumerate().rev() {
+                text = text.replace(&format!("${}", i + 1), &p.to_string());
+            }
+            return self.rt.block_on(self.sql.query(&text)).map_err(err);
+        };
+        let cached = cache.lock().get(q).cloned();
+        let p = match cached {
+            Some(p) => p,
+            None => {
+                let p = Arc::new(self.rt.block_on(self.sql.prepare(q)).map_err(err)?);
+                cache.lock().insert(q.to_string(), Arc::clone(&p));
+                p
+            }
+        };
+        let out = self.rt.block_on(self.sql.run_prepared(&p, params)).map_err(err)?;
+        Ok(out.batches)
     }
 }
 
@@ -98,20 +128,20 @@ impl HtapEngine for SqlStrataEngine {
     }
 
     fn insert(&self, key: i64, values: &[i32]) -> Result<()> {
-        let vals: Vec<String> = values.iter().map(|v| v.to_string()).collect();
-        self.run(&format!(
-            "INSERT OR REPLACE INTO htap VALUES ({key}, {})",
-            vals.join(", ")
-        ))?;
+        let marks: Vec<String> = (2..=values.len() + 1).map(|i| format!("${i}")).collect();
+        let params: Vec<ScalarValue> = std::iter::once(key.into())
+            .chain(values.iter().map(|&v| v.into()))
+            .collect();
+        self.run(
+            &format!("INSERT OR REPLACE INTO htap VALUES ($1, {})", marks.join(", ")),
+            &params,
+        )?;
         Ok(())
     }
 
     fn point(&self, key: i64, cols: Range<usize>) -> Result<u64> {
-        let q = format!(
-            "SELECT {} FROM htap WHERE k = {key}",
-            self.names[cols].join(", ")
-        );
-        let batches = self.run(&q)?;
+        let q = format!("SELECT {} FROM htap WHERE k = $1", self.names[cols].join(", "));
+        let batches = self.run(&q, &[key.into()])?;
         let Some(b) = batches.iter().find(|b| b.num_rows() > 0) else {
             return Ok(0);
         };
@@ -122,10 +152,10 @@ impl HtapEngine for SqlStrataEngine {
     }
 
     fn update(&self, key: i64, col: usize, value: i32) -> Result<()> {
-        self.run(&format!(
-            "UPDATE htap SET {} = {value} WHERE k = {key}",
-            self.names[col]
-        ))?;
+        self.run(
+            &format!("UPDATE htap SET {} = $1 WHERE k = $2", self.names[col]),
+            &[value.into(), key.into()],
+        )?;
         Ok(())
     }
 
@@ -145,8 +175,27 @@ impl HtapEngine for SqlStrataEngine {
             .collect())
     }
 
+    fn load_side(&self, rows: &[(i64, i32)]) -> Result<()> {
+        self.direct.load_side(rows)
+    }
+
+    fn join(&self) -> Result<u64> {
+        let batches = self.run(&super::engines::join_sql("htap"), &[])?;
+        let Some(b) = batches.iter().find(|b| b.num_rows() > 0) else {
+            return Ok(0);
+        };
+        Ok((0..3)
+            .filter_map(|i| ints(b, i))
+            .fold(0u64, |a, v| a.wrapping_add(v as u64)))
+    }
+
     fn describe(&self) -> String {
-        format!("{} (through SQL)", self.direct.describe())
+        let how = if self.prepared.is_some() {
+            "prepared statements"
+        } else {
+            "statements as text"
+        };
+        format!("{} (through SQL, {how})", self.direct.describe())
     }
 
     fn disk_bytes(&self) -> u64 {

@@ -10,6 +10,13 @@
 //! | Q3 update | one random column | a recent key (the newest 1 %) | 1 per 100 inserts |
 //! | Q4 sum | columns 21-30 | a key range of 5 % of the key space | `q4` |
 //! | Q5 max | columns 28-30 | a key range of 50 % | `q5` |
+//! | J join | column 1 | every key of a second table | `joins` |
+//!
+//! J is not LASER's: it joins the table on its key with a second table
+//! holding every 100th loaded key and a weight (see [`side`]), returning
+//! the count of matches and the sum of `a1` and the weight over them. The
+//! `sql` suite runs it (two tables through SQL); the `htap` suite sets
+//! `joins` to 0.
 //!
 //! Every engine gets the same rows and queries from the same seed. Keys
 //! are uniform 62-bit integers; column values are uniform 31-bit integers.
@@ -63,6 +70,8 @@ pub enum Op {
     Sum { lo: i64, hi: i64 },
     /// Q5: max over `[lo, hi)`.
     Max { lo: i64, hi: i64 },
+    /// J: the table joined with the side table.
+    Join,
 }
 
 /// The scale of one run.
@@ -74,7 +83,20 @@ pub struct Scale {
     pub points: usize,
     pub q4: usize,
     pub q5: usize,
+    pub joins: usize,
     pub seed: u64,
+}
+
+/// Loaded rows per row of the join's side table.
+pub const SIDE_EVERY: usize = 100;
+
+/// The join's side table: the key of every [`SIDE_EVERY`]th loaded row and
+/// a weight.
+pub fn side(s: &Scale) -> Vec<(i64, i32)> {
+    (0..s.load_rows)
+        .step_by(SIDE_EVERY)
+        .map(|i| (key(s.seed, i, s.columns), (i / SIDE_EVERY % 1000) as i32))
+        .collect()
 }
 
 /// A deterministic row: its key and values.
@@ -100,7 +122,7 @@ fn normal(rng: &mut StdRng, mean: f64, sd: f64) -> f64 {
 }
 
 /// The writer's stream (Q1 and Q3) and the reader's stream (Q2a, Q2b,
-/// then Q4 and Q5 at the end).
+/// then Q4, Q5 and J at the end).
 pub fn plan(s: &Scale) -> (Vec<Op>, Vec<Op>) {
     let mut rng = StdRng::seed_from_u64(s.seed ^ 0x5EED);
     let mut writer = Vec::with_capacity(s.inserts + s.inserts / 100);
@@ -136,6 +158,7 @@ pub fn plan(s: &Scale) -> (Vec<Op>, Vec<Op>) {
         let (lo, hi) = range(&mut rng, 0.5);
         reader.push(Op::Max { lo, hi });
     }
+    reader.extend(std::iter::repeat_n(Op::Join, s.joins));
     (writer, reader)
 }
 
@@ -157,6 +180,7 @@ mod tests {
             points: 200,
             q4: 3,
             q5: 2,
+            joins: 1,
             seed: 9,
         };
         let (w, r) = plan(&s);
@@ -165,6 +189,10 @@ mod tests {
             10
         );
         assert_eq!(plan(&s), (w.clone(), r.clone()));
+        assert_eq!(r.last(), Some(&Op::Join));
+        let side = side(&s);
+        assert_eq!(side.len(), 1);
+        assert_eq!(side[0].0, key(9, 0, 30));
         let recent: Vec<f64> = r
             .iter()
             .filter_map(|o| match o {

@@ -111,6 +111,12 @@ pub struct Table {
     core: DbCore,
 }
 
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table").field("name", &self.name()).finish()
+    }
+}
+
 /// Starts the automatic layout's thread for a database's catalog.
 pub(crate) fn start_auto_layout(catalog: &Arc<catalog::Catalog>) {
     auto::start(
@@ -390,6 +396,13 @@ impl Table {
             }
         };
         Ok((sv, plan))
+    }
+
+    /// Whether the table has a row with key `key` (the key columns'
+    /// values, in key order). Reads no value column.
+    pub fn contains(&self, key: &[Value]) -> Result<bool> {
+        let k = keycodec::encode_key(&self.inner.schema, key)?;
+        self.exists_encoded(&k)
     }
 
     fn exists_encoded(&self, key: &[u8]) -> Result<bool> {
