@@ -311,14 +311,14 @@ fn table_options(options: Option<&Bound<'_, PyDict>>) -> PyResult<TableOptions> 
     let text: String = json.call_method1("dumps", (options,))?.extract()?;
     let given: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&text)
         .map_err(|e| InvalidArgumentError::new_err(format!("table options: {e}")))?;
-    if let Some(obj) = known.as_object() {
-        if let Some(bad) = given.keys().find(|k| !obj.contains_key(*k)) {
-            let mut names: Vec<&String> = obj.keys().collect();
-            names.sort();
-            return Err(InvalidArgumentError::new_err(format!(
-                "unknown table option {bad:?}; the options are {names:?}"
-            )));
-        }
+    if let Some(obj) = known.as_object()
+        && let Some(bad) = given.keys().find(|k| !obj.contains_key(*k))
+    {
+        let mut names: Vec<&String> = obj.keys().collect();
+        names.sort();
+        return Err(InvalidArgumentError::new_err(format!(
+            "unknown table option {bad:?}; the options are {names:?}"
+        )));
     }
     let opts: TableOptions = serde_json::from_value(serde_json::Value::Object(given))
         .map_err(|e| InvalidArgumentError::new_err(format!("table options: {e}")))?;

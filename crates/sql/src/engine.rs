@@ -170,10 +170,10 @@ impl SqlEngine {
             return Ok(ddl_output(tag));
         }
         let plan = self.ctx.state().statement_to_plan(stmt).await?;
-        if let Some(p) = self.recognise(&plan) {
-            if let Some(out) = point_output(&plan, &p, &[])? {
-                return Ok(out);
-            }
+        if let Some(p) = self.recognise(&plan)
+            && let Some(out) = point_output(&plan, &p, &[])?
+        {
+            return Ok(out);
         }
         self.run_plan(plan).await
     }
@@ -201,7 +201,10 @@ impl SqlEngine {
         let plan = self.ctx.state().statement_to_plan(stmt).await?;
         let point = self.recognise(&plan);
         Ok(Prepared {
-            kind: PreparedKind::Plan { plan, point },
+            kind: PreparedKind::Plan {
+                plan: Box::new(plan),
+                point,
+            },
         })
     }
 
@@ -215,22 +218,21 @@ impl SqlEngine {
         match &p.kind {
             PreparedKind::Ddl(stmt) => {
                 if !params.is_empty() {
-                    return Err(DataFusionError::Plan(
-                        "DDL takes no parameters".to_string(),
-                    ));
+                    return Err(DataFusionError::Plan("DDL takes no parameters".to_string()));
                 }
                 self.run(stmt.as_ref().clone()).await
             }
             PreparedKind::Plan { plan, point } => {
-                if let Some(pp) = point {
-                    if let Some(out) = point_output(plan, pp, params)? {
-                        return Ok(out);
-                    }
+                if let Some(pp) = point
+                    && let Some(out) = point_output(plan, pp, params)?
+                {
+                    return Ok(out);
                 }
+                let plan = plan.as_ref().clone();
                 let plan = if params.is_empty() {
-                    plan.clone()
+                    plan
                 } else {
-                    plan.clone().with_param_values(params.to_vec())?
+                    plan.with_param_values(params.to_vec())?
                 };
                 self.run_plan(plan).await
             }
@@ -303,7 +305,7 @@ enum PreparedKind {
     /// Everything else: the logical plan, and the point statement it is,
     /// if it is one.
     Plan {
-        plan: LogicalPlan,
+        plan: Box<LogicalPlan>,
         point: Option<PointPlan>,
     },
 }
@@ -326,7 +328,11 @@ fn ddl_output(tag: &str) -> Output {
 
 /// Runs a point statement; `None` when a value does not convert to its
 /// column (DataFusion then runs the statement).
-fn point_output(plan: &LogicalPlan, p: &PointPlan, params: &[ScalarValue]) -> Result<Option<Output>> {
+fn point_output(
+    plan: &LogicalPlan,
+    p: &PointPlan,
+    params: &[ScalarValue],
+) -> Result<Option<Output>> {
     let Some(out) = point::run(p, params)? else {
         return Ok(None);
     };

@@ -255,11 +255,10 @@ fn evaluate(e: &Expr, params: &[ScalarValue]) -> Result<ScalarValue> {
     match e {
         Expr::Literal(v, _) => Ok(v.clone()),
         Expr::Placeholder(p) => {
-            let n: usize = p
-                .id
-                .strip_prefix('$')
-                .and_then(|n| n.parse().ok())
-                .ok_or_else(|| DataFusionError::Plan(format!("unknown parameter {}", p.id)))?;
+            let n: usize =
+                p.id.strip_prefix('$')
+                    .and_then(|n| n.parse().ok())
+                    .ok_or_else(|| DataFusionError::Plan(format!("unknown parameter {}", p.id)))?;
             params.get(n.wrapping_sub(1)).cloned().ok_or_else(|| {
                 DataFusionError::Plan(format!(
                     "no value for parameter {}: {} given",

@@ -52,7 +52,11 @@ fn lines(batches: &[RecordBatch]) -> Vec<String> {
 
 /// What a statement gave, comparable across the two paths: the tag and
 /// rows, or that it failed.
-async fn outcome(sql: &SqlEngine, q: &str, params: &[ScalarValue]) -> Result<(String, Vec<String>), ()> {
+async fn outcome(
+    sql: &SqlEngine,
+    q: &str,
+    params: &[ScalarValue],
+) -> Result<(String, Vec<String>), ()> {
     let out = if params.is_empty() {
         sql.execute(q).await.map(|mut o| o.remove(0))
     } else {
@@ -94,7 +98,11 @@ fn statement(rng: &mut StdRng) -> (String, Vec<ScalarValue>) {
                     ],
                 )
             } else {
-                let verb = if rng.random_bool(0.5) { "INSERT OR REPLACE" } else { "INSERT" };
+                let verb = if rng.random_bool(0.5) {
+                    "INSERT OR REPLACE"
+                } else {
+                    "INSERT"
+                };
                 let k2 = rng.random_range(0..40i64);
                 (
                     format!(
@@ -106,10 +114,16 @@ fn statement(rng: &mut StdRng) -> (String, Vec<ScalarValue>) {
                 )
             }
         }
-        2 => (format!("INSERT INTO t (k, b) VALUES ({k}, 'only b')"), vec![]),
+        2 => (
+            format!("INSERT INTO t (k, b) VALUES ({k}, 'only b')"),
+            vec![],
+        ),
         3 => {
             if prepared {
-                ("SELECT a, b, c FROM t WHERE k = $1".into(), vec![ScalarValue::Int64(Some(k))])
+                (
+                    "SELECT a, b, c FROM t WHERE k = $1".into(),
+                    vec![ScalarValue::Int64(Some(k))],
+                )
             } else {
                 (format!("SELECT * FROM t WHERE k = {k}"), vec![])
             }
@@ -118,38 +132,62 @@ fn statement(rng: &mut StdRng) -> (String, Vec<ScalarValue>) {
             if prepared {
                 (
                     "UPDATE t SET a = $1, b = 'upd' WHERE k = $2".into(),
-                    vec![ScalarValue::Int32(Some(rng.random_range(0..9))), ScalarValue::Int64(Some(k))],
+                    vec![
+                        ScalarValue::Int32(Some(rng.random_range(0..9))),
+                        ScalarValue::Int64(Some(k)),
+                    ],
                 )
             } else {
-                (format!("UPDATE t SET a = {}, c = 0.25 WHERE k = {k}", lit(rng)), vec![])
+                (
+                    format!("UPDATE t SET a = {}, c = 0.25 WHERE k = {k}", lit(rng)),
+                    vec![],
+                )
             }
         }
         5 => {
             if prepared {
-                ("DELETE FROM t WHERE k = $1".into(), vec![ScalarValue::Int64(Some(k))])
+                (
+                    "DELETE FROM t WHERE k = $1".into(),
+                    vec![ScalarValue::Int64(Some(k))],
+                )
             } else {
                 (format!("DELETE FROM t WHERE {k} = k"), vec![])
             }
         }
         6 => {
             let (x, y) = (rng.random_range(0..5), rng.random_range(0..3));
-            (format!("INSERT OR REPLACE INTO u VALUES ({x}, 'y{y}', {})", lit(rng)), vec![])
+            (
+                format!(
+                    "INSERT OR REPLACE INTO u VALUES ({x}, 'y{y}', {})",
+                    lit(rng)
+                ),
+                vec![],
+            )
         }
         7 => {
             let (x, y) = (rng.random_range(0..5), rng.random_range(0..3));
             if prepared {
                 (
                     "SELECT v, x FROM u WHERE y = $2 AND x = $1".into(),
-                    vec![ScalarValue::Int32(Some(x)), ScalarValue::Utf8(Some(format!("y{y}")))],
+                    vec![
+                        ScalarValue::Int32(Some(x)),
+                        ScalarValue::Utf8(Some(format!("y{y}"))),
+                    ],
                 )
             } else {
-                (format!("UPDATE u SET v = 7 WHERE x = {x} AND y = 'y{y}'"), vec![])
+                (
+                    format!("UPDATE u SET v = 7 WHERE x = {x} AND y = 'y{y}'"),
+                    vec![],
+                )
             }
         }
         _ => {
             // Not point statements: DataFusion runs them on both sides.
             if prepared {
-                ("SELECT count(*) FROM t WHERE a > $1".into(), vec![ScalarValue::Int32(Some(2))])
+                (
+                    "SELECT count(*) FROM t WHERE a > $1".into(),
+                    vec![ScalarValue::Int32(Some(2))],
+                )
             } else {
                 (format!("UPDATE t SET a = a + 1 WHERE k < {k}"), vec![])
             }
@@ -159,7 +197,10 @@ fn statement(rng: &mut StdRng) -> (String, Vec<ScalarValue>) {
 
 #[test]
 fn point_statements_give_what_datafusion_gives() {
-    let (da, db) = (tempfile::tempdir().expect("dir"), tempfile::tempdir().expect("dir"));
+    let (da, db) = (
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
     let (fast, slow) = (engine(da.path(), true), engine(db.path(), false));
     runtime().block_on(async {
         fast.execute(SCHEMA).await.expect("schema");
@@ -174,10 +215,20 @@ fn point_statements_give_what_datafusion_gives() {
             failures += usize::from(a.is_err());
         }
         assert!(failures > 10, "the mix includes failing statements");
-        for q in ["SELECT * FROM t ORDER BY k", "SELECT * FROM u ORDER BY x, y"] {
-            assert_eq!(outcome(&fast, q, &[]).await, outcome(&slow, q, &[]).await, "{q}");
+        for q in [
+            "SELECT * FROM t ORDER BY k",
+            "SELECT * FROM u ORDER BY x, y",
+        ] {
+            assert_eq!(
+                outcome(&fast, q, &[]).await,
+                outcome(&slow, q, &[]).await,
+                "{q}"
+            );
         }
-        let rows = outcome(&fast, "SELECT * FROM t", &[]).await.expect("scan").1;
+        let rows = outcome(&fast, "SELECT * FROM t", &[])
+            .await
+            .expect("scan")
+            .1;
         assert!(rows.len() > 10, "the mix leaves rows: {}", rows.len());
     });
 }
@@ -192,7 +243,10 @@ fn point_shapes_are_recognised_and_others_are_not() {
             ("SELECT a FROM t WHERE k = $1", true),
             ("SELECT * FROM t WHERE k = -3", true),
             ("SELECT v FROM u WHERE x = 1 AND y = 'a'", true),
-            ("INSERT INTO t VALUES ($1, $2, $3, $4), (1, 2, 'x', 3)", true),
+            (
+                "INSERT INTO t VALUES ($1, $2, $3, $4), (1, 2, 'x', 3)",
+                true,
+            ),
             ("INSERT INTO t (k) VALUES (1)", true),
             ("UPDATE t SET a = $1 WHERE k = $2", true),
             ("DELETE FROM u WHERE y = $1 AND x = $2", true),
@@ -219,7 +273,10 @@ fn prepared_statements_bind_parameters_and_report_missing_ones() {
     let sql = engine(dir.path(), true);
     runtime().block_on(async {
         sql.execute(SCHEMA).await.expect("schema");
-        let insert = sql.prepare("INSERT INTO t VALUES ($1, $2, $3, $4)").await.expect("prepare");
+        let insert = sql
+            .prepare("INSERT INTO t VALUES ($1, $2, $3, $4)")
+            .await
+            .expect("prepare");
         for k in 0..100i64 {
             let params = [
                 ScalarValue::Int64(Some(k)),
@@ -230,20 +287,59 @@ fn prepared_statements_bind_parameters_and_report_missing_ones() {
             let out = sql.run_prepared(&insert, &params).await.expect("insert");
             assert_eq!(out.tag, "INSERT 0 1");
         }
-        let get = sql.prepare("SELECT a FROM t WHERE k = $1").await.expect("prepare");
-        let out = sql.run_prepared(&get, &[ScalarValue::Int64(Some(57))]).await.expect("get");
-        assert_eq!((out.tag.as_str(), lines(&out.batches)), ("SELECT 1", vec!["7".to_string()]));
-        let out = sql.run_prepared(&get, &[ScalarValue::Int64(Some(500))]).await.expect("get");
+        let get = sql
+            .prepare("SELECT a FROM t WHERE k = $1")
+            .await
+            .expect("prepare");
+        let out = sql
+            .run_prepared(&get, &[ScalarValue::Int64(Some(57))])
+            .await
+            .expect("get");
+        assert_eq!(
+            (out.tag.as_str(), lines(&out.batches)),
+            ("SELECT 1", vec!["7".to_string()])
+        );
+        let out = sql
+            .run_prepared(&get, &[ScalarValue::Int64(Some(500))])
+            .await
+            .expect("get");
         assert_eq!(out.tag, "SELECT 0");
-        let count = sql.prepare("SELECT count(*) FROM t WHERE a >= $1").await.expect("prepare");
+        let count = sql
+            .prepare("SELECT count(*) FROM t WHERE a >= $1")
+            .await
+            .expect("prepare");
         assert!(!count.is_point());
-        let out = sql.run_prepared(&count, &[ScalarValue::Int32(Some(8))]).await.expect("count");
+        let out = sql
+            .run_prepared(&count, &[ScalarValue::Int32(Some(8))])
+            .await
+            .expect("count");
         assert_eq!(lines(&out.batches), vec!["20".to_string()]);
-        assert!(sql.run_prepared(&get, &[]).await.is_err(), "a missing parameter is an error");
-        assert!(sql.run_prepared(&count, &[]).await.is_err(), "likewise through DataFusion");
-        let del = sql.prepare("DELETE FROM t WHERE k = $1").await.expect("prepare");
-        assert_eq!(sql.run_prepared(&del, &[ScalarValue::Int64(Some(3))]).await.expect("del").tag, "DELETE 1");
-        assert_eq!(sql.run_prepared(&del, &[ScalarValue::Int64(Some(3))]).await.expect("del").tag, "DELETE 0");
+        assert!(
+            sql.run_prepared(&get, &[]).await.is_err(),
+            "a missing parameter is an error"
+        );
+        assert!(
+            sql.run_prepared(&count, &[]).await.is_err(),
+            "likewise through DataFusion"
+        );
+        let del = sql
+            .prepare("DELETE FROM t WHERE k = $1")
+            .await
+            .expect("prepare");
+        assert_eq!(
+            sql.run_prepared(&del, &[ScalarValue::Int64(Some(3))])
+                .await
+                .expect("del")
+                .tag,
+            "DELETE 1"
+        );
+        assert_eq!(
+            sql.run_prepared(&del, &[ScalarValue::Int64(Some(3))])
+                .await
+                .expect("del")
+                .tag,
+            "DELETE 0"
+        );
         assert!(sql.prepare("SELECT 1; SELECT 2").await.is_err());
     });
 }

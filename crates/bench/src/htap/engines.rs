@@ -273,14 +273,18 @@ impl HtapEngine for StrataEngine {
     fn join(&self) -> Result<u64> {
         // Strata's join operator; its planner picks the method.
         let side = self.db.table("side").map_err(serr)?;
-        let join = strata::join::Join::new(&self.table, "k", &side, "k").columns(&["htap.a1", "side.w"]);
+        let join =
+            strata::join::Join::new(&self.table, "k", &side, "k").columns(&["htap.a1", "side.w"]);
         let mut sum = 0u64;
         for b in join.run().map_err(serr)? {
             let b = b.map_err(serr)?;
             sum = sum.wrapping_add(b.num_rows() as u64);
             for i in 0..2 {
                 let a = int32s(&b, i)?;
-                sum = a.values().iter().fold(sum, |s, &v| s.wrapping_add(v as u64));
+                sum = a
+                    .values()
+                    .iter()
+                    .fold(sum, |s, &v| s.wrapping_add(v as u64));
             }
         }
         Ok(sum)
@@ -458,9 +462,7 @@ mod sqlite {
             tx.execute_batch("CREATE TABLE side (k INTEGER PRIMARY KEY, w INTEGER NOT NULL);")
                 .map_err(qerr)?;
             {
-                let mut st = tx
-                    .prepare("INSERT INTO side VALUES (?, ?)")
-                    .map_err(qerr)?;
+                let mut st = tx.prepare("INSERT INTO side VALUES (?, ?)").map_err(qerr)?;
                 for &(k, w) in rows {
                     st.execute([k, i64::from(w)]).map_err(qerr)?;
                 }

@@ -379,7 +379,11 @@ fn run_sql(f: &HtapFlags, writer: &[Op], reader: &[Op], prepared: bool) -> Resul
         f.cache_bytes,
         prepared,
     )?;
-    let name = if prepared { "strata-sql" } else { "strata-sql-text" };
+    let name = if prepared {
+        "strata-sql"
+    } else {
+        "strata-sql-text"
+    };
     let r = run_engine(&format!("{name}/{design}"), &engine, f, writer, reader);
     drop(engine);
     let _ = std::fs::remove_dir_all(&dir);
@@ -420,7 +424,11 @@ fn run_duckdb(f: &HtapFlags, reader: &[Op]) -> Result<Option<duckdb::DuckResult>
         sum_cols: (p.q4.start, p.q4.end),
         maxes: Vec::new(),
         max_cols: (p.q5.start, p.q5.end),
-        side: if f.scale.joins > 0 { side(&f.scale) } else { Vec::new() },
+        side: if f.scale.joins > 0 {
+            side(&f.scale)
+        } else {
+            Vec::new()
+        },
         joins: f.scale.joins,
     };
     for op in reader {

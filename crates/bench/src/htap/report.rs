@@ -321,7 +321,10 @@ pub fn render(
 /// Indices of the classes some engine ran.
 fn shown_classes(rs: &[DesignResult]) -> Vec<usize> {
     (0..CLASSES.len())
-        .filter(|&i| rs.iter().any(|r| r.classes.get(i).is_some_and(|c| c.count > 0)))
+        .filter(|&i| {
+            rs.iter()
+                .any(|r| r.classes.get(i).is_some_and(|c| c.count > 0))
+        })
         .collect()
 }
 

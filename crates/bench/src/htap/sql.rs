@@ -70,7 +70,10 @@ impl SqlStrataEngine {
             .iter()
             .map(|c| format!("{f}({c})"))
             .collect();
-        let q = format!("SELECT {} FROM htap WHERE k >= $1 AND k < $2", exprs.join(", "));
+        let q = format!(
+            "SELECT {} FROM htap WHERE k >= $1 AND k < $2",
+            exprs.join(", ")
+        );
         let batches = self.run(&q, &[lo.into(), hi.into()])?;
         let row = batches.iter().find(|b| b.num_rows() > 0);
         Ok((0..cols.len())
@@ -100,7 +103,10 @@ impl SqlStrataEngine {
                 p
             }
         };
-        let out = self.rt.block_on(self.sql.run_prepared(&p, params)).map_err(err)?;
+        let out = self
+            .rt
+            .block_on(self.sql.run_prepared(&p, params))
+            .map_err(err)?;
         Ok(out.batches)
     }
 }
@@ -133,14 +139,20 @@ impl HtapEngine for SqlStrataEngine {
             .chain(values.iter().map(|&v| v.into()))
             .collect();
         self.run(
-            &format!("INSERT OR REPLACE INTO htap VALUES ($1, {})", marks.join(", ")),
+            &format!(
+                "INSERT OR REPLACE INTO htap VALUES ($1, {})",
+                marks.join(", ")
+            ),
             &params,
         )?;
         Ok(())
     }
 
     fn point(&self, key: i64, cols: Range<usize>) -> Result<u64> {
-        let q = format!("SELECT {} FROM htap WHERE k = $1", self.names[cols].join(", "));
+        let q = format!(
+            "SELECT {} FROM htap WHERE k = $1",
+            self.names[cols].join(", ")
+        );
         let batches = self.run(&q, &[key.into()])?;
         let Some(b) = batches.iter().find(|b| b.num_rows() > 0) else {
             return Ok(0);
