@@ -2,11 +2,13 @@
 //! DataFusion, and prepared statements with parameters: every statement
 //! must give what DataFusion's own path gives.
 
-use datafusion::arrow::array::RecordBatch;
-use datafusion::common::ScalarValue;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use strata_sql::{SqlEngine, SqlOptions, datafusion};
+use strata_sql::datafusion::common::ScalarValue;
+use strata_sql::{SqlEngine, SqlOptions};
+
+mod common;
+use common::{rows_text as lines, runtime};
 
 const SCHEMA: &str = "CREATE TABLE t (k BIGINT PRIMARY KEY, a INT, b TEXT, c DOUBLE);
                       CREATE TABLE u (x INT, y TEXT, v INT, PRIMARY KEY (x, y))";
@@ -21,33 +23,6 @@ fn engine(dir: &std::path::Path, point_statements: bool) -> SqlEngine {
         },
     )
     .expect("engine")
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
-
-/// Rows as text, in order (point reads return at most one row; scans are
-/// ordered by the statement).
-fn lines(batches: &[RecordBatch]) -> Vec<String> {
-    let mut out = Vec::new();
-    for b in batches {
-        for r in 0..b.num_rows() {
-            let cells: Vec<String> = b
-                .columns()
-                .iter()
-                .map(|c| {
-                    datafusion::arrow::util::display::array_value_to_string(c, r).expect("display")
-                })
-                .collect();
-            out.push(cells.join("|"));
-        }
-    }
-    out
 }
 
 /// What a statement gave, comparable across the two paths: the tag and

@@ -10,6 +10,9 @@ use datafusion::datasource::MemTable;
 use strata_sql::datafusion;
 use strata_sql::{SqlEngine, SqlOptions, as_engine_error};
 
+mod common;
+use common::{rows_text, runtime};
+
 fn open(dir: &std::path::Path) -> SqlEngine {
     let db = strata::Db::open(dir, strata::Options::default()).expect("open");
     SqlEngine::new(db).expect("engine")
@@ -22,30 +25,10 @@ fn with_engine(body: impl AsyncFnOnce(&SqlEngine)) {
     runtime().block_on(body(&sql));
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
-
 /// The rows of `batches` as text lines, sorted (order-insensitive
 /// comparison).
 fn lines(batches: &[RecordBatch]) -> Vec<String> {
-    let mut out = Vec::new();
-    for b in batches {
-        for r in 0..b.num_rows() {
-            let cells: Vec<String> = b
-                .columns()
-                .iter()
-                .map(|c| {
-                    datafusion::arrow::util::display::array_value_to_string(c, r).expect("display")
-                })
-                .collect();
-            out.push(cells.join("|"));
-        }
-    }
+    let mut out = rows_text(batches);
     out.sort();
     out
 }
