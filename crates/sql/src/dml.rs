@@ -13,7 +13,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch, UInt64Array};
-use datafusion::arrow::compute::{cast, concat_batches, filter_record_batch};
+use datafusion::arrow::compute::{
+    CastOptions, cast_with_options, concat_batches, filter_record_batch,
+};
 use datafusion::arrow::datatypes::{DataType, Field, Schema as ArrowSchema, SchemaRef};
 use datafusion::common::DFSchema;
 use datafusion::common::tree_node::TreeNodeRecursion;
@@ -137,11 +139,22 @@ fn conform(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
             if c.data_type() == f.data_type() {
                 Ok(Arc::clone(c))
             } else {
-                Ok(cast(c, f.data_type())?)
+                strict_cast(c, f.data_type())
             }
         })
         .collect::<Result<Vec<ArrayRef>>>()?;
     Ok(RecordBatch::try_new(Arc::clone(schema), columns)?)
+}
+
+/// `array` as `to`, failing on a value that does not convert: Arrow's
+/// default cast would store it as NULL. (DataFusion's own casts in a plan
+/// are strict; a prepared statement's parameters reach here uncast.)
+fn strict_cast(array: &ArrayRef, to: &DataType) -> Result<ArrayRef> {
+    let strict = CastOptions {
+        safe: false,
+        ..Default::default()
+    };
+    Ok(cast_with_options(array, to, &strict)?)
 }
 
 /// Which statement a [`DmlExec`] runs.
@@ -263,7 +276,7 @@ impl DmlExec {
                 let v = if v.data_type() == f.data_type() {
                     v
                 } else {
-                    cast(&v, f.data_type())?
+                    strict_cast(&v, f.data_type())?
                 };
                 if !f.is_nullable() && v.null_count() > 0 {
                     return Err(DataFusionError::Execution(format!(

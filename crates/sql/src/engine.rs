@@ -107,6 +107,10 @@ impl SqlEngine {
             .with_config(config)
             .with_runtime_env(runtime.build_arc()?)
             .with_default_features();
+        // UPDATE and DELETE must never run without their WHERE.
+        let mut rules = datafusion::optimizer::Optimizer::new().rules;
+        rules.push(Arc::new(crate::dml_guard::DmlGuard));
+        state = state.with_optimizer_rules(rules);
         if opts.strata_joins {
             state = state.with_physical_optimizer_rule(Arc::new(StrataJoinRule {
                 memory_bytes: opts.join_memory.max(strata::join::MIN_JOIN_MEMORY),

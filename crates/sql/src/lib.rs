@@ -38,6 +38,7 @@
 mod catalog;
 mod ddl;
 mod dml;
+mod dml_guard;
 mod engine;
 mod error;
 mod filter;

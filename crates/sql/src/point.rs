@@ -191,7 +191,8 @@ fn scanned_table(plan: &LogicalPlan) -> Option<Table> {
     strata_table(&s.source)
 }
 
-fn strata_table(source: &Arc<dyn TableSource>) -> Option<Table> {
+/// The Strata table behind a table source, if it is one.
+pub(crate) fn strata_table(source: &Arc<dyn TableSource>) -> Option<Table> {
     let provider = source_as_provider(source).ok()?;
     let t = provider.downcast_ref::<StrataTable>()?;
     Some(t.table().clone())
@@ -244,7 +245,6 @@ fn is_value(e: &Expr) -> bool {
     match e {
         Expr::Literal(..) | Expr::Placeholder(_) => true,
         Expr::Cast(c) => is_value(&c.expr),
-        Expr::TryCast(c) => is_value(&c.expr),
         Expr::Negative(inner) => is_value(inner),
         _ => false,
     }
@@ -268,7 +268,6 @@ fn evaluate(e: &Expr, params: &[ScalarValue]) -> Result<ScalarValue> {
             })
         }
         Expr::Cast(c) => evaluate(&c.expr, params)?.cast_to(c.field.data_type()),
-        Expr::TryCast(c) => evaluate(&c.expr, params)?.cast_to(c.field.data_type()),
         Expr::Negative(inner) => evaluate(inner, params)?.arithmetic_negate(),
         other => Err(DataFusionError::Internal(format!(
             "not a point statement value: {other}"
@@ -277,17 +276,30 @@ fn evaluate(e: &Expr, params: &[ScalarValue]) -> Result<ScalarValue> {
 }
 
 /// A value as the stored value of a column of type `ty`; `None` when it
-/// does not convert (the statement then goes to DataFusion, whose casts
-/// and errors are the reference).
+/// does not convert exactly (the statement then goes to DataFusion, whose
+/// coercions and errors are the reference).
+///
+/// Only conversions within a family are taken (integers to integers or to
+/// a double, strings to strings, ...), and only when converting back gives
+/// the value again: `id = 1.5` must not find row 1, and `name = 1` is
+/// DataFusion's to interpret.
 fn stored(v: ScalarValue, ty: ColumnType) -> Option<Value> {
     if v.is_null() {
         return Some(Value::Null);
     }
     let target = ty.arrow_type();
-    let v = if v.data_type() == target {
+    let from = v.data_type();
+    let v = if from == target {
         v
     } else {
-        v.cast_to(&target).ok()?
+        if family(&from)? != family(&target)? {
+            return None;
+        }
+        let converted = v.cast_to(&target).ok()?;
+        if converted.cast_to(&from).ok()? != v {
+            return None;
+        }
+        converted
     };
     Some(match v {
         ScalarValue::Int32(Some(x)) => Value::Int32(x),
@@ -299,6 +311,51 @@ fn stored(v: ScalarValue, ty: ColumnType) -> Option<Value> {
         ScalarValue::TimestampMicrosecond(Some(x), None) => Value::Timestamp(x),
         _ => return None,
     })
+}
+
+/// The kinds of value a point statement converts between.
+#[derive(PartialEq)]
+enum Family {
+    /// Integers and floating point: numbers.
+    Number,
+    Text,
+    Bytes,
+    Bool,
+    Time,
+}
+
+fn family(t: &DataType) -> Option<Family> {
+    use DataType::*;
+    Some(match t {
+        Int8 | Int16 | Int32 | Int64 | UInt8 | UInt16 | UInt32 | UInt64 | Float32 | Float64 => {
+            Family::Number
+        }
+        Utf8 | LargeUtf8 | Utf8View => Family::Text,
+        Binary | LargeBinary | BinaryView => Family::Bytes,
+        Boolean => Family::Bool,
+        Timestamp(_, None) => Family::Time,
+        _ => return None,
+    })
+}
+
+/// The key's values, or why there are none.
+enum Key {
+    Values(Vec<Value>),
+    /// A key value is NULL: `k = NULL` matches no row.
+    Null,
+    /// A value does not convert: DataFusion runs the statement.
+    Unconverted,
+}
+
+fn key(table: &Table, exprs: &[Expr], params: &[ScalarValue]) -> Result<Key> {
+    let s = table.schema();
+    Ok(
+        match values(s, s.key_indices().iter().copied(), exprs, params)? {
+            None => Key::Unconverted,
+            Some(v) if v.iter().any(Value::is_null) => Key::Null,
+            Some(v) => Key::Values(v),
+        },
+    )
 }
 
 /// Evaluates `exprs` as the values of the columns `columns` (schema
@@ -337,12 +394,14 @@ pub(crate) fn run(plan: &PointPlan, params: &[ScalarValue]) -> Result<Option<Poi
             columns,
             schema,
         } => {
-            let s = table.schema();
-            let Some(key) = values(s, s.key_indices().iter().copied(), key, params)? else {
-                return Ok(None);
+            let row = match self::key(table, key, params)? {
+                Key::Unconverted => return Ok(None),
+                Key::Null => None,
+                Key::Values(key) => {
+                    let names: Vec<&str> = columns.iter().map(String::as_str).collect();
+                    table.get(&key, Some(&names)).map_err(engine_error)?
+                }
             };
-            let names: Vec<&str> = columns.iter().map(String::as_str).collect();
-            let row = table.get(&key, Some(&names)).map_err(engine_error)?;
             let rows = u64::from(row.is_some());
             let arrays = schema
                 .fields()
@@ -392,8 +451,10 @@ pub(crate) fn run(plan: &PointPlan, params: &[ScalarValue]) -> Result<Option<Poi
         }
         PointPlan::Update { table, key, set } => {
             let s = table.schema();
-            let Some(key) = values(s, s.key_indices().iter().copied(), key, params)? else {
-                return Ok(None);
+            let key = match self::key(table, key, params)? {
+                Key::Unconverted => return Ok(None),
+                Key::Null => return Ok(Some(count(0)?)),
+                Key::Values(key) => key,
             };
             let mut changes = Vec::with_capacity(set.len());
             for (name, e) in set {
@@ -412,9 +473,10 @@ pub(crate) fn run(plan: &PointPlan, params: &[ScalarValue]) -> Result<Option<Poi
             Ok(Some(count(1)?))
         }
         PointPlan::Delete { table, key } => {
-            let s = table.schema();
-            let Some(key) = values(s, s.key_indices().iter().copied(), key, params)? else {
-                return Ok(None);
+            let key = match self::key(table, key, params)? {
+                Key::Unconverted => return Ok(None),
+                Key::Null => return Ok(Some(count(0)?)),
+                Key::Values(key) => key,
             };
             if !table.contains(&key).map_err(engine_error)? {
                 return Ok(Some(count(0)?));

@@ -49,7 +49,31 @@ fn value(rng: &mut StdRng) -> String {
         1 => format!("-{}", rng.random_range(0..50)),
         2 => "4000000000".into(), // out of INT's range
         3 => "'text'".into(),     // not a number
+        4 => "2.5".into(),        // not an integer
         _ => rng.random_range(0..50).to_string(),
+    }
+}
+
+/// A key as a literal: usually `k`, sometimes one that must match nothing
+/// (NULL, a fraction) or that DataFusion has to coerce (`k.0`, `'k'`).
+fn key_lit(rng: &mut StdRng, k: i64) -> String {
+    match rng.random_range(0..12) {
+        0 => "NULL".into(),
+        1 => format!("{k}.5"),
+        2 => format!("{k}.0"),
+        3 => format!("'{k}'"),
+        _ => k.to_string(),
+    }
+}
+
+/// A key as a parameter: usually `k`, sometimes NULL, a fraction or text.
+fn key_param(rng: &mut StdRng, k: i64) -> ScalarValue {
+    match rng.random_range(0..12) {
+        0 => ScalarValue::Int64(None),
+        1 => ScalarValue::Float64(Some(k as f64 + 0.5)),
+        2 => ScalarValue::Float64(Some(k as f64)),
+        3 => ScalarValue::Utf8(Some(k.to_string())),
+        _ => ScalarValue::Int64(Some(k)),
     }
 }
 

@@ -569,3 +569,59 @@ fn joins_of_filtered_or_unindexed_sides_stay_with_datafusion() {
         }
     });
 }
+
+/// DataFusion hands `DELETE`/`UPDATE` the filters it finds in the
+/// optimised plan: a `WHERE` it proves never true leaves none, and a
+/// subquery becomes a join. Neither may change every row.
+#[test]
+fn a_where_that_is_never_true_or_needs_a_subquery_changes_nothing() {
+    for point_statements in [true, false] {
+        let dir = tempfile::tempdir().expect("dir");
+        let db = strata::Db::open(dir.path(), strata::Options::default()).expect("open");
+        let opts = SqlOptions {
+            point_statements,
+            ..Default::default()
+        };
+        let sql = SqlEngine::with_options(db, opts).expect("engine");
+        runtime().block_on(async {
+            sql.execute(
+                "CREATE TABLE t (k BIGINT PRIMARY KEY, a INT);
+                 CREATE TABLE u (k BIGINT PRIMARY KEY, b INT);
+                 INSERT INTO t VALUES (1, 1), (2, 2), (3, NULL);
+                 INSERT INTO u VALUES (2, 0)",
+            )
+            .await
+            .expect("setup");
+            for q in [
+                "DELETE FROM t WHERE k = NULL",
+                "DELETE FROM t WHERE a = NULL",
+                "DELETE FROM t WHERE false",
+                "DELETE FROM t WHERE k = 1 AND NULL",
+                "UPDATE t SET a = 9 WHERE k = NULL",
+                "UPDATE t SET a = 9 WHERE 1 = 2",
+            ] {
+                let out = sql.execute(q).await.expect(q).remove(0);
+                assert!(out.tag.ends_with(" 0"), "{q}: {}", out.tag);
+            }
+            for q in [
+                "DELETE FROM t WHERE k IN (SELECT k FROM u)",
+                "DELETE FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.k = t.k)",
+                "UPDATE t SET a = (SELECT max(b) FROM u)",
+            ] {
+                let e = sql.execute(q).await.expect_err(q);
+                assert!(e.to_string().contains("not supported"), "{q}: {e}");
+            }
+            let rows = lines(&sql.query("SELECT * FROM t").await.expect("scan"));
+            assert_eq!(
+                rows,
+                vec!["1|1", "2|2", "3|"],
+                "point_statements={point_statements}"
+            );
+            let out = sql
+                .execute("DELETE FROM t WHERE k = 2")
+                .await
+                .expect("delete");
+            assert_eq!(out[0].tag, "DELETE 1");
+        });
+    }
+}
