@@ -5,7 +5,10 @@
 //! polars sends `large_string` or `string_view`, pandas categoricals are
 //! dictionaries, numpy gives `int16` and `float32`, timestamps come in
 //! seconds or nanoseconds and with time zones. Each is cast to the stored
-//! type when no value can change; anything else is refused by name.
+//! type (timestamps finer than microseconds are truncated to them); a value
+//! that does not fit (an overflow) is an error, and a type of another kind
+//! (a double into an integer column, text into a number) is refused by
+//! name.
 
 use std::sync::Arc;
 
@@ -92,7 +95,8 @@ pub(crate) fn conform(batch: &RecordBatch, target: &SchemaRef) -> PyResult<Recor
                 ));
             };
             let from = batch.column(i);
-            let ok = stored_type(from.data_type()).is_some();
+            let ok = ColumnType::from_arrow(f.data_type())
+                .is_some_and(|to| widens(from.data_type(), to));
             if !ok {
                 return Err(InvalidArgumentError::new_err(format!(
                     "column {:?}: Arrow type {} cannot be stored as {}",
@@ -107,6 +111,20 @@ pub(crate) fn conform(batch: &RecordBatch, target: &SchemaRef) -> PyResult<Recor
         .collect::<PyResult<Vec<_>>>()?;
     RecordBatch::try_new(Arc::clone(target), columns)
         .map_err(|e| InvalidArgumentError::new_err(e.to_string()))
+}
+
+/// Whether data of Arrow type `from` may go into a column of type `to`:
+/// its stored type is `to`, or integers into another integer width (an
+/// overflow is then an error) or into a double. A double into an integer
+/// column, text into numbers and the like are refused rather than
+/// converted.
+fn widens(from: &DataType, to: ColumnType) -> bool {
+    use ColumnType::{Float64, Int32, Int64};
+    match (stored_type(from), to) {
+        (Some(t), to) if t == to => true,
+        (Some(Int32 | Int64), Int32 | Int64 | Float64) => true,
+        _ => false,
+    }
 }
 
 fn without_zone(t: &DataType) -> DataType {

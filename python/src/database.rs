@@ -263,8 +263,9 @@ impl Database {
     }
 
     /// Closes the database: background work stops, state is saved, and
-    /// every handle on it (tables, keyspaces, iterators) then raises
-    /// ClosedError. Closing twice is harmless.
+    /// every handle on it (tables, keyspaces) then raises ClosedError; an
+    /// iterator already begun may still yield entries it had read.
+    /// Closing twice is harmless.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let sql = self.sql.lock().take();
         let db = self.db.lock().take();
@@ -508,7 +509,13 @@ impl KeyIterator {
         &self,
         py: Python<'py>,
     ) -> PyResult<Option<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
-        let mut state = self.state.lock();
+        // Never wait for the lock holding the GIL: its holder may be
+        // waiting for the GIL.
+        let Some(mut state) = self.state.try_lock() else {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "the iterator is being advanced by another thread",
+            ));
+        };
         if state.ready.is_empty() {
             let s = &mut *state;
             py.detach(|| {

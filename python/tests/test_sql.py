@@ -99,3 +99,26 @@ def test_the_gil_is_released_during_io(db):
     assert released_during(lambda: t.scan())
     assert released_during(lambda: db.sql("SELECT sum(v) FROM big"))
     assert released_during(lambda: t.upsert(pa.table({"id": range(n), "v": [0.0] * n})))
+    # A call that runs no pyarrow code (which may release the GIL itself).
+    assert released_during(lambda: t.compact())
+
+
+def test_an_iterator_used_from_two_threads_raises_instead_of_hanging(db):
+    for i in range(2000):
+        db.put(b"%05d" % i, b"v")
+    it = db.scan()
+    errors, done = [], []
+
+    def drain():
+        try:
+            done.append(sum(1 for _ in it))
+        except RuntimeError as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=drain) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads), "an iterator shared by threads hung"
+    assert sum(done) <= 2000

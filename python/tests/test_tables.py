@@ -131,6 +131,10 @@ def test_bad_input_is_refused_by_name(db):
         db.create_table("o", pa.table({"id": [1], "v": pa.array([1], pa.int8())}), "id").insert(
             pa.table({"id": [2], "v": pa.array([2**40], pa.int64())})
         )
+    with pytest.raises(strata.InvalidArgumentError, match="cannot be stored"):
+        t.insert(pa.table({"id": [9], "value": [1.0], "flag": [True], "at": [1.5]}))
+    with pytest.raises(strata.InvalidArgumentError, match="cannot be stored"):
+        t.insert(pa.table({"id": [1.0], "value": [1.0]}))  # a double into the BIGINT key
     with pytest.raises(strata.InvalidArgumentError, match="List"):
         db.create_table("l", pa.table({"id": [1], "v": [[1, 2]]}), primary_key="id")
     with pytest.raises(strata.InvalidArgumentError, match="unknown table option"):
