@@ -121,10 +121,13 @@ fn statement(rng: &mut StdRng) -> (String, Vec<ScalarValue>) {
             if prepared {
                 (
                     "SELECT a, b, c FROM t WHERE k = $1".into(),
-                    vec![ScalarValue::Int64(Some(k))],
+                    vec![key_param(rng, k)],
                 )
             } else {
-                (format!("SELECT * FROM t WHERE k = {k}"), vec![])
+                (
+                    format!("SELECT * FROM t WHERE k = {}", key_lit(rng, k)),
+                    vec![],
+                )
             }
         }
         4 => {
@@ -133,24 +136,28 @@ fn statement(rng: &mut StdRng) -> (String, Vec<ScalarValue>) {
                     "UPDATE t SET a = $1, b = 'upd' WHERE k = $2".into(),
                     vec![
                         ScalarValue::Int32(Some(rng.random_range(0..9))),
-                        ScalarValue::Int64(Some(k)),
+                        key_param(rng, k),
                     ],
                 )
             } else {
                 (
-                    format!("UPDATE t SET a = {}, c = 0.25 WHERE k = {k}", lit(rng)),
+                    format!(
+                        "UPDATE t SET a = {}, c = 0.25 WHERE k = {}",
+                        lit(rng),
+                        key_lit(rng, k)
+                    ),
                     vec![],
                 )
             }
         }
         5 => {
             if prepared {
-                (
-                    "DELETE FROM t WHERE k = $1".into(),
-                    vec![ScalarValue::Int64(Some(k))],
-                )
+                ("DELETE FROM t WHERE k = $1".into(), vec![key_param(rng, k)])
             } else {
-                (format!("DELETE FROM t WHERE {k} = k"), vec![])
+                (
+                    format!("DELETE FROM t WHERE {} = k", key_lit(rng, k)),
+                    vec![],
+                )
             }
         }
         6 => {
