@@ -14,8 +14,6 @@
 //! Arrow data crosses the boundary through the Arrow C data interface:
 //! batches Strata produces become pyarrow's without a copy.
 
-#![allow(clippy::useless_conversion)] // pyo3's macros convert PyResult
-
 mod convert;
 mod database;
 mod table;

@@ -34,6 +34,7 @@ use datafusion::logical_expr::{
 use strata::table::{ColumnType, Schema, Table, Value, values_to_array};
 
 use crate::error::engine_error;
+use crate::filter::scalar_to_value;
 use crate::provider::StrataTable;
 
 /// A point statement, its values still expressions (literals, parameters).
@@ -275,69 +276,6 @@ fn evaluate(e: &Expr, params: &[ScalarValue]) -> Result<ScalarValue> {
     }
 }
 
-/// A value as the stored value of a column of type `ty`; `None` when it
-/// does not convert exactly (the statement then goes to DataFusion, whose
-/// coercions and errors are the reference).
-///
-/// Only conversions within a family are taken (integers to integers or to
-/// a double, strings to strings, ...), and only when converting back gives
-/// the value again: `id = 1.5` must not find row 1, and `name = 1` is
-/// DataFusion's to interpret.
-fn stored(v: ScalarValue, ty: ColumnType) -> Option<Value> {
-    if v.is_null() {
-        return Some(Value::Null);
-    }
-    let target = ty.arrow_type();
-    let from = v.data_type();
-    let v = if from == target {
-        v
-    } else {
-        if family(&from)? != family(&target)? {
-            return None;
-        }
-        let converted = v.cast_to(&target).ok()?;
-        if converted.cast_to(&from).ok()? != v {
-            return None;
-        }
-        converted
-    };
-    Some(match v {
-        ScalarValue::Int32(Some(x)) => Value::Int32(x),
-        ScalarValue::Int64(Some(x)) => Value::Int64(x),
-        ScalarValue::Float64(Some(x)) => Value::Float64(x),
-        ScalarValue::Boolean(Some(x)) => Value::Bool(x),
-        ScalarValue::Utf8(Some(x)) => Value::Utf8(x),
-        ScalarValue::Binary(Some(x)) => Value::Binary(x),
-        ScalarValue::TimestampMicrosecond(Some(x), None) => Value::Timestamp(x),
-        _ => return None,
-    })
-}
-
-/// The kinds of value a point statement converts between.
-#[derive(PartialEq)]
-enum Family {
-    /// Integers and floating point: numbers.
-    Number,
-    Text,
-    Bytes,
-    Bool,
-    Time,
-}
-
-fn family(t: &DataType) -> Option<Family> {
-    use DataType::*;
-    Some(match t {
-        Int8 | Int16 | Int32 | Int64 | UInt8 | UInt16 | UInt32 | UInt64 | Float32 | Float64 => {
-            Family::Number
-        }
-        Utf8 | LargeUtf8 | Utf8View => Family::Text,
-        Binary | LargeBinary | BinaryView => Family::Bytes,
-        Boolean => Family::Bool,
-        Timestamp(_, None) => Family::Time,
-        _ => return None,
-    })
-}
-
 /// The key's values, or why there are none.
 enum Key {
     Values(Vec<Value>),
@@ -369,7 +307,11 @@ fn values(
     let mut out = Vec::with_capacity(exprs.len());
     for (i, e) in columns.zip(exprs) {
         let v = evaluate(e, params)?;
-        match stored(v, schema.columns()[i].ty) {
+        // A value that does not convert exactly (`id = 1.5`, `name = 1`)
+        // sends the statement to DataFusion, whose coercions and errors are
+        // the reference; filter literals are pushed into scans by the same
+        // rule.
+        match scalar_to_value(&v, schema.columns()[i].ty) {
             Some(v) => out.push(v),
             None => return Ok(None),
         }
@@ -459,7 +401,7 @@ pub(crate) fn run(plan: &PointPlan, params: &[ScalarValue]) -> Result<Option<Poi
             let mut changes = Vec::with_capacity(set.len());
             for (name, e) in set {
                 let ty = s.columns()[s.index_of(name).map_err(engine_error)?].ty;
-                match stored(evaluate(e, params)?, ty) {
+                match scalar_to_value(&evaluate(e, params)?, ty) {
                     Some(v) => changes.push((name.as_str(), v)),
                     None => return Ok(None),
                 }
