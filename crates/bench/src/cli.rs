@@ -318,6 +318,11 @@ pub struct BenchArgs {
     /// Keep existing databases instead of wiping them.
     #[arg(long)]
     pub use_existing: bool,
+    /// Before a workload that only reads, wait until every engine has
+    /// finished the flushes and compactions of the writes before it
+    /// (db_bench's waitforcompaction). On in the production suite.
+    #[arg(long)]
+    pub settle_reads: bool,
     /// Rounds; engines alternate order each round; the median is reported.
     #[arg(long, default_value_t = 1)]
     pub repeat: u32,
@@ -547,6 +552,7 @@ pub fn plan_from_args(a: &BenchArgs, suite: Option<&str>) -> Result<RunPlan> {
         json,
         progress: !a.no_progress && std::io::stdout().is_terminal(),
         suite: suite.map(str::to_string),
+        settle_reads: a.settle_reads,
     })
 }
 
@@ -787,6 +793,7 @@ fn run_shortrange_suite(s: &SuiteArgs) -> Result<()> {
         json: suite.json.clone(),
         progress,
         suite: Some("shortrange".into()),
+        settle_reads: false,
     });
     println!(
         "shortrange suite: strata variants {} | workloads {} | at most {} s or {} ops each | {} round(s)",

@@ -106,6 +106,7 @@ pub fn run_suite(sa: &SuiteArgs, plan_of: impl Fn(&BenchArgs) -> Result<RunPlan>
             settings: case.settings,
             db_root: base_plan.db_root.join("production"),
             json: None,
+            settle_reads: true,
             ..base_plan.clone()
         };
         let medians = run(&plan)?;

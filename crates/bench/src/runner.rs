@@ -30,6 +30,11 @@ pub struct RunPlan {
     pub json: Option<PathBuf>,
     pub progress: bool,
     pub suite: Option<String>,
+    /// Waits for each engine's flushes and compactions to finish before a
+    /// workload that only reads, when the workload before it wrote (db_bench's
+    /// `waitforcompaction`): reads then measure data at rest, not the
+    /// compaction debt each engine carries from its load.
+    pub settle_reads: bool,
 }
 
 /// One engine and variant to run.
@@ -358,7 +363,14 @@ fn run_target(plan: &RunPlan, target: &Target, round: u32, run_id: &str) -> Resu
     let state = RunState::new(settings.num);
     let mut out = Vec::new();
     let mut io_before = io_open;
+    let mut wrote = false;
     for &w in &plan.workloads {
+        if plan.settle_reads && wrote && !w.writes() {
+            engine
+                .wait_for_background()
+                .map_err(|e| Error(format!("{} settling before {w}: {e}", target.engine)))?;
+        }
+        wrote = w.writes();
         let pb = bar(
             plan.progress,
             planned_ops(w, &settings),
@@ -419,6 +431,7 @@ mod tests {
             json: Some(json.clone()),
             progress: false,
             suite: None,
+            settle_reads: true,
         };
         let medians = run(&plan).unwrap();
         assert_eq!(medians.len(), 2);

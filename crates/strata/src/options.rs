@@ -41,6 +41,12 @@ pub struct Options {
     pub compaction_threads: usize,
     /// Upper bound on the bytes of one group commit (default 1 MiB).
     pub max_write_group_bytes: usize,
+    /// Longest a synced write that found no other write to share its
+    /// fsync waits for one, when synced writes have recently been arriving
+    /// faster than one per fsync, which means several writers are active
+    /// (default 1 ms; the wait is also at most half a recent fsync's time;
+    /// zero never waits). See `docs/design.md`, "Write path".
+    pub max_sync_gather_wait: std::time::Duration,
     /// When the live write-ahead logs exceed this, the keyspaces holding the
     /// oldest log are flushed (default 0: four times the sum of write buffers).
     pub max_total_wal_bytes: u64,
@@ -74,6 +80,7 @@ impl Default for Options {
             flush_threads: 1,
             compaction_threads: 1,
             max_write_group_bytes: 1 << 20,
+            max_sync_gather_wait: std::time::Duration::from_millis(1),
             max_total_wal_bytes: 0,
             max_manifest_bytes: 16 << 20,
             skip_corrupt_tables: false,
@@ -144,6 +151,12 @@ impl Options {
             self.max_write_group_bytes as u64,
             1 << 30,
         )?;
+        if self.max_sync_gather_wait > std::time::Duration::from_secs(1) {
+            return Err(Error::InvalidArgument(format!(
+                "max_sync_gather_wait {:?} is too long: at most 1 s",
+                self.max_sync_gather_wait
+            )));
+        }
 
         if self.flush_threads == 0 || self.compaction_threads == 0 {
             return Err(Error::InvalidArgument(

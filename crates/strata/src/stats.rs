@@ -36,6 +36,8 @@ pub struct Statistics {
     pub compactions: AtomicU64,
     /// Write-ahead log fsyncs.
     pub wal_syncs: AtomicU64,
+    /// Synced groups whose leader waited for a companion and got one.
+    pub sync_gathers: AtomicU64,
     /// Group commits.
     pub write_groups: AtomicU64,
     /// Write batches committed.

@@ -240,6 +240,11 @@ struct WriteQueue {
     pending: VecDeque<(u64, Request)>,
     leader_active: bool,
     finished: HashMap<u64, Result<()>>,
+    /// The leader is writing a synced group: waiters yield longer before
+    /// they sleep ([`write::SyncPace::waiter_patience`]).
+    syncing: bool,
+    /// How fast synced writes arrive and fsyncs take.
+    pace: write::SyncPace,
 }
 
 struct WalState {

@@ -47,6 +47,9 @@ pub struct DbStats {
     pub write_groups: u64,
     /// Write-ahead log fsyncs.
     pub wal_syncs: u64,
+    /// Synced groups whose leader waited for another synced write to
+    /// share its fsync and got one (`Options::max_sync_gather_wait`).
+    pub sync_gathers: u64,
     /// The sequence number of the newest write.
     pub last_seqno: SeqNo,
     /// Snapshots the application holds.
@@ -196,8 +199,8 @@ impl DbStats {
         );
         let _ = writeln!(
             s,
-            "writes: {} in {} groups, wal syncs: {}",
-            self.writes, self.write_groups, self.wal_syncs
+            "writes: {} in {} groups, wal syncs: {} ({} gathered a waiting write)",
+            self.writes, self.write_groups, self.wal_syncs, self.sync_gathers
         );
         let _ = writeln!(
             s,
@@ -369,6 +372,7 @@ impl DbInner {
             writes: g(&s.writes),
             write_groups: g(&s.write_groups),
             wal_syncs: g(&s.wal_syncs),
+            sync_gathers: g(&s.sync_gathers),
             last_seqno: self.last_seqno(),
             live_snapshots: st.snapshots.values().sum(),
             background_error: st.bg_error.as_ref().map(|e| e.to_string()),

@@ -80,12 +80,24 @@ impl DbInner {
         // usually finishes a group within a few microseconds, and a futex
         // sleep and wake-up costs more than that (perf of a two-thread
         // fillrandom: a third of the CPU in the kernel's wait and wake-up
-        // paths). RocksDB's writers spin and yield the same way.
+        // paths). RocksDB's writers spin and yield the same way. While the
+        // leader is in an fsync, which takes about `SyncPace::sync`, they
+        // keep yielding for up to a few of those instead: on this
+        // two-vCPU machine waking a sleeping writer took tens of
+        // microseconds, dead time between one fsync and the next.
         let mut q = self.writers.lock();
         let ticket = q.next_ticket;
         q.next_ticket += 1;
+        if let Request::Batch {
+            sync: true,
+            no_wal: false,
+            ..
+        } = req
+        {
+            q.pace.arrived(Instant::now());
+        }
         q.pending.push_back((ticket, req));
-        let mut spin_until: Option<Instant> = None;
+        let mut waiting_since: Option<Instant> = None;
         loop {
             if let Some(r) = q.finished.remove(&ticket) {
                 return r;
@@ -93,11 +105,21 @@ impl DbInner {
             if !q.leader_active && q.pending.front().is_some_and(|(t, _)| *t == ticket) {
                 break;
             }
-            let deadline = *spin_until.get_or_insert_with(|| Instant::now() + WRITER_SPIN);
-            if Instant::now() < deadline {
+            let since = *waiting_since.get_or_insert_with(Instant::now);
+            let syncing = q.syncing;
+            let patience = if syncing {
+                q.pace.waiter_patience().max(WRITER_SPIN)
+            } else {
+                WRITER_SPIN
+            };
+            if since.elapsed() < patience {
                 MutexGuard::unlocked(&mut q, || {
-                    for _ in 0..64 {
-                        std::hint::spin_loop();
+                    if syncing {
+                        std::thread::yield_now();
+                    } else {
+                        for _ in 0..64 {
+                            std::hint::spin_loop();
+                        }
                     }
                 });
                 continue;
@@ -122,6 +144,9 @@ impl DbInner {
                 mut sync,
                 no_wal,
             } => {
+                if sync && !no_wal && q.pending.is_empty() {
+                    Self::gather_companion(&mut q, self.opts.max_sync_gather_wait, &self.stats);
+                }
                 let limit = self.opts.max_write_group_bytes;
                 while batch.encoded_len() < limit {
                     match q.pending.front() {
@@ -147,8 +172,16 @@ impl DbInner {
                         group.push(t);
                     }
                 }
+                q.syncing = sync && !no_wal;
                 drop(q);
-                self.write_group(batch, sync, no_wal)
+                let started = Instant::now();
+                let r = self.write_group(batch, sync, no_wal);
+                let mut q = self.writers.lock();
+                if q.syncing && r.is_ok() {
+                    q.pace.synced(started.elapsed());
+                }
+                q.syncing = false;
+                r
             }
         };
         let mut q = self.writers.lock();
@@ -159,6 +192,24 @@ impl DbInner {
         q.leader_active = false;
         self.writers_cv.notify_all();
         result
+    }
+
+    /// As the leader of a synced group that holds only its own write: when
+    /// the pace says other synced writers are active, yields (releasing the
+    /// queue) until one more request is queued or [`SyncPace::gather_wait`]
+    /// has passed, so that one fsync carries both. It yields rather than
+    /// sleeps: the wait is a fraction of an fsync, shorter than a wake-up.
+    fn gather_companion(q: &mut MutexGuard<'_, WriteQueue>, max: Duration, stats: &Statistics) {
+        let Some(wait) = q.pace.gather_wait(max) else {
+            return;
+        };
+        let deadline = Instant::now() + wait;
+        while q.pending.is_empty() && Instant::now() < deadline {
+            MutexGuard::unlocked(q, std::thread::yield_now);
+        }
+        if !q.pending.is_empty() {
+            Statistics::add(&stats.sync_gathers, 1);
+        }
     }
 
     /// Fsyncs the logs closed since the last synced write (see
@@ -485,4 +536,148 @@ impl DbInner {
     }
 
     // ----- reads --------------------------------------------------------
+}
+
+/// How fast synced writes arrive and how long their fsyncs take, as
+/// moving averages: what a synced group's leader decides from whether to
+/// wait for a companion (PostgreSQL's `commit_delay` and MySQL's
+/// `binlog_group_commit_sync_delay` wait unconditionally when set; this
+/// waits only when the arrivals show that several writers are active).
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct SyncPace {
+    /// Moving average of the time between synced requests' arrivals.
+    gap: Option<Duration>,
+    /// Moving average of a synced group's write (log append, fsync,
+    /// memtable insert).
+    sync: Option<Duration>,
+    last_arrival: Option<Instant>,
+}
+
+impl SyncPace {
+    /// Weight of a new sample: 1/8.
+    const SHIFT: u32 = 3;
+
+    fn average(old: Option<Duration>, sample: Duration) -> Duration {
+        match old {
+            None => sample,
+            Some(old) => {
+                let (o, s) = (old.as_nanos() as i128, sample.as_nanos() as i128);
+                let n = o + ((s - o) >> Self::SHIFT);
+                Duration::from_nanos(n.clamp(0, u64::MAX as i128) as u64)
+            }
+        }
+    }
+
+    /// Records a synced request arriving at `now`. A gap longer than two
+    /// fsyncs counts as two fsyncs: after an idle spell the average
+    /// should say "one writer" at once, not stay high for many writes.
+    pub(super) fn arrived(&mut self, now: Instant) {
+        if let Some(last) = self.last_arrival {
+            let mut gap = now.saturating_duration_since(last);
+            if let Some(sync) = self.sync {
+                gap = gap.min(sync * 2);
+            }
+            self.gap = Some(Self::average(self.gap, gap));
+        }
+        self.last_arrival = Some(now);
+    }
+
+    /// Records a synced group's write time.
+    pub(super) fn synced(&mut self, took: Duration) {
+        self.sync = Some(Self::average(self.sync, took));
+    }
+
+    /// How long a synced group with no companion should wait for one:
+    /// only when requests arrive more often than one per three quarters of
+    /// a group's write (one writer alone arrives about once per write), and
+    /// then at most half a write's time, capped at `max`.
+    pub(super) fn gather_wait(&self, max: Duration) -> Option<Duration> {
+        let (gap, sync) = (self.gap?, self.sync?);
+        if max.is_zero() || sync.is_zero() || gap * 4 >= sync * 3 {
+            return None;
+        }
+        Some((sync / 2).min(max))
+    }
+
+    /// How long a writer waiting while the leader syncs keeps yielding
+    /// before it sleeps: two and a half group writes (the rest of the
+    /// leader's and, when it does not lead the next group, that one's),
+    /// at most 2 ms; nothing until a synced group has been timed.
+    pub(super) fn waiter_patience(&self) -> Duration {
+        self.sync.map_or(Duration::ZERO, |s| {
+            (s * 5 / 2).min(Duration::from_millis(2))
+        })
+    }
+}
+
+#[cfg(test)]
+mod sync_pace_tests {
+    use super::*;
+
+    fn paced(arrival_gap_us: u64, sync_us: u64, writes: u32) -> SyncPace {
+        let mut p = SyncPace::default();
+        let mut t = Instant::now();
+        for _ in 0..writes {
+            p.arrived(t);
+            p.synced(Duration::from_micros(sync_us));
+            t += Duration::from_micros(arrival_gap_us);
+        }
+        p
+    }
+
+    #[test]
+    fn one_writer_never_waits() {
+        // One writer arrives once per fsync (plus its own work).
+        let p = paced(110, 100, 100);
+        assert_eq!(p.gather_wait(Duration::from_millis(1)), None);
+        assert_eq!(
+            SyncPace::default().gather_wait(Duration::from_millis(1)),
+            None
+        );
+    }
+
+    #[test]
+    fn several_writers_wait_at_most_half_an_fsync_and_the_cap() {
+        let p = paced(50, 100, 100);
+        assert_eq!(
+            p.gather_wait(Duration::from_millis(1)),
+            Some(Duration::from_micros(50))
+        );
+        assert_eq!(
+            p.gather_wait(Duration::from_micros(20)),
+            Some(Duration::from_micros(20))
+        );
+        assert_eq!(p.gather_wait(Duration::ZERO), None, "zero turns it off");
+    }
+
+    #[test]
+    fn waiters_yield_for_a_few_group_writes_at_most_two_milliseconds() {
+        assert_eq!(SyncPace::default().waiter_patience(), Duration::ZERO);
+        assert_eq!(
+            paced(50, 100, 10).waiter_patience(),
+            Duration::from_micros(250)
+        );
+        assert_eq!(
+            paced(50, 5_000, 10).waiter_patience(),
+            Duration::from_millis(2)
+        );
+    }
+
+    #[test]
+    fn an_idle_spell_ends_the_waiting_quickly() {
+        let mut p = paced(40, 100, 100);
+        assert!(p.gather_wait(Duration::from_millis(1)).is_some());
+        // Then one writer, after a pause of a second.
+        let mut t = Instant::now() + Duration::from_secs(1);
+        let mut waited = 0;
+        for _ in 0..20 {
+            p.arrived(t);
+            p.synced(Duration::from_micros(100));
+            if p.gather_wait(Duration::from_millis(1)).is_some() {
+                waited += 1;
+            }
+            t += Duration::from_micros(110);
+        }
+        assert!(waited <= 8, "waited on {waited} of 20 lone writes");
+    }
 }

@@ -279,6 +279,19 @@ fn decode_entry_header(
     limit: usize,
 ) -> Option<(usize, usize, usize, usize)> {
     let mut cur = data.get(p..limit)?;
+    // Most entries have three one-byte lengths (keys and values under 128
+    // bytes, and restart entries share nothing): take them in one test, as
+    // LevelDB's DecodeEntry does.
+    if let [s, u, v, ..] = *cur
+        && (s | u | v) < 0x80
+    {
+        let (shared, unshared, vlen) = (usize::from(s), usize::from(u), usize::from(v));
+        let key_start = p + 3;
+        if key_start + unshared + vlen > limit {
+            return None;
+        }
+        return Some((shared, unshared, vlen, key_start));
+    }
     let before = cur.len();
     let shared = get_varint32(&mut cur)? as usize;
     let unshared = get_varint32(&mut cur)? as usize;
