@@ -176,11 +176,14 @@ impl DbInner {
                 drop(q);
                 let started = Instant::now();
                 let r = self.write_group(batch, sync, no_wal);
-                let mut q = self.writers.lock();
-                if q.syncing && r.is_ok() {
-                    q.pace.synced(started.elapsed());
+                if sync && !no_wal {
+                    // Unsynced groups take the queue's lock once, below.
+                    let mut q = self.writers.lock();
+                    if r.is_ok() {
+                        q.pace.synced(started.elapsed());
+                    }
+                    q.syncing = false;
                 }
-                q.syncing = false;
                 r
             }
         };
