@@ -408,14 +408,14 @@ pub fn decompress_block(ctype: u8, stored: Vec<u8>) -> std::result::Result<Vec<u
     // pointer-based decoder still checks every read and write against the
     // input and this capacity (a corrupt block is an error, never an
     // out-of-bounds access), and the block's checksum was verified before
-    // this call in any case (design notes, "Compressed blocks").
-    let mut out = Vec::with_capacity(ulen);
-    let n = if ctype == COMPRESSION_LZ4 {
-        out = lz4_flex::block::decompress(src, ulen)
-            .map_err(|e| format!("lz4 decompression failed: {e}"))?;
-        out.len()
+    // this call in any case (docs/design.md, "Dependencies and what we
+    // wrote ourselves").
+    let out = if ctype == COMPRESSION_LZ4 {
+        lz4_flex::block::decompress(src, ulen)
+            .map_err(|e| format!("lz4 decompression failed: {e}"))?
     } else {
-        ZSTD_DCTX.with(|cell| -> std::result::Result<usize, String> {
+        let mut out = Vec::with_capacity(ulen);
+        ZSTD_DCTX.with(|cell| -> std::result::Result<(), String> {
             let mut slot = cell.borrow_mut();
             if slot.is_none() {
                 *slot = Some(
@@ -425,9 +425,12 @@ pub fn decompress_block(ctype: u8, stored: Vec<u8>) -> std::result::Result<Vec<u
             }
             let d = slot.as_mut().ok_or("no zstd context")?;
             d.decompress_to_buffer(src, &mut out)
+                .map(|_| ())
                 .map_err(|e| format!("zstd decompression failed: {e}"))
-        })?
+        })?;
+        out
     };
+    let n = out.len();
     if n != ulen {
         return Err(format!(
             "block decompressed to {n} bytes, its header claims {ulen}"
