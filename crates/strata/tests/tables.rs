@@ -135,36 +135,7 @@ fn check(t: &strata::table::Table, model: &BTreeMap<i64, Row>, rng: &mut StdRng)
         assert_eq!(got, want, "key {key}, columns {cols:?}");
     }
     // A whole scan, projected.
-    let batches: Vec<RecordBatch> = t
-        .scan(ScanOptions::default().columns(&["id", "c2", "s"]))
-        .expect("scan")
-        .collect::<Result<_, _>>()
-        .expect("batches");
-    let mut got = Vec::new();
-    for b in &batches {
-        let ids = b
-            .column(0)
-            .as_any()
-            .downcast_ref::<Int64Array>()
-            .expect("ids");
-        let c2 = b
-            .column(1)
-            .as_any()
-            .downcast_ref::<Int32Array>()
-            .expect("c2");
-        let s = b
-            .column(2)
-            .as_any()
-            .downcast_ref::<StringArray>()
-            .expect("s");
-        for i in 0..b.num_rows() {
-            got.push((
-                ids.value(i),
-                (!c2.is_null(i)).then(|| c2.value(i)),
-                (!s.is_null(i)).then(|| s.value(i).to_string()),
-            ));
-        }
-    }
+    let got = id_c2_s(t.scan(ScanOptions::default().columns(&["id", "c2", "s"])));
     let want: Vec<(i64, Option<i32>, Option<String>)> = model
         .iter()
         .map(|(k, r)| {
@@ -180,6 +151,17 @@ fn check(t: &strata::table::Table, model: &BTreeMap<i64, Row>, rng: &mut StdRng)
         })
         .collect();
     assert_eq!(got, want, "whole scan");
+    // The same scan in parts on threads: the same rows, each part's in key
+    // order (so sorting the concatenation restores the whole order).
+    let mut got = id_c2_s(
+        t.scan(
+            ScanOptions::default()
+                .columns(&["id", "c2", "s"])
+                .threads(3),
+        ),
+    );
+    got.sort_by_key(|r| r.0);
+    assert_eq!(got, want, "whole scan in parts");
     // A range scan with a predicate.
     let pred = Predicate::cmp("c1", CmpOp::Gt, 100).and(Predicate::IsNotNull("s".into()));
     let count: usize = t
@@ -196,6 +178,17 @@ fn check(t: &strata::table::Table, model: &BTreeMap<i64, Row>, rng: &mut StdRng)
         .filter(|(_, r)| matches!(r[1], Value::Int32(x) if x > 100) && !r[COLS - 1].is_null())
         .count();
     assert_eq!(count, want, "filtered range scan");
+    let parts: usize = t
+        .scan(
+            ScanOptions::default()
+                .range(vec![Value::Int64(50)], vec![Value::Int64(300)])
+                .filter(Predicate::cmp("c1", CmpOp::Gt, 100).and(Predicate::IsNotNull("s".into())))
+                .threads(2),
+        )
+        .expect("scan")
+        .map(|b| b.expect("batch").num_rows())
+        .sum();
+    assert_eq!(parts, want, "filtered range scan in parts");
     // Random predicates (AND, OR, NOT, IS NULL, comparisons of key, integer
     // and text columns) against the model's three-valued evaluation.
     for _ in 0..12 {
@@ -220,6 +213,40 @@ fn check(t: &strata::table::Table, model: &BTreeMap<i64, Row>, rng: &mut StdRng)
             .collect();
         assert_eq!(got, want, "predicate {p}");
     }
+}
+
+/// The id, c2 and s of every row of a scan of those columns, in the
+/// order the scan returned them.
+fn id_c2_s(
+    scan: strata::Result<strata::table::TableScan>,
+) -> Vec<(i64, Option<i32>, Option<String>)> {
+    let mut got = Vec::new();
+    for b in scan.expect("scan") {
+        let b = b.expect("batch");
+        let ids = b
+            .column(0)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .expect("ids");
+        let c2 = b
+            .column(1)
+            .as_any()
+            .downcast_ref::<Int32Array>()
+            .expect("c2");
+        let s = b
+            .column(2)
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .expect("s");
+        for i in 0..b.num_rows() {
+            got.push((
+                ids.value(i),
+                (!c2.is_null(i)).then(|| c2.value(i)),
+                (!s.is_null(i)).then(|| s.value(i).to_string()),
+            ));
+        }
+    }
+    got
 }
 
 fn random_predicate(rng: &mut StdRng, depth: u32) -> Predicate {
@@ -377,8 +404,14 @@ fn run_layout(dir: &Path, layout: &str, seed: u64) {
         }
     }
     // Data reached column groups below level 0.
-    let d = db.table("t").expect("table").describe().expect("describe");
+    let t = db.table("t").expect("table");
+    let d = t.describe().expect("describe");
     assert!(d.levels.iter().any(|l| l.level > 0), "{d}");
+    // And the parallel scans above ran in parts.
+    let scan = t
+        .scan(ScanOptions::default().threads(4))
+        .expect("parallel scan");
+    assert!(scan.parts() > 1, "a scan of {d} ran in one part");
 }
 
 #[test]
@@ -1002,4 +1035,80 @@ fn a_table_of_key_columns_only_is_refused() {
     };
     assert!(err.to_string().contains("outside its primary key"), "{err}");
     assert!(db.table_names().is_empty());
+}
+
+/// A scan in parts reads at its snapshot like a single scan, counts what
+/// every part read, and stops its threads when dropped before its end.
+#[test]
+fn parallel_scans_read_at_snapshots_and_stop_when_dropped() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = Db::open(dir.path(), opts()).expect("open");
+    let t = db
+        .create_table("t", schema(), small("groups:2"))
+        .expect("create");
+    let row = |k: i64, x: i32| -> Vec<Value> {
+        let mut r = vec![Value::Int64(k)];
+        r.extend((0..COLS - 1).map(|_| Value::Int32(x)));
+        r.push(Value::Utf8(format!("v{k}")));
+        r
+    };
+    for k in 0..3000 {
+        t.upsert_row(&row(k, 1)).expect("insert");
+    }
+    t.compact().expect("compact");
+    let snap = db.snapshot();
+    for k in (0..3000).step_by(3) {
+        t.update_row(&[Value::Int64(k)], &[("c2", Value::Int32(2))])
+            .expect("update");
+    }
+    for k in (1..3000).step_by(7) {
+        t.delete_row(&[Value::Int64(k)]).expect("delete");
+    }
+    let sum_c2 = |opts: ScanOptions| -> (usize, i64, usize, u64) {
+        let mut scan = t.scan(opts.columns(&["c2"])).expect("scan");
+        let (mut rows, mut sum) = (0, 0i64);
+        for b in scan.by_ref() {
+            let b = b.expect("batch");
+            let c2 = b
+                .column(0)
+                .as_any()
+                .downcast_ref::<Int32Array>()
+                .expect("c2");
+            rows += b.num_rows();
+            sum += c2.values().iter().map(|&v| i64::from(v)).sum::<i64>();
+        }
+        (rows, sum, scan.parts(), scan.counters().rows_returned)
+    };
+    let now = sum_c2(ScanOptions::default());
+    let then = sum_c2(ScanOptions::default().at(&snap));
+    assert_eq!((now.0, then.0), (3000 - 429, 3000));
+    assert_eq!((now.2, then.2), (1, 1));
+    for parts in [2, 3, 8] {
+        let p = sum_c2(ScanOptions::default().threads(parts));
+        assert_eq!(
+            (p.0, p.1, p.3),
+            (now.0, now.1, now.0 as u64),
+            "{parts} parts"
+        );
+        assert!(p.2 > 1, "{parts} parts asked, one run");
+        let p = sum_c2(ScanOptions::default().at(&snap).threads(parts));
+        assert_eq!(
+            (p.0, p.1),
+            (then.0, then.1),
+            "{parts} parts at the snapshot"
+        );
+    }
+    // Dropped after one small batch: the parts stop, nothing hangs, and the
+    // database closes.
+    let mut scan = t
+        .scan(ScanOptions {
+            batch_rows: 16,
+            ..ScanOptions::default().threads(4)
+        })
+        .expect("scan");
+    assert!(scan.parts() > 1);
+    assert_eq!(scan.next().expect("a batch").expect("batch").num_rows(), 16);
+    drop(scan);
+    drop(t);
+    db.close().expect("close");
 }

@@ -93,7 +93,7 @@ pub use value::Value;
 
 use self::arrowio::cell_to_value;
 use self::cost::{CostBreakdown, ModelParams, Partition};
-use self::scan::{ScanSpec, Scanner};
+use self::scan::{ParallelScan, ScanSpec, Scanner};
 use self::stats::TableStats;
 use self::table::TableInner;
 use self::view::{ReadPlan, Resolver};
@@ -568,9 +568,23 @@ impl Table {
         {
             return Ok(scan);
         }
+        if opts.threads > 1
+            && let Some(parallel) = ParallelScan::start(&sv, &plan, &i.schema, &spec, opts.threads)?
+        {
+            return Ok(TableScan {
+                scanner: None,
+                parallel: Some(parallel),
+                rows: None,
+                counters: ScanCounters::default(),
+                inner: Arc::clone(i),
+                want,
+                finished: false,
+            });
+        }
         let scanner = Scanner::new(sv, &plan, Arc::clone(&i.schema), spec)?;
         Ok(TableScan {
             scanner: Some(scanner),
+            parallel: None,
             rows: None,
             counters: ScanCounters::default(),
             inner: Arc::clone(i),
@@ -615,6 +629,7 @@ impl Table {
         };
         Ok(Some(TableScan {
             scanner: None,
+            parallel: None,
             rows: Some(batches.into_iter()),
             counters,
             inner: Arc::clone(&self.inner),

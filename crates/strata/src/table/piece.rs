@@ -372,6 +372,28 @@ impl<'a> PieceView<'a> {
     }
 }
 
+impl<'a> PieceView<'a> {
+    /// Column `v`'s value as stored: `None` if the piece does not carry
+    /// it, `Some(None)` if it is null, else its bytes (little-endian for
+    /// fixed-width types, the same encoding a column-group block keeps, so
+    /// a block builder copies them without decoding a [`Cell`]).
+    #[inline]
+    pub fn raw(&self, schema: &PieceSchema, v: usize) -> Option<Option<&'a [u8]>> {
+        let (start, end) = if self.dense {
+            *schema.dense.as_ref()?.slots.get(v)?
+        } else {
+            *self.slots.get(v)?
+        };
+        match start {
+            ABSENT => None,
+            NULL => Some(None),
+            // Bounds were checked by `reparse` (and the dense layout's
+            // length matched the piece's).
+            _ => Some(self.data.get(start as usize..end as usize)),
+        }
+    }
+}
+
 fn fixed<const N: usize>(d: &[u8], at: usize) -> [u8; N] {
     let mut out = [0u8; N];
     out.copy_from_slice(&d[at..at + N]);

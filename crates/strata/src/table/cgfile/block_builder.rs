@@ -120,10 +120,31 @@ impl ColumnBuf {
         }
     }
 
+    /// Pushes a present, non-null value given as the bytes a block stores
+    /// (little-endian for fixed-width types), as a row piece holds them.
+    #[inline]
+    fn push_stored(&mut self, r: usize, value: &[u8]) {
+        set_bit(&mut self.presence, r);
+        self.stats.present += 1;
+        if self.ty.fixed_width().is_some() {
+            // Constant lengths, so that no call to `memcpy` copies 4 bytes.
+            match *value {
+                [a, b, c, d] => self.fixed.extend_from_slice(&[a, b, c, d]),
+                [a, b, c, d, e, f, g, h] => self.fixed.extend_from_slice(&[a, b, c, d, e, f, g, h]),
+                _ => self.fixed.extend_from_slice(value),
+            }
+        } else {
+            self.bytes.extend_from_slice(value);
+            self.offsets.push(self.bytes.len() as u32);
+        }
+        if self.keep_stats {
+            self.note_stored(value);
+        }
+    }
+
     /// Folds a non-null value into the block's minimum and maximum. (Per
     /// value of every block written: no allocation unless a bound moves.)
     fn note_stat(&mut self, c: &Cell<'_>) {
-        let ty = self.ty;
         let mut buf = [0u8; 8];
         let value: &[u8] = match *c {
             Cell::Null => return,
@@ -145,6 +166,12 @@ impl ColumnBuf {
             }
             Cell::Bytes(b) => b,
         };
+        self.note_stored(value);
+    }
+
+    /// [`Self::note_stat`] of a value as a block stores it.
+    fn note_stored(&mut self, value: &[u8]) {
+        let ty = self.ty;
         let lo = &value[..value.len().min(MAX_STAT_BYTES)];
         fn set(slot: &mut Option<Vec<u8>>, v: &[u8]) {
             let m = slot.get_or_insert_with(Vec::new);
@@ -243,9 +270,26 @@ impl BlockBuilder {
         trailer: u64,
         piece: Option<(&PieceSchema, &PieceView<'_>)>,
     ) {
-        self.add_values(user_key, trailer, |_, v| {
-            piece.and_then(|(s, p)| p.get(s, v)).map(Value::Cell)
-        });
+        let Some((schema, piece)) = piece else {
+            return self.add_values(user_key, trailer, |_, _| None);
+        };
+        // Values are copied as the piece stores them (the block's own
+        // encoding), without a `Cell` in between: staging whole rows for a
+        // scan spends most of its time here.
+        let r = self.rows;
+        self.keys.add(user_key, trailer);
+        for c in &mut self.columns {
+            match piece.raw(schema, c.v) {
+                Some(Some(bytes)) if !c.coded => c.push_stored(r, bytes),
+                Some(Some(_)) => c.push(r, piece.get(schema, c.v)),
+                Some(None) => c.push(r, Some(Cell::Null)),
+                None => {
+                    self.partial = true;
+                    c.push(r, None)
+                }
+            }
+        }
+        self.rows += 1;
     }
 
     /// Adds a row: its user key, trailer and, from `value(i, v)`, the value

@@ -102,8 +102,7 @@ fn fixed<T, const N: usize>(
 where
     T: ArrowPrimitiveType,
 {
-    if let Some(values) = dense::<T, N>(refs, views, from_bytes) {
-        b.append_slice(&values);
+    if dense::<T, N>(refs, views, from_bytes, b) {
         return Ok(());
     }
     let mut values: Vec<T::Native> = Vec::with_capacity(refs.len());
@@ -143,14 +142,20 @@ struct DenseSeg<'a> {
     shift: isize,
 }
 
+/// Values gathered per call to the builder in [`dense`]: a buffer on the
+/// stack, so that the gather allocates nothing.
+const DENSE_CHUNK: usize = 256;
+
 /// Where every value `refs` point at is present and not null (the common
-/// case), the values, read in place from the blocks' vectors. `None` sends
-/// the caller to the general loop.
+/// case), appends the values, read in place from the blocks' vectors, to
+/// `b` and says `true`. Says `false`, having appended nothing, to send the
+/// caller to the general loop.
 fn dense<T, const N: usize>(
     refs: &[Ref],
     views: &[Option<SlotView<'_>>],
     from_bytes: fn([u8; N]) -> T::Native,
-) -> Option<Vec<T::Native>>
+    b: &mut PrimitiveBuilder<T>,
+) -> bool
 where
     T: ArrowPrimitiveType,
 {
@@ -169,26 +174,39 @@ where
             })
         })
         .collect();
-    let mut out = Vec::with_capacity(refs.len());
-    for &r in refs {
+    // Every reference is checked before anything is appended: a builder
+    // cannot take values back.
+    let readable = |r: Ref| -> Option<usize> {
         let (s, row) = r.parts();
-        let DenseSeg {
-            values,
-            presence,
-            shift,
-        } = (*segs.get(s as usize)?)?;
-        let at = (row as usize).wrapping_add_signed(shift);
-        if let Some(p) = presence
+        let seg = (*segs.get(s as usize)?)?;
+        let at = (row as usize).wrapping_add_signed(seg.shift);
+        if let Some(p) = seg.presence
             && !get_bit(p, at)?
         {
             return None;
         }
-        let bytes = values.get(at * N..at * N + N)?;
-        let mut b = [0u8; N];
-        b.copy_from_slice(bytes);
-        out.push(from_bytes(b));
+        (at * N + N <= seg.values.len()).then_some(at)
+    };
+    if !refs.iter().all(|&r| readable(r).is_some()) {
+        return false;
     }
-    Some(out)
+    let mut buf = [T::Native::default(); DENSE_CHUNK];
+    for part in refs.chunks(DENSE_CHUNK) {
+        for (slot, &r) in buf.iter_mut().zip(part) {
+            let (s, row) = r.parts();
+            // Checked above: the segment is dense and the row in range.
+            if let Some(Some(seg)) = segs.get(s as usize) {
+                let at = (row as usize).wrapping_add_signed(seg.shift);
+                if let Some(bytes) = seg.values.get(at * N..at * N + N) {
+                    let mut v = [0u8; N];
+                    v.copy_from_slice(bytes);
+                    *slot = from_bytes(v);
+                }
+            }
+        }
+        b.append_slice(&buf[..part.len()]);
+    }
+    true
 }
 
 fn get_bit(bitmap: &[u8], r: usize) -> Option<bool> {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 
-use super::{ScanCounters, Scanner};
+use super::{ParallelScan, ScanCounters, Scanner};
 use crate::db::Snapshot;
 use crate::error::Result;
 use crate::table::predicate::Predicate;
@@ -35,6 +35,13 @@ pub struct ScanOptions {
     /// requires an indexed column to equal one or a few values (default
     /// true); see [`ScanCounters::index`].
     pub use_index: bool,
+    /// Read the range as up to this many key ranges, each on a thread of
+    /// its own (default 1). Batches then arrive as the parts produce them:
+    /// each part's in key order, the parts interleaved, so a caller that
+    /// needs key order across the whole scan keeps 1. The range is cut at
+    /// file boundaries of the table's largest sorted run; a range that
+    /// does not span several files is read by one scan.
+    pub threads: usize,
 }
 
 impl Default for ScanOptions {
@@ -47,6 +54,7 @@ impl Default for ScanOptions {
             snapshot: None,
             batch_rows: 8192,
             use_index: true,
+            threads: 1,
         }
     }
 }
@@ -72,6 +80,13 @@ impl ScanOptions {
         self
     }
 
+    /// Reads the range on up to `n` threads ([`ScanOptions::threads`]):
+    /// batches are then not in key order across the scan.
+    pub fn threads(mut self, n: usize) -> Self {
+        self.threads = n.max(1);
+        self
+    }
+
     /// Reads at `snapshot`.
     pub fn at(mut self, snapshot: &Snapshot) -> Self {
         self.snapshot = Some(snapshot.seqno());
@@ -82,8 +97,10 @@ impl ScanOptions {
 /// A running scan: an iterator of Arrow record batches of the projected
 /// columns. Holds the files it reads until dropped.
 pub struct TableScan {
-    /// The table scan, or `None` when an index answered (`rows`).
+    /// The table scan, or `None` when an index answered (`rows`) or the
+    /// scan runs in parts (`parallel`).
     pub(in crate::table) scanner: Option<Scanner>,
+    pub(in crate::table) parallel: Option<ParallelScan>,
     pub(in crate::table) rows: Option<std::vec::IntoIter<RecordBatch>>,
     /// The counters of a scan an index answered.
     pub(in crate::table) counters: ScanCounters,
@@ -95,17 +112,26 @@ pub struct TableScan {
 impl TableScan {
     /// What the scan has done so far.
     pub fn counters(&self) -> &ScanCounters {
-        match &self.scanner {
-            Some(s) => &s.counters,
-            None => &self.counters,
+        match (&self.scanner, &self.parallel) {
+            (Some(s), _) => &s.counters,
+            (None, Some(p)) => &p.counters,
+            (None, None) => &self.counters,
         }
+    }
+
+    /// How many key ranges the scan reads on threads of their own: 1 for
+    /// a single scan (also when [`ScanOptions::threads`] asked for more but
+    /// the range did not span enough files to cut).
+    pub fn parts(&self) -> usize {
+        self.parallel.as_ref().map_or(1, ParallelScan::parts)
     }
 
     fn finish(&mut self) {
         if std::mem::replace(&mut self.finished, true) {
             return;
         }
-        if self.scanner.is_none() {
+        // (A parallel scan ended early counts the parts that finished.)
+        if self.scanner.is_none() && self.parallel.is_none() {
             // The index's point reads were counted as such.
             TableStats::bump(&self.inner.stats.scans, 1);
             TableStats::bump(&self.inner.stats.scan_rows_read, self.counters.rows_read);
@@ -133,10 +159,11 @@ impl Iterator for TableScan {
         if self.finished {
             return None;
         }
-        let next = match (&mut self.scanner, &mut self.rows) {
-            (Some(s), _) => s.next_batch(),
-            (None, Some(rows)) => Ok(rows.next()),
-            (None, None) => Ok(None),
+        let next = match (&mut self.scanner, &mut self.parallel, &mut self.rows) {
+            (Some(s), _, _) => s.next_batch(),
+            (None, Some(p), _) => p.next_batch(),
+            (None, None, Some(rows)) => Ok(rows.next()),
+            (None, None, None) => Ok(None),
         };
         match next {
             Ok(Some(b)) => Some(Ok(b)),

@@ -21,10 +21,12 @@
 mod filter;
 mod gather;
 mod handle;
+mod parallel;
 mod source;
 mod window;
 
 pub use self::handle::{ScanOptions, TableScan};
+pub(crate) use self::parallel::ParallelScan;
 
 use std::sync::Arc;
 

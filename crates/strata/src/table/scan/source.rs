@@ -266,7 +266,7 @@ impl PieceRun {
             || self
                 .upper
                 .as_deref()
-                .is_some_and(|u| user_key(self.it.key()) >= u)
+                .is_some_and(|u| at_or_after(user_key(self.it.key()), u))
     }
 
     /// Stages the next chunk.
@@ -274,13 +274,12 @@ impl PieceRun {
         if self.exhausted() {
             return Ok(None);
         }
-        let mut last: Vec<u8> = Vec::new();
         let mut rows = 0usize;
         while !self.exhausted() {
             self.it.settle();
             let k = self.it.key();
             let uk = user_key(k);
-            if rows >= STAGE_ROWS && uk != last.as_slice() {
+            if rows >= STAGE_ROWS && uk != self.builder.last_key() {
                 break;
             }
             let t = trailer(k);
@@ -292,8 +291,6 @@ impl PieceRun {
                     self.builder.add(uk, t, Some((&self.pieces, &view)));
                 }
                 rows += 1;
-                last.clear();
-                last.extend_from_slice(uk);
             }
             self.it.next();
         }
@@ -316,5 +313,45 @@ impl PieceRun {
             block: Arc::new(block),
             map: Arc::clone(&self.map),
         }))
+    }
+}
+
+/// `a >= b`, deciding on the first eight bytes inline when they differ:
+/// staging tests every entry against the scan's upper bound, and keys are
+/// mostly short encodings for which a call to `memcmp` costs more than the
+/// comparison.
+#[inline]
+fn at_or_after(a: &[u8], b: &[u8]) -> bool {
+    if let (Some(x), Some(y)) = (a.first_chunk::<8>(), b.first_chunk::<8>()) {
+        let (x, y) = (u64::from_be_bytes(*x), u64::from_be_bytes(*y));
+        if x != y {
+            return x > y;
+        }
+    }
+    a >= b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::at_or_after;
+
+    #[test]
+    fn at_or_after_is_byte_order() {
+        let keys: [&[u8]; 9] = [
+            b"",
+            b"a",
+            b"abcdefgh",
+            b"abcdefgh\0",
+            b"abcdefgi",
+            b"abcdefghij",
+            b"\xff\xff\xff\xff\xff\xff\xff\xff",
+            b"\x00\x00\x00\x00\x00\x00\x00\x01",
+            b"\x80\x00\x00\x00\x00\x00\x00\x00z",
+        ];
+        for a in keys {
+            for b in keys {
+                assert_eq!(at_or_after(a, b), a >= b, "{a:?} >= {b:?}");
+            }
+        }
     }
 }
