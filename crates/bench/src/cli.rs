@@ -143,6 +143,10 @@ pub struct SuiteArgs {
     /// every 100th key); the sql suite's default is 6.
     #[arg(long, default_value_t = 0)]
     pub joins: usize,
+    /// htap suite: threads each Strata scan (Q4, Q5) reads its key range
+    /// on (`ScanOptions::threads`); DuckDB uses every core.
+    #[arg(long, default_value_t = 1)]
+    pub scan_threads: usize,
     /// opd suite: the engines, comma-separated: strata-dict, strata-plain,
     /// strata-dict-always, rocksdb-none, rocksdb-lz4, rocksdb-zstd-dict,
     /// blobdb (the RocksDB ones need --features rocksdb or peers).

@@ -200,7 +200,7 @@ impl ExecutionPlan for StrataScanExec {
     fn execute(
         &self,
         partition: usize,
-        _context: Arc<TaskContext>,
+        context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
         crate::leaf::only_partition(self.name(), partition)?;
         let r = &self.request;
@@ -218,6 +218,9 @@ impl ExecutionPlan for StrataScanExec {
             predicate: r.predicate.clone(),
             lower: r.lower.clone(),
             upper: r.upper.clone(),
+            // The node promises no order, so the range is read in parts on
+            // as many threads as DataFusion would give partitions.
+            threads: context.session_config().target_partitions(),
             ..ScanOptions::default()
         };
         let table = self.table.clone();

@@ -97,6 +97,8 @@ pub struct StrataEngine {
     names: Vec<String>,
     columns: usize,
     dir: std::path::PathBuf,
+    /// Threads each Q4/Q5 scan reads on.
+    scan_threads: usize,
 }
 
 impl StrataEngine {
@@ -125,7 +127,14 @@ impl StrataEngine {
             names: (0..columns).map(col_name).collect(),
             columns,
             dir: dir.to_path_buf(),
+            scan_threads: 1,
         })
+    }
+
+    /// Reads Q4's and Q5's ranges on `n` threads.
+    pub fn with_scan_threads(mut self, n: usize) -> StrataEngine {
+        self.scan_threads = n.max(1);
+        self
     }
 
     /// The database.
@@ -155,7 +164,8 @@ impl StrataEngine {
             .scan(
                 ScanOptions::default()
                     .columns(&self.names(cols))
-                    .range(vec![Value::Int64(lo)], vec![Value::Int64(hi)]),
+                    .range(vec![Value::Int64(lo)], vec![Value::Int64(hi)])
+                    .threads(self.scan_threads),
             )
             .map_err(serr)
     }

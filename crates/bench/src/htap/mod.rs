@@ -188,6 +188,7 @@ struct HtapFlags {
     write_buffer: usize,
     cache_bytes: u64,
     root: PathBuf,
+    scan_threads: usize,
 }
 
 fn flags(s: &SuiteArgs) -> Result<HtapFlags> {
@@ -221,6 +222,7 @@ fn flags(s: &SuiteArgs) -> Result<HtapFlags> {
         write_buffer: a.write_buffer_size as usize,
         cache_bytes: a.cache_size,
         root: a.db.join("htap"),
+        scan_threads: s.scan_threads.max(1),
     })
 }
 
@@ -311,7 +313,8 @@ pub fn run(s: &SuiteArgs) -> Result<()> {
             f.scale.columns,
             table_options(&layout, f.write_buffer, auto),
             f.cache_bytes,
-        )?;
+        )?
+        .with_scan_threads(f.scan_threads);
         let mut r = run_engine(&format!("strata/{design}"), &engine, &f, &writer, &reader)?;
         if design == "row" {
             let advice = engine
