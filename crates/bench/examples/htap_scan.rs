@@ -1,0 +1,190 @@
+//! A harness for profiling the table scan path: loads the `htap` suite's
+//! table (30 `i32` columns, an `i64` key, the suite's tree shape) under a
+//! layout, leaves it as a mix leaves it (inserts of new keys, an update
+//! every 100), then times scans shaped like Q4 (columns 21-30 over 5 % of
+//! the keys) and Q5 (columns 28-30 over 50 %), printing the median and the
+//! fastest. A second call on the same directory reuses the table, so
+//! `perf record` sees scans only.
+//!
+//! ```sh
+//! cargo run --release -p strata-bench --example htap_scan -- \
+//!     --layout advisor --dir /tmp/htap-scan --reps 30 --threads 1
+//! ```
+//!
+//! `--layout` takes a layout (a preset or levels as `strata table
+//! set-layout` takes them) or `advisor`: whole rows on levels 0-2 and
+//! `<a1..a27> <a28..a30>` below, the layout the advisor chose in the
+//! recorded `htap` runs.
+
+use std::error::Error;
+use std::ops::Range;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::Parser;
+use strata::arrow_array::{Array, ArrayRef, Int32Array, Int64Array, RecordBatch};
+use strata::table::{Column, ColumnType, ScanOptions, Schema, Table, TableOptions, Value};
+use strata::{Db, Options};
+use strata_bench::htap::workload::{KEY_SPACE, row};
+
+#[derive(Parser)]
+struct Args {
+    /// The table's layout when the directory is new.
+    #[arg(long, default_value = "row")]
+    layout: String,
+    /// Rows loaded when the directory is new.
+    #[arg(long, default_value_t = 1_000_000)]
+    rows: usize,
+    /// Scans of each shape.
+    #[arg(long, default_value_t = 20)]
+    reps: usize,
+    /// Which shapes: q4, q5 or both.
+    #[arg(long, default_value = "q4,q5")]
+    queries: String,
+    /// Threads per scan (`ScanOptions::threads`).
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// The database directory.
+    #[arg(long, default_value = "/tmp/htap-scan")]
+    dir: PathBuf,
+}
+
+const COLUMNS: usize = 30;
+const WRITE_BUFFER: usize = 4 << 20;
+
+fn names() -> Vec<String> {
+    (0..COLUMNS).map(|i| format!("a{}", i + 1)).collect()
+}
+
+fn load(db: &Db, layout: &str, rows: usize) -> Result<Table, Box<dyn Error>> {
+    let names = names();
+    let mut cols = vec![Column::new("k", ColumnType::Int64)];
+    cols.extend(names.iter().map(|n| Column::new(n, ColumnType::Int32)));
+    let layout = if layout == "advisor" {
+        let all = names.join(",");
+        format!(
+            "{all};{all};{} | {}",
+            names[..27].join(","),
+            names[27..].join(",")
+        )
+    } else {
+        layout.to_string()
+    };
+    let opts = TableOptions {
+        layout,
+        num_levels: 8,
+        size_ratio: 2,
+        level1_max_bytes: 2 * WRITE_BUFFER as u64,
+        write_buffer_size: WRITE_BUFFER,
+        target_file_size: WRITE_BUFFER as u64,
+        ..Default::default()
+    };
+    let t = db.create_table("htap", Schema::new(cols, &["k"])?, opts)?;
+    let arrow = t.schema().arrow_schema();
+    let mut values = Vec::with_capacity(COLUMNS);
+    for start in (0..rows).step_by(4096) {
+        let end = (start + 4096).min(rows);
+        let mut keys = Vec::with_capacity(end - start);
+        let mut columns: Vec<Vec<i32>> = vec![Vec::with_capacity(end - start); COLUMNS];
+        for i in start..end {
+            keys.push(row(1, i, COLUMNS, &mut values));
+            for (c, v) in columns.iter_mut().zip(&values) {
+                c.push(*v);
+            }
+        }
+        let mut arrays: Vec<ArrayRef> = vec![Arc::new(Int64Array::from(keys))];
+        arrays.extend(
+            columns
+                .into_iter()
+                .map(|c| Arc::new(Int32Array::from(c)) as ArrayRef),
+        );
+        t.upsert(&RecordBatch::try_new(Arc::clone(&arrow), arrays)?)?;
+    }
+    // As a mix leaves the table: new keys, and an update every 100.
+    for i in 0..rows / 20 {
+        let k = row(2, i, COLUMNS, &mut values);
+        let mut r = vec![Value::Int64(k)];
+        r.extend(values.iter().map(|&v| Value::Int32(v)));
+        t.upsert_row(&r)?;
+        if i % 100 == 0 {
+            let old = row(1, (i * 7919) % rows, COLUMNS, &mut values);
+            t.update_row(
+                &[Value::Int64(old)],
+                &[(&names[i % COLUMNS], Value::Int32(5))],
+            )?;
+        }
+    }
+    db.wait_for_background_work()?;
+    Ok(t)
+}
+
+/// Scans `cols` over `[lo, hi)`; the rows read.
+fn scan(
+    t: &Table,
+    lo: i64,
+    hi: i64,
+    cols: Range<usize>,
+    threads: usize,
+) -> Result<usize, Box<dyn Error>> {
+    let names = names();
+    let cols: Vec<&str> = names[cols].iter().map(String::as_str).collect();
+    let opts = ScanOptions::default()
+        .columns(&cols)
+        .range(vec![Value::Int64(lo)], vec![Value::Int64(hi)])
+        .threads(threads);
+    let mut rows = 0;
+    for b in t.scan(opts)? {
+        let b = b?;
+        rows += b.num_rows();
+        for c in b.columns() {
+            let a = c
+                .as_any()
+                .downcast_ref::<Int32Array>()
+                .ok_or("a column that is not i32")?;
+            std::hint::black_box(a.values().iter().max());
+        }
+    }
+    Ok(rows)
+}
+
+fn main() -> Result<(), Box<dyn Error>> {
+    let a = Args::parse();
+    let fresh = !a.dir.exists();
+    let db = Db::open(
+        &a.dir,
+        Options {
+            block_cache_bytes: 64 << 20,
+            ..Default::default()
+        },
+    )?;
+    let t = if fresh {
+        let started = Instant::now();
+        let t = load(&db, &a.layout, a.rows)?;
+        println!("loaded in {:.1} s", started.elapsed().as_secs_f64());
+        t
+    } else {
+        db.table("htap")?
+    };
+    for (name, share, cols) in [("q4", 20, 20..30), ("q5", 2, 27..30)] {
+        if !a.queries.contains(name) {
+            continue;
+        }
+        let mut times = Vec::with_capacity(a.reps);
+        let mut rows = 0;
+        for r in 0..a.reps.max(1) {
+            let lo = KEY_SPACE / 97 * (r as i64 % 40);
+            let started = Instant::now();
+            rows = scan(&t, lo, lo + KEY_SPACE / share, cols.clone(), a.threads)?;
+            times.push(started.elapsed().as_secs_f64() * 1e3);
+        }
+        times.sort_by(f64::total_cmp);
+        let median = times[times.len() / 2];
+        println!(
+            "{name}: median {median:.2} ms, fastest {:.2} ms, {rows} rows, {:.1} ns a row",
+            times[0],
+            median * 1e6 / rows.max(1) as f64
+        );
+    }
+    Ok(())
+}
