@@ -40,7 +40,8 @@ pub struct ScanOptions {
     /// each part's in key order, the parts interleaved, so a caller that
     /// needs key order across the whole scan keeps 1. The range is cut at
     /// file boundaries of the table's largest sorted run; a range that
-    /// does not span several files is read by one scan.
+    /// does not span several files, and a scan answered through an index,
+    /// is read by one scan ([`TableScan::parts`] says which happened).
     pub threads: usize,
 }
 
