@@ -86,7 +86,9 @@ fn load(db: &Db, layout: &str, rows: usize) -> Result<Table, Box<dyn Error>> {
     for start in (0..rows).step_by(4096) {
         let end = (start + 4096).min(rows);
         let mut keys = Vec::with_capacity(end - start);
-        let mut columns: Vec<Vec<i32>> = vec![Vec::with_capacity(end - start); COLUMNS];
+        let mut columns: Vec<Vec<i32>> = (0..COLUMNS)
+            .map(|_| Vec::with_capacity(end - start))
+            .collect();
         for i in start..end {
             keys.push(row(1, i, COLUMNS, &mut values));
             for (c, v) in columns.iter_mut().zip(&values) {
