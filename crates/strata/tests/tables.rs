@@ -135,31 +135,15 @@ fn check(t: &strata::table::Table, model: &BTreeMap<i64, Row>, rng: &mut StdRng)
         assert_eq!(got, want, "key {key}, columns {cols:?}");
     }
     // A whole scan, projected.
-    let got = id_c2_s(t.scan(ScanOptions::default().columns(&["id", "c2", "s"])));
-    let want: Vec<(i64, Option<i32>, Option<String>)> = model
+    let opts = ScanOptions::default().columns(&["id", "c2", "s"]);
+    let want: Vec<(i64, Row)> = model
         .iter()
-        .map(|(k, r)| {
-            let c2 = match r[2] {
-                Value::Int32(x) => Some(x),
-                _ => None,
-            };
-            let s = match &r[COLS - 1] {
-                Value::Utf8(x) => Some(x.clone()),
-                _ => None,
-            };
-            (*k, c2, s)
-        })
+        .map(|(k, r)| (*k, vec![r[2].clone(), r[COLS - 1].clone()]))
         .collect();
-    assert_eq!(got, want, "whole scan");
+    assert_eq!(scan_values(t, opts.clone()), want, "whole scan");
     // The same scan in parts on threads: the same rows, each part's in key
     // order (so sorting the concatenation restores the whole order).
-    let mut got = id_c2_s(
-        t.scan(
-            ScanOptions::default()
-                .columns(&["id", "c2", "s"])
-                .threads(3),
-        ),
-    );
+    let mut got = scan_values(t, opts.threads(3));
     got.sort_by_key(|r| r.0);
     assert_eq!(got, want, "whole scan in parts");
     // A range scan with a predicate.
@@ -213,40 +197,6 @@ fn check(t: &strata::table::Table, model: &BTreeMap<i64, Row>, rng: &mut StdRng)
             .collect();
         assert_eq!(got, want, "predicate {p}");
     }
-}
-
-/// The id, c2 and s of every row of a scan of those columns, in the
-/// order the scan returned them.
-fn id_c2_s(
-    scan: strata::Result<strata::table::TableScan>,
-) -> Vec<(i64, Option<i32>, Option<String>)> {
-    let mut got = Vec::new();
-    for b in scan.expect("scan") {
-        let b = b.expect("batch");
-        let ids = b
-            .column(0)
-            .as_any()
-            .downcast_ref::<Int64Array>()
-            .expect("ids");
-        let c2 = b
-            .column(1)
-            .as_any()
-            .downcast_ref::<Int32Array>()
-            .expect("c2");
-        let s = b
-            .column(2)
-            .as_any()
-            .downcast_ref::<StringArray>()
-            .expect("s");
-        for i in 0..b.num_rows() {
-            got.push((
-                ids.value(i),
-                (!c2.is_null(i)).then(|| c2.value(i)),
-                (!s.is_null(i)).then(|| s.value(i).to_string()),
-            ));
-        }
-    }
-    got
 }
 
 fn random_predicate(rng: &mut StdRng, depth: u32) -> Predicate {
@@ -888,9 +838,10 @@ fn projected_gets_find_the_insert_whatever_depth_each_group_holds_it_at() {
     }
 }
 
-/// Every row and column a scan returns, keyed by id.
-fn scan_rows(t: &strata::table::Table, opts: ScanOptions) -> BTreeMap<i64, Row> {
-    let mut got = BTreeMap::new();
+/// Every row a scan returns, in the order it returns them: the id (the
+/// scan's first column) and the other columns' values.
+fn scan_values(t: &strata::table::Table, opts: ScanOptions) -> Vec<(i64, Row)> {
+    let mut got = Vec::new();
     for b in t.scan(opts).expect("scan") {
         let b = b.expect("batch");
         let schema = t.schema();
@@ -907,10 +858,15 @@ fn scan_rows(t: &strata::table::Table, opts: ScanOptions) -> BTreeMap<i64, Row> 
             let Value::Int64(id) = cols[0][i] else {
                 panic!("id column is not i64")
             };
-            got.insert(id, cols[1..].iter().map(|c| c[i].clone()).collect());
+            got.push((id, cols[1..].iter().map(|c| c[i].clone()).collect()));
         }
     }
     got
+}
+
+/// Every row and column a scan returns, keyed by id.
+fn scan_rows(t: &strata::table::Table, opts: ScanOptions) -> BTreeMap<i64, Row> {
+    scan_values(t, opts).into_iter().collect()
 }
 
 /// A scan of a level's aligned column groups reads the partners' columns
