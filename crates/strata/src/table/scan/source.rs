@@ -12,6 +12,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{KIND_SEEK, ValueKind, trailer, user_key};
+use crate::keyblock::prefix_of;
 use crate::table::cgfile::block::CgBlock;
 use crate::table::cgfile::block_builder::BlockBuilder;
 use crate::table::cgfile::{BlockMeta, CgReader};
@@ -316,17 +317,15 @@ impl PieceRun {
     }
 }
 
-/// `a >= b`, deciding on the first eight bytes inline when they differ:
-/// staging tests every entry against the scan's upper bound, and keys are
-/// mostly short encodings for which a call to `memcmp` costs more than the
-/// comparison.
+/// `a >= b`, deciding on the keys' eight-byte prefixes (the ones the key
+/// section and the merge compare) when they differ: staging tests every
+/// entry against the scan's upper bound, and keys are mostly short
+/// encodings for which a call to `memcmp` costs more than the comparison.
 #[inline]
 fn at_or_after(a: &[u8], b: &[u8]) -> bool {
-    if let (Some(x), Some(y)) = (a.first_chunk::<8>(), b.first_chunk::<8>()) {
-        let (x, y) = (u64::from_be_bytes(*x), u64::from_be_bytes(*y));
-        if x != y {
-            return x > y;
-        }
+    let (x, y) = (prefix_of(a), prefix_of(b));
+    if x != y {
+        return x > y;
     }
     a >= b
 }
