@@ -14,7 +14,7 @@
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use super::output::Emit;
-use super::side::{Side, TupleStream};
+use super::side::{Side, TupleFn};
 use super::spill::{Budget, SpillFile, SpillSpace, SpillWriter};
 use super::table::HashTable;
 use crate::error::Result;
@@ -39,15 +39,18 @@ pub(crate) enum Source<'a> {
 }
 
 impl Source<'_> {
-    pub(crate) fn for_each(&self, f: &mut dyn FnMut(Vec<u8>, Vec<u8>) -> Result<()>) -> Result<()> {
-        let mut stream: Box<dyn TupleStream + '_> = match self {
-            Source::Side(side, snap) => Box::new(side.scan(*snap)?),
-            Source::File(file) => Box::new(file.reader()),
-        };
-        while let Some((k, v)) = stream.next_tuple()? {
-            f(k, v)?;
+    /// Calls `f` with every tuple, borrowed (copy what outlives the call).
+    pub(crate) fn for_each(&self, f: &mut TupleFn<'_>) -> Result<()> {
+        match self {
+            Source::Side(side, snap) => side.scan(*snap)?.for_each(f),
+            Source::File(file) => {
+                let mut reader = file.reader();
+                while let Some((k, r)) = reader.next_ref()? {
+                    f(k, r)?;
+                }
+                Ok(())
+            }
         }
-        Ok(())
     }
 }
 
@@ -89,33 +92,33 @@ pub(crate) fn hash_join(
     let mut keep0 = hybrid;
     let mut writers: Vec<Option<SpillWriter<'_>>> = (0..parts).map(|_| None).collect();
     build.for_each(&mut |k, r| {
-        let p = partition_of(&k, depth, parts);
+        let p = partition_of(k, depth, parts);
         if p == 0 && keep0 {
-            if table0.try_insert(&k, &r) {
+            if table0.try_insert(k, r) {
                 return Ok(());
             }
             keep0 = false;
             let w = writer(&mut writers, 0, space, block)?;
             table0.for_each(|k, r| w.push(k, r))?;
             table0.clear();
-            return w.push(&k, &r);
+            return w.push(k, r);
         }
-        writer(&mut writers, p, space, block)?.push(&k, &r)
+        writer(&mut writers, p, space, block)?.push(k, r)
     })?;
     let build_files = finish_all(writers)?;
     // Partition the probe side, joining partition 0 at once when it stayed
     // in memory.
     let mut writers: Vec<Option<SpillWriter<'_>>> = (0..parts).map(|_| None).collect();
     probe.for_each(&mut |k, r| {
-        let p = partition_of(&k, depth, parts);
+        let p = partition_of(k, depth, parts);
         if p == 0 && keep0 {
-            return table0.for_each_match(&k, |b| emit.pair(b, &r));
+            return table0.for_each_match(k, |b| emit.pair(b, r));
         }
         if build_files[p].is_none() {
             // No build tuple hashed here: nothing can match.
             return Ok(());
         }
-        writer(&mut writers, p, space, block)?.push(&k, &r)
+        writer(&mut writers, p, space, block)?.push(k, r)
     })?;
     drop(table0);
     let probe_files = finish_all(writers)?;
@@ -160,9 +163,9 @@ fn join_partition(
     let mut table = HashTable::new(budget, budget.limit() / 2);
     let mut reader = build.reader();
     let mut overflow = None;
-    while let Some((k, r)) = reader.next_record()? {
-        if !table.try_insert(&k, &r) {
-            overflow = Some((k, r));
+    while let Some((k, r)) = reader.next_ref()? {
+        if !table.try_insert(k, r) {
+            overflow = Some((k.to_vec(), r.to_vec()));
             break;
         }
     }
@@ -220,8 +223,8 @@ fn join_partition(
 
 fn probe_file(table: &HashTable<'_>, probe: &SpillFile, emit: &mut Emit<'_>) -> Result<()> {
     let mut r = probe.reader();
-    while let Some((k, row)) = r.next_record()? {
-        table.for_each_match(&k, |b| emit.pair(b, &row))?;
+    while let Some((k, row)) = r.next_ref()? {
+        table.for_each_match(k, |b| emit.pair(b, row))?;
     }
     Ok(())
 }

@@ -46,13 +46,13 @@ pub(crate) fn nested_loop(
         result
     };
     outer.for_each(&mut |k, r| {
-        let n = tuple_bytes(&k, &r);
+        let n = tuple_bytes(k, r);
         if chunk.len() >= CHUNK || charged + n > cap || !budget.try_charge(n) {
             run(&mut chunk, &mut charged)?;
             budget.charge(n, "one join tuple")?;
         }
         charged += n;
-        chunk.push((k, r));
+        chunk.push((k.to_vec(), r.to_vec()));
         Ok(())
     })?;
     if !chunk.is_empty() {

@@ -14,8 +14,9 @@ use crate::index::codec::{decode_payload, encode_payload};
 use crate::index::{Consistency, Index};
 use crate::key::SeqNo;
 use crate::options::ReadOptions;
+use crate::table::arrowio::ColumnReader;
 use crate::table::keycodec::{self, KeyDecoder};
-use crate::table::{ColumnType, ScanOptions, Table, Value, array_to_values};
+use crate::table::{ColumnType, ScanOptions, Table, Value};
 
 /// Rows a scan hands over at a time.
 const SCAN_BATCH: usize = 4096;
@@ -116,16 +117,6 @@ impl Side {
         })
     }
 
-    /// The encoded join value of `v` (`None` for null, which never joins).
-    pub(crate) fn key_of(&self, v: &Value) -> Result<Option<Vec<u8>>> {
-        if v.is_null() {
-            return Ok(None);
-        }
-        let mut k = Vec::new();
-        keycodec::encode_value(&mut k, self.ty, v)?;
-        Ok(Some(k))
-    }
-
     /// Every tuple of the table at `snapshot`, in primary-key order.
     pub(crate) fn scan(&self, snapshot: SeqNo) -> Result<SideScan<'_>> {
         let schema = self.table.schema();
@@ -156,10 +147,11 @@ impl Side {
             scan: self.table.scan(opts)?,
             scan_cols,
             at,
-            columns: Vec::new(),
+            keys: Vec::new(),
+            payloads: Vec::new(),
+            ends: Vec::new(),
             next: 0,
             rows: 0,
-            row: Vec::new(),
         })
     }
 
@@ -225,6 +217,10 @@ impl Side {
     }
 }
 
+/// A callback handed each tuple (join value, row payload), borrowed for the
+/// call.
+pub(crate) type TupleFn<'f> = dyn FnMut(&[u8], &[u8]) -> Result<()> + 'f;
+
 /// A pull-based stream of tuples (join value, row payload).
 pub(crate) trait TupleStream {
     fn next_tuple(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>>;
@@ -236,51 +232,97 @@ impl TupleStream for crate::join::spill::SpillReader {
     }
 }
 
-/// A side's tuples from a table scan.
+/// A side's tuples from a table scan, encoded a batch at a time straight
+/// from the scan's Arrow columns into two reused buffers (no value is
+/// materialised and no tuple allocated unless a caller asks for owned ones).
 pub(crate) struct SideScan<'a> {
     side: &'a Side,
     scan: crate::table::TableScan,
+    /// The scanned columns' schema positions: the join column first.
     scan_cols: Vec<usize>,
+    /// Per output column, its position among the scanned ones.
     at: Vec<usize>,
-    columns: Vec<Vec<Value>>,
+    /// The current batch's tuples: join values and payloads back to back,
+    /// with each tuple's end in both.
+    keys: Vec<u8>,
+    payloads: Vec<u8>,
+    ends: Vec<(usize, usize)>,
     next: usize,
     /// Rows read so far (with null join values).
     pub rows: u64,
-    row: Vec<Value>,
+}
+
+impl SideScan<'_> {
+    /// Encodes the next batch's tuples; false at the end of the scan.
+    fn fill(&mut self) -> Result<bool> {
+        let Some(batch) = self.scan.next().transpose()? else {
+            return Ok(false);
+        };
+        let schema = self.side.table.schema();
+        let readers = self
+            .scan_cols
+            .iter()
+            .zip(batch.columns())
+            .map(|(&c, a)| ColumnReader::new(a.as_ref(), &schema.columns()[c]))
+            .collect::<Result<Vec<_>>>()?;
+        self.keys.clear();
+        self.payloads.clear();
+        self.ends.clear();
+        self.next = 0;
+        for i in 0..batch.num_rows() {
+            self.rows += 1;
+            // Nulls never join: such a row makes no tuple.
+            if !keycodec::encode_cell(&mut self.keys, readers[0].cell(i)) {
+                continue;
+            }
+            // The payload encoding of `encode_payload`: a presence byte,
+            // then the value's key encoding.
+            for &p in &self.at {
+                let at = self.payloads.len();
+                self.payloads.push(1);
+                if !keycodec::encode_cell(&mut self.payloads, readers[p].cell(i)) {
+                    self.payloads[at] = 0;
+                }
+            }
+            self.ends.push((self.keys.len(), self.payloads.len()));
+        }
+        Ok(true)
+    }
+
+    /// The `i`-th tuple of the current batch.
+    fn tuple(&self, i: usize) -> (&[u8], &[u8]) {
+        let (k0, p0) = if i == 0 { (0, 0) } else { self.ends[i - 1] };
+        let (k1, p1) = self.ends[i];
+        (&self.keys[k0..k1], &self.payloads[p0..p1])
+    }
+
+    /// Calls `f` with every remaining tuple, borrowed.
+    pub(crate) fn for_each(&mut self, f: &mut TupleFn<'_>) -> Result<()> {
+        loop {
+            while self.next < self.ends.len() {
+                let i = self.next;
+                self.next += 1;
+                let (k, r) = self.tuple(i);
+                f(k, r)?;
+            }
+            if !self.fill()? {
+                return Ok(());
+            }
+        }
+    }
 }
 
 impl TupleStream for SideScan<'_> {
     fn next_tuple(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        loop {
-            if self.columns.first().is_none_or(|c| self.next >= c.len()) {
-                let Some(batch) = self.scan.next().transpose()? else {
-                    return Ok(None);
-                };
-                let schema = self.side.table.schema();
-                self.columns = self
-                    .scan_cols
-                    .iter()
-                    .zip(batch.columns())
-                    .map(|(&c, a)| array_to_values(a.as_ref(), schema.columns()[c].ty))
-                    .collect::<Result<Vec<_>>>()?;
-                self.next = 0;
-                continue;
+        while self.next >= self.ends.len() {
+            if !self.fill()? {
+                return Ok(None);
             }
-            let r = self.next;
-            self.next += 1;
-            self.rows += 1;
-            let Some(key) = self.side.key_of(&self.columns[0][r])? else {
-                continue;
-            };
-            // The key is encoded already, so the values can be moved out
-            // (an output column that is also the join column included).
-            self.row.clear();
-            for &p in &self.at {
-                self.row
-                    .push(std::mem::replace(&mut self.columns[p][r], Value::Null));
-            }
-            return Ok(Some((key, self.side.row_bytes(&self.row)?)));
         }
+        let i = self.next;
+        self.next += 1;
+        let (k, r) = self.tuple(i);
+        Ok(Some((k.to_vec(), r.to_vec())))
     }
 }
 

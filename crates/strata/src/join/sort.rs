@@ -62,7 +62,7 @@ pub(crate) fn sort<'s>(
     let mut charged = 0usize;
     let mut runs: Vec<SpillFile> = Vec::new();
     source.for_each(&mut |k, r| {
-        let n = tuple_bytes(&k, &r);
+        let n = tuple_bytes(k, r);
         if charged + n > cap || !budget.try_charge(n) {
             if !buf.is_empty() {
                 runs.push(write_run(space, &mut buf, &mut charged)?);
@@ -70,7 +70,7 @@ pub(crate) fn sort<'s>(
             budget.charge(n, "one join tuple")?;
         }
         charged += n;
-        buf.push((k, r));
+        buf.push((k.to_vec(), r.to_vec()));
         Ok(())
     })?;
     if runs.is_empty() {

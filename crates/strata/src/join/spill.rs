@@ -292,6 +292,12 @@ impl SpillReader {
 
     /// The next record as (key, row), or `None` at the end.
     pub(crate) fn next_record(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        Ok(self.next_ref()?.map(|(k, r)| (k.to_vec(), r.to_vec())))
+    }
+
+    /// The next record, borrowed from the reader's block until the next
+    /// call, or `None` at the end.
+    pub(crate) fn next_ref(&mut self) -> Result<Option<(&[u8], &[u8])>> {
         if self.pos >= self.block.len() {
             if self.offset >= self.len {
                 return Ok(None);
@@ -316,8 +322,8 @@ impl SpillReader {
         }
         let mut rest = &self.block[self.pos..];
         let before = rest.len();
-        let key = get_length_prefixed(&mut rest).map(<[u8]>::to_vec);
-        let row = get_length_prefixed(&mut rest).map(<[u8]>::to_vec);
+        let key = get_length_prefixed(&mut rest);
+        let row = get_length_prefixed(&mut rest);
         match (key, row) {
             (Some(k), Some(r)) => {
                 self.pos += before - rest.len();

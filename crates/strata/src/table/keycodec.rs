@@ -19,6 +19,7 @@
 //! prefixes of each other, and makes every encoding self-delimiting, so
 //! multi-column keys concatenate. Key columns are never null.
 
+use super::piece::Cell;
 use super::schema::{ColumnType, Schema};
 use super::value::Value;
 use crate::error::{Error, Result};
@@ -47,6 +48,20 @@ pub fn encode_value(out: &mut Vec<u8>, ty: ColumnType, v: &Value) -> Result<()> 
         }
     }
     Ok(())
+}
+
+/// Appends the encoding of a cell, the same bytes [`encode_value`] gives
+/// its value; false (nothing appended) for a null.
+pub(crate) fn encode_cell(out: &mut Vec<u8>, c: Cell<'_>) -> bool {
+    match c {
+        Cell::Null => return false,
+        Cell::Int32(x) => encode_i32(out, x),
+        Cell::Int64(x) => encode_i64(out, x),
+        Cell::Float64(x) => encode_f64(out, x),
+        Cell::Bool(b) => out.push(u8::from(b)),
+        Cell::Bytes(b) => encode_bytes(out, b),
+    }
+    true
 }
 
 /// Appends an i32 key part.
@@ -264,6 +279,35 @@ mod tests {
         let mut out = Vec::new();
         encode_value(&mut out, ty, &v).expect("encode");
         out
+    }
+
+    #[test]
+    fn cells_encode_as_their_values() {
+        let values = [
+            (ColumnType::Int32, Value::Int32(-7)),
+            (ColumnType::Int32, Value::Int32(i32::MAX)),
+            (ColumnType::Int64, Value::Int64(i64::MIN)),
+            (ColumnType::Int64, Value::Int64(42)),
+            (ColumnType::Timestamp, Value::Timestamp(-1)),
+            (ColumnType::Float64, Value::Float64(-0.0)),
+            (ColumnType::Float64, Value::Float64(f64::NAN)),
+            (ColumnType::Float64, Value::Float64(2.5)),
+            (ColumnType::Bool, Value::Bool(true)),
+            (ColumnType::Utf8, Value::Utf8("a\0b".into())),
+            (ColumnType::Binary, Value::Binary(vec![0, 0xFF, 0, 1])),
+            (ColumnType::Binary, Value::Binary(Vec::new())),
+        ];
+        for (ty, v) in values {
+            let mut out = Vec::new();
+            assert!(encode_cell(
+                &mut out,
+                crate::table::arrowio::value_to_cell(&v)
+            ));
+            assert_eq!(out, enc(ty, v.clone()), "{v}");
+        }
+        let mut out = Vec::new();
+        assert!(!encode_cell(&mut out, Cell::Null));
+        assert!(out.is_empty());
     }
 
     proptest! {
