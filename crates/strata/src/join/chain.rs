@@ -267,6 +267,7 @@ fn run_step(
                 left,
                 left_match: 1.0,
                 right_match: 1.0,
+                left_fanout: 1.0,
                 block_bytes: 4096.0,
                 bloom_fpr: 0.01,
                 memory_bytes: space.budget.limit() as f64,

@@ -62,6 +62,9 @@ pub struct JoinStats {
     pub left_match: f64,
     /// Share of right rows with a match on the left.
     pub right_match: f64,
+    /// Right rows per left row (matched or not), estimated by the same
+    /// sample: the join's output is about `left.rows` times this.
+    pub left_fanout: f64,
     /// Block size in bytes.
     pub block_bytes: f64,
     /// Bloom filter false-positive rate.
@@ -159,6 +162,29 @@ fn index_lookup(s: &SideStats, i: &IndexStats, block: f64, p: f64) -> (f64, f64)
 /// per-value index with a million rows: 1.7 µs per row found, against
 /// about 0.2 µs per row a hash join scans).
 const INLJ_ROW_CPU: f64 = 8.0;
+
+/// CPU of one tuple an index walk yields, in scanned tuples' CPU: the
+/// walk merges the index's levels, decodes each entry and resolves its
+/// rows, where a scan hands over columns a batch at a time. Measured on the
+/// joins suite's secondary joins (2026-11-27, `docs/BENCHMARKS.md`): a walk
+/// of both sides' covering indexes took 0.13-0.14 s for 400,000 tuples,
+/// while its reads of index blocks predict a fifth of that.
+const WALK_TUPLE_CPU: f64 = 5.5;
+
+/// CPU a hash join spends per output row beyond a merge join's, in
+/// scanned tuples' CPU: each match is an entry found by following the
+/// value's chain through the table, where a merge pairs a group held
+/// together. Measured on the suite's heavily duplicated datasets: 11-15 ns
+/// per output row for hash, 4.5-6.7 ns for merge, about 7 ns apart, where
+/// one `cpu_per_tuple` was worth about 54 ns of that run's time (the
+/// model's unit, a block read, about 5.4 µs).
+const HASH_PAIR_CPU: f64 = 0.13;
+
+/// The expected output rows: the left rows times the right rows each
+/// finds, as sampled.
+fn output_rows(st: &JoinStats) -> f64 {
+    st.left.rows * st.left_fanout.max(0.0)
+}
 
 /// Every candidate method with its predicted cost, and the cheapest.
 pub fn plan(st: &JoinStats) -> Plan {
@@ -260,7 +286,8 @@ pub fn plan(st: &JoinStats) -> Plan {
         ),
         note: "external sort of each side not ordered by its primary key".into(),
     });
-    // Sort-merge walking indexes for order.
+    // Sort-merge walking indexes for order: a walked side's tuples cost
+    // `WALK_TUPLE_CPU`, the others' a scanned tuple's.
     let walk = |s: &SideStats, scan_s: f64, bytes: f64| -> f64 {
         match &s.index {
             Some(i) if !s.primary => {
@@ -270,15 +297,15 @@ pub fn plan(st: &JoinStats) -> Plan {
                 } else {
                     s.rows * (s.levels * p + 1.0)
                 };
-                entries + rows
+                entries + rows + cpu * s.rows * WALK_TUPLE_CPU
             }
-            _ => sorted_cost(s, scan_s, bytes),
+            _ => sorted_cost(s, scan_s, bytes) + cpu * s.rows * 2.0,
         }
     };
     let c = if l.index.is_some() || r.index.is_some() {
         Candidate {
             method: JoinMethod::SortMergeIndex,
-            cost: Some(walk(l, scan_l, bytes_l) + walk(r, scan_r, bytes_r) + cpu * tuples * 2.0),
+            cost: Some(walk(l, scan_l, bytes_l) + walk(r, scan_r, bytes_r)),
             note: "indexes walked in order instead of sorting".into(),
         }
     } else {
@@ -295,16 +322,19 @@ pub fn plan(st: &JoinStats) -> Plan {
         ((scan_r, bytes_r), (scan_l, bytes_l))
     };
     let grace_passes = 2.0;
+    let pairs = cpu * output_rows(st) * HASH_PAIR_CPU;
     out.push(Candidate {
         method: JoinMethod::GraceHash,
-        cost: Some((build.0 + probe.0) * (1.0 + grace_passes) + cpu * tuples * 3.0),
+        cost: Some((build.0 + probe.0) * (1.0 + grace_passes) + cpu * tuples * 3.0 + pairs),
         note: "both sides partitioned to spill files".into(),
     });
     let in_memory = (half / build.1.max(1.0)).min(1.0);
     out.push(Candidate {
         method: JoinMethod::HybridHash,
         cost: Some(
-            (build.0 + probe.0) * (1.0 + grace_passes * (1.0 - in_memory)) + cpu * tuples * 2.0,
+            (build.0 + probe.0) * (1.0 + grace_passes * (1.0 - in_memory))
+                + cpu * tuples * 2.0
+                + pairs,
         ),
         note: format!(
             "{:.0} % of the build side kept in memory",
@@ -343,6 +373,7 @@ mod tests {
             right: r,
             left_match: 0.8,
             right_match: 0.8,
+            left_fanout: 0.8,
             block_bytes: 4096.0,
             bloom_fpr: 0.01,
             memory_bytes: 16e6,
@@ -433,6 +464,41 @@ mod tests {
         let b = plan(&stats(side(1e5, 256.0), r2));
         assert!(
             cost(&a, JoinMethod::NestedLoopIndexRight) < cost(&b, JoinMethod::NestedLoopIndexRight)
+        );
+    }
+
+    #[test]
+    fn output_rows_decide_between_hash_and_an_index_walk() {
+        // The suite's secondary joins: 200,000 rows a side, both with a
+        // covering synchronous index on the join column.
+        let with_index = |keys_per_value| {
+            let mut s = side(2e5, 80.0);
+            s.index = Some(IndexStats {
+                kind: IndexKind::Composite,
+                consistency: Consistency::Synchronous,
+                covering: true,
+                levels: 2.0,
+                entry_bytes: 25.0,
+                keys_per_value,
+            });
+            s
+        };
+        let mut st = stats(with_index(1.2), with_index(1.2));
+        st.cpu_per_tuple = 0.01;
+        st.left_fanout = 1.0;
+        let few = plan(&st);
+        assert!(
+            matches!(few.chosen, JoinMethod::HybridHash | JoinMethod::GraceHash),
+            "{few}"
+        );
+        // Hundreds of rows per value: the hash join's chains cost more
+        // than walking both indexes in order.
+        st.left_fanout = 300.0;
+        let many = plan(&st);
+        assert_eq!(many.chosen, JoinMethod::SortMergeIndex, "{many}");
+        assert!(
+            cost(&many, JoinMethod::HybridHash) > cost(&few, JoinMethod::HybridHash),
+            "{few}\n{many}"
         );
     }
 }

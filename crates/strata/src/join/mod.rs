@@ -389,10 +389,12 @@ impl Join {
 
     fn gather(&self, l: &Side, r: &Side) -> Result<JoinStats> {
         let snap = self.left.core().snapshot();
+        let (left_match, left_fanout) = match_ratio(l, r, snap.seqno())?;
         let opts = self.left.inner().record().options;
         Ok(JoinStats {
-            left_match: match_ratio(l, r, snap.seqno())?,
-            right_match: match_ratio(r, l, snap.seqno())?,
+            left_match,
+            right_match: match_ratio(r, l, snap.seqno())?.0,
+            left_fanout,
             left: side_stats(l)?,
             right: side_stats(r)?,
             block_bytes: opts.block_size as f64,
@@ -804,16 +806,19 @@ fn index_stats(s: &Side, i: &crate::index::Index, rows: f64) -> Result<IndexStat
 /// Outer tuples sampled to estimate the match ratio.
 const MATCH_SAMPLE: usize = 200;
 
-/// The estimated share of `outer`'s tuples with a match in `inner`: by
-/// point reads or index lookups on a sample when `inner` has such an
-/// access path, else 1 (no cheap way to tell).
-fn match_ratio(outer: &Side, inner: &Side, snap: crate::key::SeqNo) -> Result<f64> {
+/// The estimated share of `outer`'s tuples with a match in `inner`, and
+/// the inner rows found per outer tuple (matched or not): by point reads
+/// or index lookups on a sample when `inner` has such an access path, else
+/// 1 and 1 (no cheap way to tell). The sample is drawn by outer rows, so a
+/// value many outer rows share weighs as much as they do: the fan-out
+/// estimates a skewed join's output where an average per value would not.
+fn match_ratio(outer: &Side, inner: &Side, snap: crate::key::SeqNo) -> Result<(f64, f64)> {
     let index = inner.index();
     if !inner.is_primary() && index.is_none() {
-        return Ok(1.0);
+        return Ok((1.0, 1.0));
     }
     let mut scan = outer.scan(snap)?;
-    let (mut seen, mut matched) = (0usize, 0usize);
+    let (mut seen, mut matched, mut found) = (0usize, 0usize, 0usize);
     let mut rows = Vec::new();
     while seen < MATCH_SAMPLE {
         let Some((k, _)) = scan.next_tuple()? else {
@@ -832,10 +837,11 @@ fn match_ratio(outer: &Side, inner: &Side, snap: crate::key::SeqNo) -> Result<f6
             &mut rows,
         )?;
         matched += usize::from(!rows.is_empty());
+        found += rows.len();
     }
     Ok(if seen == 0 {
-        1.0
+        (1.0, 1.0)
     } else {
-        matched as f64 / seen as f64
+        (matched as f64 / seen as f64, found as f64 / seen as f64)
     })
 }
