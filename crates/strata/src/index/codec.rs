@@ -195,6 +195,17 @@ pub(crate) fn encode_payload(
     Ok(())
 }
 
+/// Appends one column of a payload from a cell: the bytes
+/// [`encode_payload`] gives the cell's value, so a payload can be built
+/// from Arrow columns without materialising values.
+pub(crate) fn push_payload_cell(out: &mut Vec<u8>, c: crate::table::piece::Cell<'_>) {
+    let at = out.len();
+    out.push(1);
+    if !keycodec::encode_cell(out, c) {
+        out[at] = 0;
+    }
+}
+
 /// Decodes a payload of the covered columns of types `types`; `None` when
 /// it is malformed.
 pub(crate) fn decode_payload(payload: &[u8], types: &[ColumnType]) -> Option<Vec<Value>> {
@@ -221,6 +232,30 @@ pub(crate) fn split_composite(key: &[u8], ty: ColumnType) -> Option<(Value, &[u8
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn payloads_from_cells_match_payloads_from_values() {
+        let cols = [
+            (ColumnType::Int64, Value::Int64(-3)),
+            (ColumnType::Utf8, Value::Null),
+            (ColumnType::Binary, Value::Binary(vec![0, 7])),
+            (ColumnType::Float64, Value::Float64(1.5)),
+        ];
+        let mut from_values = Vec::new();
+        let pairs: Vec<_> = cols.iter().map(|(t, v)| (*t, Some(v))).collect();
+        encode_payload(&mut from_values, &pairs).expect("encode");
+        let mut from_cells = Vec::new();
+        for (_, v) in &cols {
+            push_payload_cell(&mut from_cells, crate::table::arrowio::value_to_cell(v));
+        }
+        assert_eq!(from_cells, from_values);
+        let types: Vec<_> = cols.iter().map(|(t, _)| *t).collect();
+        let back = decode_payload(&from_cells, &types).expect("decode");
+        assert_eq!(
+            back,
+            cols.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>()
+        );
+    }
 
     fn merged(existing: Option<&[u8]>, ops: &[Vec<u8>]) -> Postings {
         let ops: Vec<&[u8]> = ops.iter().map(Vec::as_slice).collect();

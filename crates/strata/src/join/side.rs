@@ -10,7 +10,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::index::codec::{decode_payload, encode_payload};
+use crate::index::codec::{decode_payload, encode_payload, push_payload_cell};
 use crate::index::{Consistency, Index};
 use crate::key::SeqNo;
 use crate::options::ReadOptions;
@@ -275,14 +275,8 @@ impl SideScan<'_> {
             if !keycodec::encode_cell(&mut self.keys, readers[0].cell(i)) {
                 continue;
             }
-            // The payload encoding of `encode_payload`: a presence byte,
-            // then the value's key encoding.
             for &p in &self.at {
-                let at = self.payloads.len();
-                self.payloads.push(1);
-                if !keycodec::encode_cell(&mut self.payloads, readers[p].cell(i)) {
-                    self.payloads[at] = 0;
-                }
+                push_payload_cell(&mut self.payloads, readers[p].cell(i));
             }
             self.ends.push((self.keys.len(), self.payloads.len()));
         }
