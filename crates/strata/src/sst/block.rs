@@ -314,6 +314,11 @@ pub struct BlockIter {
     next: usize,
     /// Index of the last restart point at or before `current`.
     restart_index: usize,
+    /// The offsets of restart points `restart_index` and the one after it
+    /// (`usize::MAX` past the last), so that a step forward compares
+    /// offsets instead of reading the restart array.
+    restart_at: usize,
+    next_restart_at: usize,
     key: Vec<u8>,
     value_start: usize,
     value_len: usize,
@@ -329,6 +334,8 @@ impl BlockIter {
             current: 0,
             next: 0,
             restart_index: 0,
+            restart_at: 0,
+            next_restart_at: 0,
             key: Vec::new(),
             value_start: 0,
             value_len: 0,
@@ -346,6 +353,8 @@ impl BlockIter {
         self.current = 0;
         self.next = 0;
         self.restart_index = 0;
+        self.restart_at = 0;
+        self.next_restart_at = 0;
     }
 
     /// The block iterated.
@@ -398,7 +407,18 @@ impl BlockIter {
         self.key.clear();
         self.restart_index = i;
         self.next = self.block.restart_point(i);
+        self.restart_at = self.next;
+        self.next_restart_at = self.restart_after(i);
         self.valid = false;
+    }
+
+    /// The offset of the restart point after `i` (`usize::MAX` if none).
+    fn restart_after(&self, i: usize) -> usize {
+        if i + 1 < self.block.num_restarts {
+            self.block.restart_point(i + 1)
+        } else {
+            usize::MAX
+        }
     }
 
     /// Decodes the entry at `self.next`; false at the end or on corruption.
@@ -425,12 +445,16 @@ impl BlockIter {
                 self.key.len()
             ));
         }
-        while self.restart_index + 1 < self.block.num_restarts
-            && self.block.restart_point(self.restart_index + 1) <= p
-        {
-            self.restart_index += 1;
+        if p >= self.next_restart_at {
+            while self.restart_index + 1 < self.block.num_restarts
+                && self.block.restart_point(self.restart_index + 1) <= p
+            {
+                self.restart_index += 1;
+            }
+            self.restart_at = self.block.restart_point(self.restart_index);
+            self.next_restart_at = self.restart_after(self.restart_index);
         }
-        if shared != 0 && self.block.restart_point(self.restart_index) == p {
+        if shared != 0 && self.restart_at == p {
             return self.corrupt(format!(
                 "restart entry at block offset {p} has a shared prefix of {shared}"
             ));

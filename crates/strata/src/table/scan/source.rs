@@ -228,6 +228,8 @@ pub(super) struct PieceRun {
     /// The scan's exclusive upper bound: staging stops there.
     upper: Option<Vec<u8>>,
     buf: Vec<u8>,
+    /// A piece view's memory, reused row after row.
+    slots: Vec<(u32, u32)>,
 }
 
 impl PieceRun {
@@ -250,6 +252,7 @@ impl PieceRun {
             map: map.into(),
             upper: upper.map(<[u8]>::to_vec),
             buf: Vec::new(),
+            slots: Vec::new(),
         }
     }
 
@@ -288,8 +291,10 @@ impl PieceRun {
                 if t & 0xff == ValueKind::Delete as u64 {
                     self.builder.add(uk, t, None);
                 } else {
-                    let view = PieceView::parse(&self.pieces, self.it.value())?;
+                    let slots = std::mem::take(&mut self.slots);
+                    let view = PieceView::parse_reusing(&self.pieces, self.it.value(), slots)?;
                     self.builder.add(uk, t, Some((&self.pieces, &view)));
+                    self.slots = view.into_slots();
                 }
                 rows += 1;
             }
