@@ -286,6 +286,16 @@ impl TableHandle {
         }
     }
 
+    /// Keys where the file's data can be cut, each with the bytes up to
+    /// the next ([`TableReader::anchors`]); none for other formats (the
+    /// table layer reads its own files' block indexes).
+    pub(crate) fn anchors(&self, smallest: &[u8]) -> Result<Vec<(Vec<u8>, u64)>> {
+        match self {
+            TableHandle::Sst(t) => t.anchors(smallest),
+            _ => Ok(Vec::new()),
+        }
+    }
+
     /// The file's reader as `Any`, if its format offers it (see
     /// [`TableSource::as_any`]).
     pub(crate) fn source_any(&self) -> Option<&(dyn std::any::Any + Send + Sync)> {

@@ -993,6 +993,57 @@ fn a_table_of_key_columns_only_is_refused() {
     assert!(db.table_names().is_empty());
 }
 
+/// A table held by one file (a flush to level 0, or one column-group file
+/// per group at the bottom) is still scanned in parts: the range is cut at
+/// the file's block boundaries, and the parts return what one scan does.
+#[test]
+fn a_table_in_one_file_is_scanned_in_parts() {
+    for layout in ["row", "column"] {
+        let dir = tempfile::tempdir().expect("dir");
+        let db = Db::open(dir.path(), opts()).expect("open");
+        let big = TableOptions {
+            write_buffer_size: 64 << 20,
+            target_file_size: 64 << 20,
+            block_size: 1024,
+            ..small(layout)
+        };
+        let t = db.create_table("t", schema(), big).expect("create");
+        let mut rng = StdRng::seed_from_u64(5);
+        for k in 0..4000 {
+            t.upsert_row(&full(k, &random_row(&mut rng)))
+                .expect("insert");
+        }
+        t.flush().expect("flush");
+        if layout == "column" {
+            t.compact().expect("compact");
+        }
+        db.wait_for_background_work().expect("background");
+        let d = t.describe().expect("describe");
+        assert!(
+            d.levels
+                .iter()
+                .flat_map(|l| &l.groups)
+                .all(|g| g.files == 1),
+            "{layout}: {d}"
+        );
+        let one = scan_rows(&t, ScanOptions::default());
+        assert_eq!(one.len(), 4000);
+        for parts in [2, 4] {
+            let scan = t.scan(ScanOptions::default().threads(parts)).expect("scan");
+            assert!(
+                scan.parts() > 1,
+                "{layout}: {parts} parts asked, one run: {d}"
+            );
+            drop(scan);
+            assert_eq!(
+                scan_rows(&t, ScanOptions::default().threads(parts)),
+                one,
+                "{layout}, {parts} parts"
+            );
+        }
+    }
+}
+
 /// A scan in parts reads at its snapshot like a single scan, counts what
 /// every part read, and stops its threads when dropped before its end.
 #[test]

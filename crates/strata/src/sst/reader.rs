@@ -206,6 +206,28 @@ impl TableReader {
         self.corruption(self.footer.index.offset, format!("index block: {reason}"))
     }
 
+    /// Where the file's data can be cut: per data block, a user key at or
+    /// before its first key (`smallest` for the first, the previous block's
+    /// index separator for the others) and the block's size. A scan split
+    /// into parts cuts its range at some of these keys; the index block is
+    /// held open, so no data block is read.
+    pub fn anchors(&self, smallest: &[u8]) -> Result<Vec<(Vec<u8>, u64)>> {
+        let mut out = Vec::new();
+        let mut index = self.index_block.iter();
+        index.seek_to_first();
+        let mut start = smallest.to_vec();
+        while index.valid() {
+            let h = self.decode_data_handle(index.value())?;
+            let sep = crate::key::user_key(index.key()).to_vec();
+            out.push((std::mem::replace(&mut start, sep), h.size));
+            index.next();
+        }
+        if let Some(r) = index.error() {
+            return Err(self.index_error(r));
+        }
+        Ok(out)
+    }
+
     pub(super) fn decode_data_handle(&self, v: &[u8]) -> Result<BlockHandle> {
         BlockHandle::decode_exact(v).ok_or_else(|| self.index_error("malformed block handle"))
     }

@@ -21,6 +21,7 @@ use super::{ScanCounters, ScanSpec, Scanner};
 use crate::db::SuperVersion;
 use crate::error::{Error, Result};
 use crate::ids::Level;
+use crate::table::cgfile::CgReader;
 use crate::table::schema::Schema;
 use crate::table::view::ReadPlan;
 use crate::version::FileMeta;
@@ -98,6 +99,43 @@ fn largest_run<'a>(
     best
 }
 
+/// The blocks of the largest file holding keys of `[lower, upper)`, on
+/// any level, as (a key at or before the block's first, its bytes): where
+/// a range that one file holds can be cut.
+fn largest_file_anchors(
+    sv: &SuperVersion,
+    lower: Option<&[u8]>,
+    upper: Option<&[u8]>,
+) -> Result<Vec<(Vec<u8>, u64)>> {
+    let largest = sv
+        .version
+        .all_files()
+        .map(|(_, f)| f)
+        .filter(|f| {
+            !(upper.is_some_and(|h| f.smallest_user_key() >= h)
+                || lower.is_some_and(|l| f.largest_user_key() < l))
+        })
+        .max_by_key(|f| f.size);
+    let Some(f) = largest else {
+        return Ok(Vec::new());
+    };
+    if let Some(r) = CgReader::of(f) {
+        // A block's first key is after the previous block's last.
+        let mut start = f.smallest_user_key().to_vec();
+        return Ok(r
+            .blocks()
+            .iter()
+            .map(|b| {
+                (
+                    std::mem::replace(&mut start, b.last_key.clone()),
+                    b.handle.size,
+                )
+            })
+            .collect());
+    }
+    f.table.anchors(f.smallest_user_key())
+}
+
 /// A message from a part to the scan.
 enum Msg {
     Batch(RecordBatch),
@@ -128,7 +166,14 @@ impl ParallelScan {
     ) -> Result<Option<ParallelScan>> {
         let lower = spec.lower.as_deref();
         let upper = spec.upper.as_deref();
-        let cuts = split_points(&largest_run(sv, plan, lower, upper), lower, upper, parts);
+        let mut cuts = split_points(&largest_run(sv, plan, lower, upper), lower, upper, parts);
+        if cuts.is_empty() {
+            // No run of several files to cut at (a table that fits one
+            // file, often on level 0): cut inside its largest file.
+            let anchors = largest_file_anchors(sv, lower, upper)?;
+            let run: Vec<(&[u8], u64)> = anchors.iter().map(|(k, b)| (k.as_slice(), *b)).collect();
+            cuts = split_points(&run, lower, upper, parts);
+        }
         if cuts.is_empty() {
             return Ok(None);
         }
