@@ -36,6 +36,9 @@ struct Args {
     /// Rows per table.
     #[arg(long, default_value_t = 200_000)]
     rows: usize,
+    /// Threads the join may use (`Join::threads`).
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
     /// Joins timed.
     #[arg(long, default_value_t = 10)]
     reps: usize,
@@ -106,6 +109,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         Join::new(&r, "a", &sp, "id")
     }
     .method(method)
+    .threads(args.threads)
     .memory(16 << 20)
     .columns(&["left.id", "right.id"]);
     let mut times = Vec::with_capacity(args.reps);

@@ -183,6 +183,11 @@ pub struct SuiteArgs {
     /// frequency, skew.
     #[arg(long, default_value = "datasets,entry,frequency,skew")]
     pub join_parts: String,
+    /// joins suite: threads each Strata join may use (`Join::threads`: a
+    /// nested loop's lookups, scans in parts, hash partitions joined at
+    /// once).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub join_threads: u64,
     /// joins suite: the datasets of the datasets part.
     #[arg(long, default_value = "unif,zipf,user,movie,face,wiki")]
     pub join_datasets: String,

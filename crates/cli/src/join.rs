@@ -43,7 +43,8 @@ pub struct JoinArgs {
     /// Print at most N rows (default 100).
     #[arg(long, value_name = "N", default_value_t = 100)]
     pub limit: usize,
-    /// Threads for index nested loop lookups.
+    /// Threads the join may use: nested loop lookups, scans in parts, hash
+    /// partitions joined at once.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub threads: usize,
 }

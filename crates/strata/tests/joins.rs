@@ -161,6 +161,26 @@ fn check_all(r: &Table, s: &Table, rm: &Model, sm: &Model, memory: usize, dir: &
             }
             assert_eq!(rows_of(&j), want, "{} on {scol}", method.name());
             assert_eq!(spill_files(dir), 0, "{} left spill files", method.name());
+            // On two threads: sides scanned in parts, hash partitions
+            // joined at once, each into its own fork of the output.
+            let j2 = j.clone().threads(2);
+            let two = j2.count().expect("count on two threads");
+            assert_eq!(
+                (two.rows, two.checksum),
+                (summary.rows, summary.checksum),
+                "{} on {scol}, two threads",
+                method.name()
+            );
+            assert!(two.peak_memory_bytes <= memory as u64);
+            if matches!(method, JoinMethod::GraceHash | JoinMethod::HybridHash) {
+                assert_eq!(
+                    rows_of(&j2),
+                    want,
+                    "{} on {scol}, two threads",
+                    method.name()
+                );
+            }
+            assert_eq!(spill_files(dir), 0, "{} left spill files", method.name());
         }
     }
 }
@@ -222,6 +242,9 @@ fn a_small_budget_spills_and_a_large_one_does_not() {
         assert!(x.peak_memory_bytes <= 256 << 10);
         let roomy = tight.clone().memory(256 << 20).count().expect("count");
         assert_eq!((roomy.rows, roomy.checksum), (x.rows, x.checksum));
+        let two = tight.clone().threads(2).count().expect("count");
+        assert_eq!((two.rows, two.checksum), (x.rows, x.checksum));
+        assert!(two.peak_memory_bytes <= 256 << 10, "{}", method.name());
         if method != JoinMethod::GraceHash {
             assert_eq!(
                 roomy.spilled_bytes,

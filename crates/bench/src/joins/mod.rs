@@ -27,6 +27,7 @@ mod report;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use strata::arrow_array::{ArrayRef, BinaryArray, Int64Array, RecordBatch};
@@ -186,20 +187,49 @@ fn index_name(k: IndexKind, c: Consistency) -> String {
     format!("{}_{}", k.name(), c.name())
 }
 
-/// Times each join is run; the median is reported (single runs of the
-/// faster joins differ by 10-20 %, the margin the planner is judged by).
+/// Times each join is run at least; the median is reported.
 const ROUNDS: usize = 3;
+/// Joins faster than this much time over their rounds run more rounds (up
+/// to [`MAX_ROUNDS`]): single runs of a 0.05 s join differ by 20 % and more
+/// here, more than the 10 % the planner is judged by, and a median of more
+/// rounds steadies them at little cost.
+const ROUNDS_SECS: f64 = 0.6;
+const MAX_ROUNDS: usize = 15;
 
-/// Runs one join `ROUNDS` times, returning the report row (the median
-/// time; rows and checksum must agree between rounds).
+/// The rounds to run of a join whose first run took `first` seconds.
+fn rounds_for(first: f64) -> usize {
+    if first <= 0.0 {
+        return MAX_ROUNDS;
+    }
+    ((ROUNDS_SECS / first).ceil() as usize).clamp(ROUNDS, MAX_ROUNDS)
+}
+
+/// Threads every Strata join of the run may use (`--join-threads`), set
+/// once when the suite starts, read where each join gets the suite's
+/// settings ([`run_join`], [`planned`]).
+static THREADS: AtomicUsize = AtomicUsize::new(1);
+
+/// `j` with the suite's settings: its memory, threads and output columns.
+fn configured(j: Join) -> Join {
+    j.memory(MEMORY)
+        .threads(THREADS.load(Ordering::Relaxed))
+        .columns(&["left.id", "right.id"])
+}
+
+/// Runs one join [`rounds_for`] times, returning the report row (the
+/// median time; rows and checksum must agree between rounds).
 fn run_join(label: &str, j: Join) -> Result<JoinRow> {
-    let j = j.memory(MEMORY).columns(&["left.id", "right.id"]);
-    let mut times = Vec::with_capacity(ROUNDS);
+    let j = configured(j);
+    let mut times = Vec::with_capacity(MAX_ROUNDS);
     let mut summary = None;
-    for _ in 0..ROUNDS {
+    let mut rounds = ROUNDS;
+    while times.len() < rounds {
         let t = Instant::now();
         let s = j.count().map_err(err)?;
         times.push(t.elapsed().as_secs_f64());
+        if times.len() == 1 {
+            rounds = rounds_for(times[0]);
+        }
         if let Some(prev) = &summary
             && (s.rows, s.checksum) != {
                 let p: &strata::join::JoinSummary = prev;
@@ -225,12 +255,7 @@ fn run_join(label: &str, j: Join) -> Result<JoinRow> {
 
 /// The planner's pick for a join, as the method it would run.
 fn planned(j: &Join) -> Result<JoinMethod> {
-    Ok(j.clone()
-        .memory(MEMORY)
-        .columns(&["left.id", "right.id"])
-        .explain()
-        .map_err(err)?
-        .chosen)
+    Ok(configured(j.clone()).explain().map_err(err)?.chosen)
 }
 
 /// The primary-key joins R.a = SP.id.
@@ -273,7 +298,9 @@ pub fn run(s: &SuiteArgs) -> Result<()> {
         .map(str::trim)
         .filter(|p| !p.is_empty())
         .collect();
-    let mut rep = Report::new(n, &peers);
+    let threads = usize::try_from(s.join_threads).unwrap_or(1);
+    THREADS.store(threads, Ordering::Relaxed);
+    let mut rep = Report::new(n, &peers, threads);
     let seed = a.seed;
     for part in parts {
         match part {

@@ -73,6 +73,8 @@ struct FreqResult {
 /// Everything the suite measured.
 pub struct Report {
     n: u64,
+    /// Threads each Strata join could use.
+    threads: usize,
     peers: Vec<String>,
     datasets: Vec<DatasetResult>,
     entries: Vec<(usize, Vec<JoinRow>, JoinMethod, Vec<PeerRow>)>,
@@ -110,9 +112,10 @@ fn best<'a>(joins: &'a [JoinRow], names: &[&str]) -> Option<&'a JoinRow> {
 }
 
 impl Report {
-    pub fn new(n: u64, peers: &[&str]) -> Report {
+    pub fn new(n: u64, peers: &[&str], threads: usize) -> Report {
         Report {
             n,
+            threads,
             peers: peers.iter().map(|s| s.to_string()).collect(),
             datasets: Vec::new(),
             entries: Vec::new(),
@@ -260,15 +263,17 @@ impl Report {
             o,
             "Machine: {} CPUs ({}), {} RAM, Linux {}. {} rows per table (the frequency part {}); \
              4 KiB blocks, 16 MiB write buffers, size ratio 5, no compression, 16 MiB of join \
-             memory; peers: {}. Times are seconds of one join counting its rows (Strata's the \
-             median of 3 runs, the peers' one run); every method's \
-             row count and checksum agree (the suite fails otherwise).\n",
+             memory, {} thread(s) per Strata join; peers: {}. Times are seconds of one join \
+             counting its rows (Strata's the median of 3 to 15 runs, as many as fit 0.6 s, the \
+             peers' one run); every \
+             method's row count and checksum agree (the suite fails otherwise).\n",
             m.cpus,
             m.cpu_model,
             human_bytes(m.memory_bytes),
             m.kernel,
             self.n,
             self.n / 2,
+            self.threads,
             if self.peers.is_empty() {
                 "none".to_string()
             } else {

@@ -272,6 +272,7 @@ fn run_step(
                 bloom_fpr: 0.01,
                 memory_bytes: space.budget.limit() as f64,
                 cpu_per_tuple: super::CPU_PER_TUPLE,
+                threads: 1.0,
             };
             // The rows so far have no index and no key: only methods that
             // read them as a stream can run.
@@ -337,6 +338,7 @@ fn run_step(
                 space,
                 &mut emit,
                 0,
+                1,
             )?;
         }
     }

@@ -11,13 +11,15 @@
 //! no hash can split) it is joined in memory-sized chunks, each against the
 //! whole probe partition.
 
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
-use super::output::Emit;
+use super::output::{Emit, Forked, Sink};
 use super::side::{Side, TupleFn};
 use super::spill::{Budget, SpillFile, SpillSpace, SpillWriter};
 use super::table::HashTable;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::key::SeqNo;
 
 /// Bytes a buffered tuple costs beyond its key and row: its two vectors'
@@ -42,7 +44,7 @@ impl Source<'_> {
     /// Calls `f` with every tuple, borrowed (copy what outlives the call).
     pub(crate) fn for_each(&self, f: &mut TupleFn<'_>) -> Result<()> {
         match self {
-            Source::Side(side, snap) => side.scan(*snap)?.for_each(f),
+            Source::Side(side, snap) => side.scan_any_order(*snap)?.for_each(f),
             Source::File(file) => {
                 let mut reader = file.reader();
                 while let Some((k, r)) = reader.next_ref()? {
@@ -59,10 +61,17 @@ fn partition_of(key: &[u8], depth: u32, parts: u64) -> usize {
 }
 
 /// The partitions for a build side of about `bytes`: enough that each fits
-/// half the budget.
-fn partitions_for(bytes: u64, budget: &Budget, at_least: u64) -> u64 {
-    let mem = (budget.limit() / 2).max(1) as u64;
+/// `table_cap` bytes of hash table.
+fn partitions_for(bytes: u64, table_cap: usize, at_least: u64) -> u64 {
+    let mem = table_cap.max(1) as u64;
     (bytes.saturating_mul(5) / 4 / mem + 1).clamp(at_least, MAX_PARTITIONS)
+}
+
+/// The cap of one partition's hash table when `threads` join partitions at
+/// once: together they take half the budget (the rest is the spill files'
+/// buffers and the probe side's reads).
+fn table_cap(budget: &Budget, threads: usize) -> usize {
+    budget.limit() / 2 / threads.max(1)
 }
 
 /// The write-buffer size of one of `parts` partition files: together they
@@ -73,7 +82,9 @@ fn block_for(budget: &Budget, parts: u64) -> usize {
 
 /// Joins `build` with `probe`, emitting (build row, probe row) pairs.
 /// `build_bytes` estimates the build side's size; `hybrid` keeps its
-/// partition 0 in memory.
+/// partition 0 in memory; the spilled partitions are joined on up to
+/// `threads` threads when the sink can be forked.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn hash_join(
     build: &Source<'_>,
     probe: &Source<'_>,
@@ -82,9 +93,11 @@ pub(crate) fn hash_join(
     space: &SpillSpace,
     emit: &mut Emit<'_>,
     depth: u32,
+    threads: usize,
 ) -> Result<()> {
     let budget = &*space.budget;
-    let parts = partitions_for(build_bytes, budget, if hybrid { 1 } else { 2 });
+    let cap = table_cap(budget, threads);
+    let parts = partitions_for(build_bytes, cap, if hybrid { 1 } else { 2 });
     let block = block_for(budget, parts);
     // Partition the build side; hybrid keeps partition 0 in memory while it
     // fits, and spills it (once) when it stops fitting.
@@ -122,10 +135,76 @@ pub(crate) fn hash_join(
     })?;
     drop(table0);
     let probe_files = finish_all(writers)?;
-    for (b, s) in build_files.iter().zip(&probe_files) {
-        if let (Some(b), Some(s)) = (b, s) {
-            join_partition(b, s, space, emit, depth)?;
+    let pairs: Vec<(&SpillFile, &SpillFile)> = build_files
+        .iter()
+        .zip(&probe_files)
+        .filter_map(|(b, p)| Some((b.as_ref()?, p.as_ref()?)))
+        .collect();
+    join_partitions(&pairs, space, emit, depth, threads)
+}
+
+/// Joins each pair of partitions: on `threads` threads, each with a fork
+/// of the sink and its own hash table, taking pairs in turn; on this one
+/// when one thread is asked for, there is one pair, or the sink does not
+/// fork.
+fn join_partitions(
+    pairs: &[(&SpillFile, &SpillFile)],
+    space: &SpillSpace,
+    emit: &mut Emit<'_>,
+    depth: u32,
+    threads: usize,
+) -> Result<()> {
+    let workers = threads.min(pairs.len());
+    if workers <= 1 || emit.sink.fork().is_none() {
+        let cap = table_cap(&space.budget, 1);
+        for &(b, p) in pairs {
+            join_partition(b, p, space, emit, depth, cap)?;
         }
+        return Ok(());
+    }
+    let parent: &dyn Sink = &*emit.sink;
+    let forks: Vec<_> = (0..workers).filter_map(move |_| parent.fork()).collect();
+    let cap = table_cap(&space.budget, workers);
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let swapped = emit.swapped;
+    let results: Vec<Result<Forked>> = std::thread::scope(|s| {
+        let handles: Vec<_> = forks
+            .into_iter()
+            .map(|mut sink| {
+                let (next, failed) = (&next, &failed);
+                s.spawn(move || -> Result<Forked> {
+                    let mut emit = Emit {
+                        sink: sink.as_mut(),
+                        swapped,
+                    };
+                    while !failed.load(Ordering::Relaxed) {
+                        let Some(&(b, p)) = pairs.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                            break;
+                        };
+                        if let Err(e) = join_partition(b, p, space, &mut emit, depth, cap) {
+                            // The other threads stop at their next pair.
+                            failed.store(true, Ordering::Relaxed);
+                            return Err(e);
+                        }
+                    }
+                    sink.close()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(Error::InvalidArgument(
+                        "a thread joining hash partitions panicked".into(),
+                    ))
+                })
+            })
+            .collect()
+    });
+    for r in results {
+        emit.sink.absorb(r?);
     }
     Ok(())
 }
@@ -152,15 +231,18 @@ fn finish_all(writers: Vec<Option<SpillWriter<'_>>>) -> Result<Vec<Option<SpillF
 }
 
 /// Joins one build partition with its probe partition.
+/// Joins one build partition with its probe partition, its hash table
+/// holding at most `cap` bytes.
 fn join_partition(
     build: &SpillFile,
     probe: &SpillFile,
     space: &SpillSpace,
     emit: &mut Emit<'_>,
     depth: u32,
+    cap: usize,
 ) -> Result<()> {
     let budget = &*space.budget;
-    let mut table = HashTable::new(budget, budget.limit() / 2);
+    let mut table = HashTable::new(budget, cap);
     let mut reader = build.reader();
     let mut overflow = None;
     while let Some((k, r)) = reader.next_ref()? {
@@ -182,6 +264,7 @@ fn join_partition(
             space,
             emit,
             depth + 1,
+            1,
         );
     }
     // One value (or a few) with more rows than memory: join in chunks.
@@ -189,7 +272,7 @@ fn join_partition(
     drop(table);
     let mut pending = Some(first_left_over);
     loop {
-        let mut chunk = HashTable::new(budget, budget.limit() / 2);
+        let mut chunk = HashTable::new(budget, cap);
         let mut more = false;
         if let Some((k, r)) = pending.take()
             && !chunk.try_insert(&k, &r)

@@ -200,7 +200,10 @@ impl Join {
         self
     }
 
-    /// Threads an index nested loop join looks up on (default 1).
+    /// Threads the join may use (default 1): an index nested loop's
+    /// lookups, and the scans that need no order (a hash join's sides, an
+    /// external sort's input, a nested loop's outer side), which read
+    /// their table in that many key ranges at once.
     pub fn threads(mut self, n: usize) -> Join {
         self.threads = n.max(1);
         self
@@ -287,6 +290,8 @@ impl Join {
         };
         let mut l = Side::new(self.left.clone(), &self.left_column, cols(0))?;
         let mut r = Side::new(self.right.clone(), &self.right_column, cols(1))?;
+        l.threads = self.threads;
+        r.threads = self.threads;
         for (side, name) in [(&mut l, &self.indexes.0), (&mut r, &self.indexes.1)] {
             if let Some(n) = name {
                 let i = side.table.index_set().find(n).cloned()?;
@@ -401,6 +406,7 @@ impl Join {
             bloom_fpr: 0.6185f64.powf(opts.bloom_bits_per_key as f64),
             memory_bytes: self.memory_bytes as f64,
             cpu_per_tuple: self.cpu_per_tuple,
+            threads: self.threads.min(cores()) as f64,
         })
     }
 
@@ -634,6 +640,7 @@ fn execute_in(
                 space,
                 &mut emit,
                 0,
+                join.threads,
             )?;
         }
     }
@@ -844,4 +851,10 @@ fn match_ratio(outer: &Side, inner: &Side, snap: crate::key::SeqNo) -> Result<(f
     } else {
         (matched as f64 / seen as f64, found as f64 / seen as f64)
     })
+}
+
+/// The machine's cores (1 when unknown): a join's threads beyond them
+/// share cores and gain nothing.
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
 }

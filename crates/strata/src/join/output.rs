@@ -17,6 +17,29 @@ use crate::table::arrowio::rows_to_batch;
 /// as tuple payloads.
 pub(crate) trait Sink {
     fn emit(&mut self, left: &[u8], right: &[u8]) -> Result<()>;
+
+    /// A sink of the same output for another thread (a hash join joins
+    /// its partitions on several), or `None` when pairs must all reach
+    /// this one. A fork is ended with [`Sink::close`] and what it returns
+    /// is given back to this sink's [`Sink::absorb`].
+    fn fork(&self) -> Option<Box<dyn Sink + Send + '_>> {
+        None
+    }
+
+    /// Ends a fork: sends what it holds, and says what it did.
+    fn close(&mut self) -> Result<Forked> {
+        Ok(Forked::default())
+    }
+
+    /// Counts a closed fork's pairs as this sink's.
+    fn absorb(&mut self, _fork: Forked) {}
+}
+
+/// What a closed fork did, for its parent sink.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Forked {
+    pub rows: u64,
+    pub checksum: u64,
 }
 
 /// Orders pairs for the sink: operators name their inputs build and probe
@@ -51,6 +74,23 @@ impl Sink for CountSink {
             .checksum
             .wrapping_add(xxh3_64(left) ^ xxh3_64(right).rotate_left(17));
         Ok(())
+    }
+
+    fn fork(&self) -> Option<Box<dyn Sink + Send + '_>> {
+        Some(Box::new(CountSink::default()))
+    }
+
+    fn close(&mut self) -> Result<Forked> {
+        Ok(Forked {
+            rows: self.rows,
+            checksum: self.checksum,
+        })
+    }
+
+    // The checksum is a sum, so the forks' add up to the whole join's.
+    fn absorb(&mut self, fork: Forked) {
+        self.rows += fork.rows;
+        self.checksum = self.checksum.wrapping_add(fork.checksum);
     }
 }
 
@@ -127,5 +167,28 @@ impl Sink for BatchSink<'_> {
             self.flush()?;
         }
         Ok(())
+    }
+
+    fn fork(&self) -> Option<Box<dyn Sink + Send + '_>> {
+        Some(Box::new(BatchSink::new(
+            self.left,
+            self.right,
+            Arc::clone(&self.schema),
+            self.order.clone(),
+            self.batch_rows,
+            self.tx.clone(),
+        )))
+    }
+
+    fn close(&mut self) -> Result<Forked> {
+        self.flush()?;
+        Ok(Forked {
+            rows: self.sent,
+            checksum: 0,
+        })
+    }
+
+    fn absorb(&mut self, fork: Forked) {
+        self.sent += fork.rows;
     }
 }

@@ -32,6 +32,9 @@ pub(crate) struct Side {
     pub types: Vec<ColumnType>,
     /// The index to use (by name) instead of the best one.
     pub preferred: Option<String>,
+    /// Threads a scan in no particular order may read on
+    /// ([`Side::scan_any_order`]).
+    pub threads: usize,
 }
 
 impl Side {
@@ -47,6 +50,7 @@ impl Side {
             types,
             table,
             preferred: None,
+            threads: 1,
         })
     }
 
@@ -119,6 +123,18 @@ impl Side {
 
     /// Every tuple of the table at `snapshot`, in primary-key order.
     pub(crate) fn scan(&self, snapshot: SeqNo) -> Result<SideScan<'_>> {
+        self.scan_on(snapshot, 1)
+    }
+
+    /// Every tuple of the table at `snapshot`, in no particular order: the
+    /// table is read in key ranges on up to [`Side::threads`] threads (a
+    /// hash join's partitioning, an external sort's runs and a nested
+    /// loop's outer side need no order).
+    pub(crate) fn scan_any_order(&self, snapshot: SeqNo) -> Result<SideScan<'_>> {
+        self.scan_on(snapshot, self.threads)
+    }
+
+    fn scan_on(&self, snapshot: SeqNo, threads: usize) -> Result<SideScan<'_>> {
         let schema = self.table.schema();
         let mut scan_cols = vec![self.column];
         for &c in &self.cols {
@@ -140,6 +156,7 @@ impl Side {
             ),
             snapshot: Some(snapshot),
             batch_rows: SCAN_BATCH,
+            threads,
             ..ScanOptions::default()
         };
         Ok(SideScan {
