@@ -339,6 +339,7 @@ fn run_step(
                 &mut emit,
                 0,
                 1,
+                hash::join_table_cap(&space.budget),
             )?;
         }
     }

@@ -67,11 +67,10 @@ fn partitions_for(bytes: u64, table_cap: usize, at_least: u64) -> u64 {
     (bytes.saturating_mul(5) / 4 / mem + 1).clamp(at_least, MAX_PARTITIONS)
 }
 
-/// The cap of one partition's hash table when `threads` join partitions at
-/// once: together they take half the budget (the rest is the spill files'
-/// buffers and the probe side's reads).
-fn table_cap(budget: &Budget, threads: usize) -> usize {
-    budget.limit() / 2 / threads.max(1)
+/// The hash-table bytes a whole join may hold at once: half the budget
+/// (the rest is the spill files' buffers and the probe side's reads).
+pub(crate) fn join_table_cap(budget: &Budget) -> usize {
+    budget.limit() / 2
 }
 
 /// The write-buffer size of one of `parts` partition files: together they
@@ -83,7 +82,10 @@ fn block_for(budget: &Budget, parts: u64) -> usize {
 /// Joins `build` with `probe`, emitting (build row, probe row) pairs.
 /// `build_bytes` estimates the build side's size; `hybrid` keeps its
 /// partition 0 in memory; the spilled partitions are joined on up to
-/// `threads` threads when the sink can be forked.
+/// `threads` threads when the sink can be forked. `cap` is the hash-table
+/// bytes this call may hold at once ([`join_table_cap`] for a join, a
+/// thread's share when a partition is joined again): threads joining
+/// partitions at once split it.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn hash_join(
     build: &Source<'_>,
@@ -94,14 +96,25 @@ pub(crate) fn hash_join(
     emit: &mut Emit<'_>,
     depth: u32,
     threads: usize,
+    cap: usize,
 ) -> Result<()> {
     let budget = &*space.budget;
-    let cap = table_cap(budget, threads);
-    let parts = partitions_for(build_bytes, cap, if hybrid { 1 } else { 2 });
+    // A hybrid join whose build side fits one table keeps it all in
+    // memory; otherwise partitions are sized for the tables of the threads
+    // that will join them at once.
+    let parts = if hybrid && partitions_for(build_bytes, cap, 1) == 1 {
+        1
+    } else {
+        partitions_for(
+            build_bytes,
+            cap / threads.max(1),
+            if hybrid { 1 } else { 2 },
+        )
+    };
     let block = block_for(budget, parts);
     // Partition the build side; hybrid keeps partition 0 in memory while it
     // fits, and spills it (once) when it stops fitting.
-    let mut table0 = HashTable::new(budget, budget.limit() / 2);
+    let mut table0 = HashTable::new(budget, cap);
     let mut keep0 = hybrid;
     let mut writers: Vec<Option<SpillWriter<'_>>> = (0..parts).map(|_| None).collect();
     build.for_each(&mut |k, r| {
@@ -140,23 +153,23 @@ pub(crate) fn hash_join(
         .zip(&probe_files)
         .filter_map(|(b, p)| Some((b.as_ref()?, p.as_ref()?)))
         .collect();
-    join_partitions(&pairs, space, emit, depth, threads)
+    join_partitions(&pairs, space, emit, depth, threads, cap)
 }
 
 /// Joins each pair of partitions: on `threads` threads, each with a fork
-/// of the sink and its own hash table, taking pairs in turn; on this one
-/// when one thread is asked for, there is one pair, or the sink does not
-/// fork.
+/// of the sink and its own hash table (an equal share of `cap`), taking
+/// pairs in turn; on this one when one thread is asked for, there is one
+/// pair, or the sink does not fork.
 fn join_partitions(
     pairs: &[(&SpillFile, &SpillFile)],
     space: &SpillSpace,
     emit: &mut Emit<'_>,
     depth: u32,
     threads: usize,
+    cap: usize,
 ) -> Result<()> {
     let workers = threads.min(pairs.len());
     if workers <= 1 || emit.sink.fork().is_none() {
-        let cap = table_cap(&space.budget, 1);
         for &(b, p) in pairs {
             join_partition(b, p, space, emit, depth, cap)?;
         }
@@ -164,7 +177,7 @@ fn join_partitions(
     }
     let parent: &dyn Sink = &*emit.sink;
     let forks: Vec<_> = (0..workers).filter_map(move |_| parent.fork()).collect();
-    let cap = table_cap(&space.budget, workers);
+    let cap = cap / workers;
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
     let swapped = emit.swapped;
@@ -174,6 +187,8 @@ fn join_partitions(
             .map(|mut sink| {
                 let (next, failed) = (&next, &failed);
                 s.spawn(move || -> Result<Forked> {
+                    // A panic stops the other threads too.
+                    let _stop = StopOnPanic(failed);
                     let mut emit = Emit {
                         sink: sink.as_mut(),
                         swapped,
@@ -209,6 +224,17 @@ fn join_partitions(
     Ok(())
 }
 
+/// Raises a flag when dropped by a panicking thread.
+struct StopOnPanic<'a>(&'a AtomicBool);
+
+impl Drop for StopOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
 fn writer<'a, 's>(
     writers: &'a mut [Option<SpillWriter<'s>>],
     p: usize,
@@ -230,7 +256,6 @@ fn finish_all(writers: Vec<Option<SpillWriter<'_>>>) -> Result<Vec<Option<SpillF
         .collect()
 }
 
-/// Joins one build partition with its probe partition.
 /// Joins one build partition with its probe partition, its hash table
 /// holding at most `cap` bytes.
 fn join_partition(
@@ -265,6 +290,7 @@ fn join_partition(
             emit,
             depth + 1,
             1,
+            cap,
         );
     }
     // One value (or a few) with more rows than memory: join in chunks.

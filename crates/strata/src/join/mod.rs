@@ -641,6 +641,7 @@ fn execute_in(
                 &mut emit,
                 0,
                 join.threads,
+                hash::join_table_cap(budget),
             )?;
         }
     }

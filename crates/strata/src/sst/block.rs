@@ -316,7 +316,8 @@ pub struct BlockIter {
     restart_index: usize,
     /// The offsets of restart points `restart_index` and the one after it
     /// (`usize::MAX` past the last), so that a step forward compares
-    /// offsets instead of reading the restart array.
+    /// offsets instead of reading the restart array. An unpositioned
+    /// iterator holds 0 for the next one, so its first step reads them.
     restart_at: usize,
     next_restart_at: usize,
     key: Vec<u8>,

@@ -237,14 +237,7 @@ fn bad(reason: impl Into<String>) -> Error {
 impl<'a> PieceView<'a> {
     /// Parses `data` as a piece of `schema`'s rows.
     pub fn parse(schema: &PieceSchema, data: &'a [u8]) -> Result<PieceView<'a>> {
-        let mut view = PieceView {
-            data,
-            slots: Vec::new(),
-            present: 0,
-            dense: false,
-        };
-        view.reparse(schema, data)?;
-        Ok(view)
+        Self::parse_reusing(schema, data, Vec::new())
     }
 
     /// Parses `data` into a view that reuses `slots`' memory (from

@@ -119,11 +119,10 @@ fn largest_file_anchors(
     let Some(f) = largest else {
         return Ok(Vec::new());
     };
-    if let Some(r) = CgReader::of(f) {
+    let all = if let Some(r) = CgReader::of(f) {
         // A block's first key is after the previous block's last.
         let mut start = f.smallest_user_key().to_vec();
-        return Ok(r
-            .blocks()
+        r.blocks()
             .iter()
             .map(|b| {
                 (
@@ -131,9 +130,31 @@ fn largest_file_anchors(
                     b.handle.size,
                 )
             })
-            .collect());
-    }
-    f.table.anchors(f.smallest_user_key())
+            .collect()
+    } else {
+        f.table.anchors(f.smallest_user_key())?
+    };
+    Ok(within(all, lower, upper))
+}
+
+/// The blocks of `anchors` (each from its key to the next one's) that hold
+/// keys of `[lower, upper)`, so that a range covering part of a file is
+/// shared out by its own bytes.
+fn within(
+    anchors: Vec<(Vec<u8>, u64)>,
+    lower: Option<&[u8]>,
+    upper: Option<&[u8]>,
+) -> Vec<(Vec<u8>, u64)> {
+    let n = anchors.len();
+    let ends_after_lower: Vec<bool> = (0..n)
+        .map(|i| i + 1 == n || lower.is_none_or(|l| anchors[i + 1].0.as_slice() > l))
+        .collect();
+    anchors
+        .into_iter()
+        .zip(ends_after_lower)
+        .filter(|((k, _), after)| *after && upper.is_none_or(|u| k.as_slice() < u))
+        .map(|(a, _)| a)
+        .collect()
 }
 
 /// A message from a part to the scan.
@@ -312,7 +333,36 @@ fn add_counters(sum: &mut ScanCounters, c: &ScanCounters) {
 
 #[cfg(test)]
 mod tests {
-    use super::split_points;
+    use super::{split_points, within};
+
+    #[test]
+    fn within_keeps_the_blocks_that_hold_keys_of_the_range() {
+        let a = |ks: &[&str]| -> Vec<(Vec<u8>, u64)> {
+            ks.iter().map(|k| (k.as_bytes().to_vec(), 10)).collect()
+        };
+        let keys = |v: Vec<(Vec<u8>, u64)>| -> Vec<String> {
+            v.into_iter()
+                .map(|(k, _)| String::from_utf8(k).expect("utf8"))
+                .collect()
+        };
+        let blocks = a(&["a", "d", "g", "k"]);
+        assert_eq!(
+            keys(within(blocks.clone(), None, None)),
+            ["a", "d", "g", "k"]
+        );
+        // [e, h): the block from d (holds e, f) and the one from g.
+        assert_eq!(
+            keys(within(blocks.clone(), Some(b"e"), Some(b"h"))),
+            ["d", "g"]
+        );
+        // A lower bound on a block's first key drops the block before it.
+        assert_eq!(keys(within(blocks.clone(), Some(b"g"), None)), ["g", "k"]);
+        // An upper bound on a block's first key drops that block.
+        assert_eq!(keys(within(blocks.clone(), None, Some(b"g"))), ["a", "d"]);
+        // Past the last block's first key, only the last block holds keys.
+        assert_eq!(keys(within(blocks, Some(b"z"), None)), ["k"]);
+        assert!(within(Vec::new(), None, None).is_empty());
+    }
 
     fn run(keys: &[&'static [u8]], bytes: u64) -> Vec<(&'static [u8], u64)> {
         keys.iter().map(|&k| (k, bytes)).collect()
