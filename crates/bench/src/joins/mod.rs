@@ -216,41 +216,83 @@ fn configured(j: Join) -> Join {
         .columns(&["left.id", "right.id"])
 }
 
-/// Runs one join [`rounds_for`] times, returning the report row (the
-/// median time; rows and checksum must agree between rounds).
+/// Runs one join [`rounds_for`] times, returning the report row.
 fn run_join(label: &str, j: Join) -> Result<JoinRow> {
-    let j = configured(j);
-    let mut times = Vec::with_capacity(MAX_ROUNDS);
-    let mut summary = None;
-    let mut rounds = ROUNDS;
-    while times.len() < rounds {
+    let mut rows = run_joins(vec![(label.to_string(), j)])?;
+    rows.pop().ok_or_else(|| Error("no join ran".into()))
+}
+
+/// One join of a part being measured: its rounds so far.
+struct Timed {
+    label: String,
+    join: Join,
+    times: Vec<f64>,
+    rounds: usize,
+    summary: Option<strata::join::JoinSummary>,
+}
+
+impl Timed {
+    fn round(&mut self) -> Result<()> {
         let t = Instant::now();
-        let s = j.count().map_err(err)?;
-        times.push(t.elapsed().as_secs_f64());
-        if times.len() == 1 {
-            rounds = rounds_for(times[0]);
+        let s = self.join.count().map_err(err)?;
+        self.times.push(t.elapsed().as_secs_f64());
+        if self.times.len() == 1 {
+            self.rounds = rounds_for(self.times[0]);
         }
-        if let Some(prev) = &summary
-            && (s.rows, s.checksum) != {
-                let p: &strata::join::JoinSummary = prev;
-                (p.rows, p.checksum)
-            }
+        if let Some(p) = &self.summary
+            && (s.rows, s.checksum) != (p.rows, p.checksum)
         {
-            return Err(Error(format!("{label}: rounds of one join disagree")));
+            return Err(Error(format!(
+                "{}: rounds of one join disagree",
+                self.label
+            )));
         }
-        summary = Some(s);
+        self.summary = Some(s);
+        Ok(())
     }
-    let s = summary.ok_or_else(|| Error("no round ran".into()))?;
-    times.sort_by(f64::total_cmp);
-    Ok(JoinRow {
-        method: label.to_string(),
-        secs: times[times.len() / 2],
-        rows: s.rows,
-        checksum: s.checksum,
-        peak_memory: s.peak_memory_bytes,
-        spilled: s.spilled_bytes,
-        ran: s.method.name().to_string(),
-    })
+}
+
+/// Runs joins in turns, each [`rounds_for`] times, returning their report
+/// rows (the median times; rows and checksum must agree between rounds).
+/// Round `i` of every join that has one runs before round `i + 1` of any,
+/// so a change in the host's speed during a part (other tenants, the page
+/// cache, compactions settling) falls on every method alike instead of on
+/// whichever ran then: the planner is judged by differences of 10 %,
+/// which such drift exceeds here.
+fn run_joins(joins: Vec<(String, Join)>) -> Result<Vec<JoinRow>> {
+    let mut timed: Vec<Timed> = joins
+        .into_iter()
+        .map(|(label, j)| Timed {
+            label,
+            join: configured(j),
+            times: Vec::with_capacity(MAX_ROUNDS),
+            rounds: ROUNDS,
+            summary: None,
+        })
+        .collect();
+    for round in 0..MAX_ROUNDS {
+        for t in timed.iter_mut().filter(|t| round < t.rounds) {
+            t.round()?;
+        }
+    }
+    timed
+        .into_iter()
+        .map(|mut t| {
+            let s = t
+                .summary
+                .ok_or_else(|| Error(format!("{}: no round ran", t.label)))?;
+            t.times.sort_by(f64::total_cmp);
+            Ok(JoinRow {
+                method: t.label,
+                secs: t.times[t.times.len() / 2],
+                rows: s.rows,
+                checksum: s.checksum,
+                peak_memory: s.peak_memory_bytes,
+                spilled: s.spilled_bytes,
+                ran: s.method.name().to_string(),
+            })
+        })
+        .collect()
 }
 
 /// The planner's pick for a join, as the method it would run.
@@ -261,24 +303,24 @@ fn planned(j: &Join) -> Result<JoinMethod> {
 /// The primary-key joins R.a = SP.id.
 fn primary_joins(t: &Tables, with_index_walk: bool) -> Result<(Vec<JoinRow>, JoinMethod)> {
     let base = Join::new(&t.r, "a", &t.sp, "id");
-    let mut out = Vec::new();
-    for (label, m) in [
+    let mut joins: Vec<(String, Join)> = [
         ("INLJ-P", JoinMethod::NestedLoopPrimaryRight),
         ("SJ-P", JoinMethod::SortMerge),
         ("HJ-P", JoinMethod::GraceHash),
         ("HH-P", JoinMethod::HybridHash),
-    ] {
-        out.push(run_join(label, base.clone().method(m))?);
-    }
+    ]
+    .into_iter()
+    .map(|(label, m)| (label.to_string(), base.clone().method(m)))
+    .collect();
     if with_index_walk {
-        out.push(run_join(
-            "SJ-PS",
+        joins.push((
+            "SJ-PS".into(),
             base.clone().method(JoinMethod::SortMergeIndex),
-        )?);
+        ));
     }
-    out.push(run_join("auto-P", base.clone())?);
+    joins.push(("auto-P".into(), base.clone()));
     let chosen = planned(&base)?;
-    Ok((out, chosen))
+    Ok((run_joins(joins)?, chosen))
 }
 
 /// Runs the suite.
@@ -352,33 +394,46 @@ fn datasets(
         builds.push(("R.a Comp/S".into(), tb.elapsed().as_secs_f64()));
         t.settle()?;
         let sec = Join::new(&t.r, "a", &t.s, "b");
-        for (k, c) in variants() {
-            let j = sec
-                .clone()
-                .method(JoinMethod::NestedLoopIndexRight)
-                .right_index(&index_name(k, c));
-            joins.push(run_join(&format!("INLJ-NS {}", variant_name(k, c)), j)?);
-        }
-        joins.push(run_join("SJ-N", sec.clone().method(JoinMethod::SortMerge))?);
-        joins.push(run_join(
-            "SJ-SS Comp/S",
-            sec.clone()
-                .method(JoinMethod::SortMergeIndex)
-                .left_index("composite_synchronous")
-                .right_index("composite_synchronous"),
-        )?);
-        joins.push(run_join("HJ-N", sec.clone().method(JoinMethod::GraceHash))?);
-        joins.push(run_join(
-            "HH-N",
-            sec.clone().method(JoinMethod::HybridHash),
-        )?);
-        joins.push(run_join(
-            "INLJ-NR Comp/S",
-            sec.clone()
-                .method(JoinMethod::NestedLoopIndexLeft)
-                .left_index("composite_synchronous"),
-        )?);
-        joins.push(run_join("auto-N", sec.clone())?);
+        let mut n_joins: Vec<(String, Join)> = variants()
+            .into_iter()
+            .map(|(k, c)| {
+                (
+                    format!("INLJ-NS {}", variant_name(k, c)),
+                    sec.clone()
+                        .method(JoinMethod::NestedLoopIndexRight)
+                        .right_index(&index_name(k, c)),
+                )
+            })
+            .collect();
+        n_joins.extend([
+            (
+                "SJ-N".to_string(),
+                sec.clone().method(JoinMethod::SortMerge),
+            ),
+            (
+                "SJ-SS Comp/S".to_string(),
+                sec.clone()
+                    .method(JoinMethod::SortMergeIndex)
+                    .left_index("composite_synchronous")
+                    .right_index("composite_synchronous"),
+            ),
+            (
+                "HJ-N".to_string(),
+                sec.clone().method(JoinMethod::GraceHash),
+            ),
+            (
+                "HH-N".to_string(),
+                sec.clone().method(JoinMethod::HybridHash),
+            ),
+            (
+                "INLJ-NR Comp/S".to_string(),
+                sec.clone()
+                    .method(JoinMethod::NestedLoopIndexLeft)
+                    .left_index("composite_synchronous"),
+            ),
+            ("auto-N".to_string(), sec.clone()),
+        ]);
+        joins.extend(run_joins(n_joins)?);
         let chosen_n = planned(&sec)?;
         let peer_rows = peers::run(peers, &base.join(format!("{name}-peers")), &rows, n, 64)?;
         rep.dataset(
@@ -521,19 +576,20 @@ fn skew(rep: &mut Report, base: &Path, n: u64, seed: u64) -> Result<()> {
         }
         t.settle()?;
         let sec = Join::new(&t.r, "a", &t.s, "b");
-        let mut joins = Vec::new();
-        for c in [Consistency::Synchronous, Consistency::Validation] {
-            let j = sec
-                .clone()
-                .method(JoinMethod::NestedLoopIndexRight)
-                .right_index(&index_name(IndexKind::Eager, c));
-            joins.push(run_join(
-                &format!("INLJ-NS {}", variant_name(IndexKind::Eager, c)),
-                j,
-            )?);
-        }
-        joins.push(run_join("SJ-N", sec.clone().method(JoinMethod::SortMerge))?);
-        joins.push(run_join("HJ-N", sec.clone().method(JoinMethod::GraceHash))?);
+        let mut joins: Vec<(String, Join)> = [Consistency::Synchronous, Consistency::Validation]
+            .into_iter()
+            .map(|c| {
+                (
+                    format!("INLJ-NS {}", variant_name(IndexKind::Eager, c)),
+                    sec.clone()
+                        .method(JoinMethod::NestedLoopIndexRight)
+                        .right_index(&index_name(IndexKind::Eager, c)),
+                )
+            })
+            .collect();
+        joins.push(("SJ-N".into(), sec.clone().method(JoinMethod::SortMerge)));
+        joins.push(("HJ-N".into(), sec.clone().method(JoinMethod::GraceHash)));
+        let joins = run_joins(joins)?;
         rep.skew(theta, joins);
         drop(t);
         let _ = std::fs::remove_dir_all(base.join(format!("skew-{theta}")));

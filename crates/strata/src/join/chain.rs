@@ -335,11 +335,8 @@ fn run_step(
                 &Source::Side(right, snap),
                 f.len(),
                 method == JoinMethod::HybridHash,
-                space,
+                hash::HashRun::new(space, 1),
                 &mut emit,
-                0,
-                1,
-                hash::join_table_cap(&space.budget),
             )?;
         }
     }

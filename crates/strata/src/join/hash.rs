@@ -69,8 +69,34 @@ fn partitions_for(bytes: u64, table_cap: usize, at_least: u64) -> u64 {
 
 /// The hash-table bytes a whole join may hold at once: half the budget
 /// (the rest is the spill files' buffers and the probe side's reads).
-pub(crate) fn join_table_cap(budget: &Budget) -> usize {
+fn join_table_cap(budget: &Budget) -> usize {
     budget.limit() / 2
+}
+
+/// Where and with what a hash join (or one of its partition pairs) runs.
+#[derive(Clone, Copy)]
+pub(crate) struct HashRun<'a> {
+    pub space: &'a SpillSpace,
+    /// The partitioning round: 0 for a join, one more for each time a
+    /// partition is partitioned again (it seeds the hash).
+    pub depth: u32,
+    /// Threads that may join spilled partition pairs at once.
+    pub threads: usize,
+    /// The hash-table bytes this run may hold at once: half the budget
+    /// for a join, a thread's share when a partition is joined again.
+    pub cap: usize,
+}
+
+impl<'a> HashRun<'a> {
+    /// A whole join in `space` on up to `threads` threads.
+    pub(crate) fn new(space: &'a SpillSpace, threads: usize) -> HashRun<'a> {
+        HashRun {
+            space,
+            depth: 0,
+            threads: threads.max(1),
+            cap: join_table_cap(&space.budget),
+        }
+    }
 }
 
 /// The write-buffer size of one of `parts` partition files: together they
@@ -82,22 +108,22 @@ fn block_for(budget: &Budget, parts: u64) -> usize {
 /// Joins `build` with `probe`, emitting (build row, probe row) pairs.
 /// `build_bytes` estimates the build side's size; `hybrid` keeps its
 /// partition 0 in memory; the spilled partitions are joined on up to
-/// `threads` threads when the sink can be forked. `cap` is the hash-table
-/// bytes this call may hold at once ([`join_table_cap`] for a join, a
-/// thread's share when a partition is joined again): threads joining
-/// partitions at once split it.
-#[allow(clippy::too_many_arguments)]
+/// `run.threads` threads when the sink can be forked, which split
+/// `run.cap`.
 pub(crate) fn hash_join(
     build: &Source<'_>,
     probe: &Source<'_>,
     build_bytes: u64,
     hybrid: bool,
-    space: &SpillSpace,
+    run: HashRun<'_>,
     emit: &mut Emit<'_>,
-    depth: u32,
-    threads: usize,
-    cap: usize,
 ) -> Result<()> {
+    let HashRun {
+        space,
+        depth,
+        threads,
+        cap,
+    } = run;
     let budget = &*space.budget;
     // A hybrid join whose build side fits one table keeps it all in
     // memory; otherwise partitions are sized for the tables of the threads
@@ -153,7 +179,7 @@ pub(crate) fn hash_join(
         .zip(&probe_files)
         .filter_map(|(b, p)| Some((b.as_ref()?, p.as_ref()?)))
         .collect();
-    join_partitions(&pairs, space, emit, depth, threads, cap)
+    join_partitions(&pairs, run, emit)
 }
 
 /// Joins each pair of partitions: on `threads` threads, each with a fork
@@ -162,22 +188,27 @@ pub(crate) fn hash_join(
 /// pair, or the sink does not fork.
 fn join_partitions(
     pairs: &[(&SpillFile, &SpillFile)],
-    space: &SpillSpace,
+    run: HashRun<'_>,
     emit: &mut Emit<'_>,
-    depth: u32,
-    threads: usize,
-    cap: usize,
 ) -> Result<()> {
-    let workers = threads.min(pairs.len());
-    if workers <= 1 || emit.sink.fork().is_none() {
+    let workers = run.threads.min(pairs.len());
+    let forks: Vec<_> = if workers > 1 {
+        let parent: &dyn Sink = &*emit.sink;
+        (0..workers).map_while(|_| parent.fork()).collect()
+    } else {
+        Vec::new()
+    };
+    if forks.len() < 2 {
+        drop(forks);
         for &(b, p) in pairs {
-            join_partition(b, p, space, emit, depth, cap)?;
+            join_partition(b, p, run, emit)?;
         }
         return Ok(());
     }
-    let parent: &dyn Sink = &*emit.sink;
-    let forks: Vec<_> = (0..workers).filter_map(move |_| parent.fork()).collect();
-    let cap = cap / workers;
+    let run = HashRun {
+        cap: run.cap / forks.len(),
+        ..run
+    };
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
     let swapped = emit.swapped;
@@ -197,7 +228,7 @@ fn join_partitions(
                         let Some(&(b, p)) = pairs.get(next.fetch_add(1, Ordering::Relaxed)) else {
                             break;
                         };
-                        if let Err(e) = join_partition(b, p, space, &mut emit, depth, cap) {
+                        if let Err(e) = join_partition(b, p, run, &mut emit) {
                             // The other threads stop at their next pair.
                             failed.store(true, Ordering::Relaxed);
                             return Err(e);
@@ -257,15 +288,16 @@ fn finish_all(writers: Vec<Option<SpillWriter<'_>>>) -> Result<Vec<Option<SpillF
 }
 
 /// Joins one build partition with its probe partition, its hash table
-/// holding at most `cap` bytes.
+/// holding at most `run.cap` bytes.
 fn join_partition(
     build: &SpillFile,
     probe: &SpillFile,
-    space: &SpillSpace,
+    run: HashRun<'_>,
     emit: &mut Emit<'_>,
-    depth: u32,
-    cap: usize,
 ) -> Result<()> {
+    let HashRun {
+        space, depth, cap, ..
+    } = run;
     let budget = &*space.budget;
     let mut table = HashTable::new(budget, cap);
     let mut reader = build.reader();
@@ -286,11 +318,12 @@ fn join_partition(
             &Source::File(probe),
             build.len(),
             true,
-            space,
+            HashRun {
+                depth: depth + 1,
+                threads: 1,
+                ..run
+            },
             emit,
-            depth + 1,
-            1,
-            cap,
         );
     }
     // One value (or a few) with more rows than memory: join in chunks.

@@ -637,11 +637,8 @@ fn execute_in(
                 &Source::Side(probe, snap),
                 bytes,
                 method == JoinMethod::HybridHash,
-                space,
+                hash::HashRun::new(space, join.threads),
                 &mut emit,
-                0,
-                join.threads,
-                hash::join_table_cap(budget),
             )?;
         }
     }
