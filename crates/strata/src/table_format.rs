@@ -289,9 +289,14 @@ impl TableHandle {
     /// Keys where the file's data can be cut, each with the bytes up to
     /// the next ([`TableReader::anchors`]); none for other formats (the
     /// table layer reads its own files' block indexes).
-    pub(crate) fn anchors(&self, smallest: &[u8]) -> Result<Vec<(Vec<u8>, u64)>> {
+    pub(crate) fn anchors(
+        &self,
+        smallest: &[u8],
+        lower: Option<&[u8]>,
+        upper: Option<&[u8]>,
+    ) -> Result<Vec<(Vec<u8>, u64)>> {
         match self {
-            TableHandle::Sst(t) => t.anchors(smallest),
+            TableHandle::Sst(t) => t.anchors(smallest, lower, upper),
             _ => Ok(Vec::new()),
         }
     }

@@ -27,7 +27,6 @@ mod report;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use strata::arrow_array::{ArrayRef, BinaryArray, Int64Array, RecordBatch};
@@ -204,22 +203,105 @@ fn rounds_for(first: f64) -> usize {
     ((ROUNDS_SECS / first).ceil() as usize).clamp(ROUNDS, MAX_ROUNDS)
 }
 
-/// Threads every Strata join of the run may use (`--join-threads`), set
-/// once when the suite starts, read where each join gets the suite's
-/// settings ([`run_join`], [`planned`]).
-static THREADS: AtomicUsize = AtomicUsize::new(1);
-
-/// `j` with the suite's settings: its memory, threads and output columns.
-fn configured(j: Join) -> Join {
-    j.memory(MEMORY)
-        .threads(THREADS.load(Ordering::Relaxed))
-        .columns(&["left.id", "right.id"])
+/// What every part of a run shares: where its databases go, the seed of
+/// its rows, the peers and the threads each Strata join may use.
+#[derive(Clone, Copy)]
+struct Part<'a> {
+    base: &'a Path,
+    seed: u64,
+    peers: &'a [&'a str],
+    threads: usize,
 }
 
-/// Runs one join [`rounds_for`] times, returning the report row.
-fn run_join(label: &str, j: Join) -> Result<JoinRow> {
-    let mut rows = run_joins(vec![(label.to_string(), j)])?;
-    rows.pop().ok_or_else(|| Error("no join ran".into()))
+impl Part<'_> {
+    /// `j` with the suite's settings: its memory, threads and output
+    /// columns.
+    fn configured(&self, j: Join) -> Join {
+        j.memory(MEMORY)
+            .threads(self.threads)
+            .columns(&["left.id", "right.id"])
+    }
+
+    /// Runs one join [`rounds_for`] times, returning the report row.
+    fn run_join(&self, label: &str, j: Join) -> Result<JoinRow> {
+        let mut rows = self.run_joins(vec![(label.to_string(), j)])?;
+        rows.pop().ok_or_else(|| Error("no join ran".into()))
+    }
+
+    /// Runs joins in turns, each [`rounds_for`] times, returning their report
+    /// rows (the median times; rows and checksum must agree between rounds).
+    /// Round `i` of every join that has one runs before round `i + 1` of any,
+    /// so a change in the host's speed during a part (other tenants, the page
+    /// cache, compactions settling) falls on every method alike instead of on
+    /// whichever ran then: the planner is judged by differences of 10 %,
+    /// which such drift exceeds here.
+    fn run_joins(&self, joins: Vec<(String, Join)>) -> Result<Vec<JoinRow>> {
+        let mut timed: Vec<Timed> = joins
+            .into_iter()
+            .map(|(label, j)| Timed {
+                label,
+                join: self.configured(j),
+                times: Vec::with_capacity(MAX_ROUNDS),
+                rounds: ROUNDS,
+                summary: None,
+            })
+            .collect();
+        for round in 0..MAX_ROUNDS {
+            for t in timed.iter_mut().filter(|t| round < t.rounds) {
+                t.round()?;
+            }
+        }
+        timed
+            .into_iter()
+            .map(|mut t| {
+                let s = t
+                    .summary
+                    .ok_or_else(|| Error(format!("{}: no round ran", t.label)))?;
+                t.times.sort_by(f64::total_cmp);
+                Ok(JoinRow {
+                    method: t.label,
+                    secs: t.times[t.times.len() / 2],
+                    rows: s.rows,
+                    checksum: s.checksum,
+                    peak_memory: s.peak_memory_bytes,
+                    spilled: s.spilled_bytes,
+                    ran: s.method.name().to_string(),
+                })
+            })
+            .collect()
+    }
+
+    /// The planner's pick for a join, as the method it would run.
+    fn planned(&self, j: &Join) -> Result<JoinMethod> {
+        Ok(self.configured(j.clone()).explain().map_err(err)?.chosen)
+    }
+
+    /// The primary-key joins R.a = SP.id.
+    fn primary_joins(
+        &self,
+        t: &Tables,
+        with_index_walk: bool,
+    ) -> Result<(Vec<JoinRow>, JoinMethod)> {
+        let base = Join::new(&t.r, "a", &t.sp, "id");
+        let mut joins: Vec<(String, Join)> = [
+            ("INLJ-P", JoinMethod::NestedLoopPrimaryRight),
+            ("SJ-P", JoinMethod::SortMerge),
+            ("HJ-P", JoinMethod::GraceHash),
+            ("HH-P", JoinMethod::HybridHash),
+        ]
+        .into_iter()
+        .map(|(label, m)| (label.to_string(), base.clone().method(m)))
+        .collect();
+        if with_index_walk {
+            joins.push((
+                "SJ-PS".into(),
+                base.clone().method(JoinMethod::SortMergeIndex),
+            ));
+        }
+        joins.push(("auto-P".into(), base.clone()));
+        let chosen = self.planned(&base)?;
+        Ok((self.run_joins(joins)?, chosen))
+    }
 }
 
 /// One join of a part being measured: its rounds so far.
@@ -252,77 +334,6 @@ impl Timed {
     }
 }
 
-/// Runs joins in turns, each [`rounds_for`] times, returning their report
-/// rows (the median times; rows and checksum must agree between rounds).
-/// Round `i` of every join that has one runs before round `i + 1` of any,
-/// so a change in the host's speed during a part (other tenants, the page
-/// cache, compactions settling) falls on every method alike instead of on
-/// whichever ran then: the planner is judged by differences of 10 %,
-/// which such drift exceeds here.
-fn run_joins(joins: Vec<(String, Join)>) -> Result<Vec<JoinRow>> {
-    let mut timed: Vec<Timed> = joins
-        .into_iter()
-        .map(|(label, j)| Timed {
-            label,
-            join: configured(j),
-            times: Vec::with_capacity(MAX_ROUNDS),
-            rounds: ROUNDS,
-            summary: None,
-        })
-        .collect();
-    for round in 0..MAX_ROUNDS {
-        for t in timed.iter_mut().filter(|t| round < t.rounds) {
-            t.round()?;
-        }
-    }
-    timed
-        .into_iter()
-        .map(|mut t| {
-            let s = t
-                .summary
-                .ok_or_else(|| Error(format!("{}: no round ran", t.label)))?;
-            t.times.sort_by(f64::total_cmp);
-            Ok(JoinRow {
-                method: t.label,
-                secs: t.times[t.times.len() / 2],
-                rows: s.rows,
-                checksum: s.checksum,
-                peak_memory: s.peak_memory_bytes,
-                spilled: s.spilled_bytes,
-                ran: s.method.name().to_string(),
-            })
-        })
-        .collect()
-}
-
-/// The planner's pick for a join, as the method it would run.
-fn planned(j: &Join) -> Result<JoinMethod> {
-    Ok(configured(j.clone()).explain().map_err(err)?.chosen)
-}
-
-/// The primary-key joins R.a = SP.id.
-fn primary_joins(t: &Tables, with_index_walk: bool) -> Result<(Vec<JoinRow>, JoinMethod)> {
-    let base = Join::new(&t.r, "a", &t.sp, "id");
-    let mut joins: Vec<(String, Join)> = [
-        ("INLJ-P", JoinMethod::NestedLoopPrimaryRight),
-        ("SJ-P", JoinMethod::SortMerge),
-        ("HJ-P", JoinMethod::GraceHash),
-        ("HH-P", JoinMethod::HybridHash),
-    ]
-    .into_iter()
-    .map(|(label, m)| (label.to_string(), base.clone().method(m)))
-    .collect();
-    if with_index_walk {
-        joins.push((
-            "SJ-PS".into(),
-            base.clone().method(JoinMethod::SortMergeIndex),
-        ));
-    }
-    joins.push(("auto-P".into(), base.clone()));
-    let chosen = planned(&base)?;
-    Ok((run_joins(joins)?, chosen))
-}
-
 /// Runs the suite.
 pub fn run(s: &SuiteArgs) -> Result<()> {
     let a = &s.args;
@@ -340,16 +351,20 @@ pub fn run(s: &SuiteArgs) -> Result<()> {
         .map(str::trim)
         .filter(|p| !p.is_empty())
         .collect();
-    let threads = usize::try_from(s.join_threads).unwrap_or(1);
-    THREADS.store(threads, Ordering::Relaxed);
+    let threads = usize::try_from(s.join_threads).unwrap_or(1).max(1);
     let mut rep = Report::new(n, &peers, threads);
-    let seed = a.seed;
+    let p = Part {
+        base: &base,
+        seed: a.seed,
+        peers: &peers,
+        threads,
+    };
     for part in parts {
         match part {
-            "datasets" => datasets(&mut rep, &base, n, seed, &peers, &s.join_datasets)?,
-            "entry" => entry(&mut rep, &base, n, seed, &peers)?,
-            "frequency" => frequency(&mut rep, &base, n / 2, seed)?,
-            "skew" => skew(&mut rep, &base, n, seed)?,
+            "datasets" => datasets(&mut rep, p, n, &s.join_datasets)?,
+            "entry" => entry(&mut rep, p, n)?,
+            "frequency" => frequency(&mut rep, p, n / 2)?,
+            "skew" => skew(&mut rep, p, n)?,
             other => {
                 return Err(Error(format!(
                     "unknown joins part {other:?}: datasets, entry, frequency, skew"
@@ -361,14 +376,10 @@ pub fn run(s: &SuiteArgs) -> Result<()> {
     rep.finish(s)
 }
 
-fn datasets(
-    rep: &mut Report,
-    base: &Path,
-    n: u64,
-    seed: u64,
-    peers: &[&str],
-    names: &str,
-) -> Result<()> {
+fn datasets(rep: &mut Report, p: Part<'_>, n: u64, names: &str) -> Result<()> {
+    let Part {
+        base, seed, peers, ..
+    } = p;
     for name in names.split(',').map(str::trim).filter(|x| !x.is_empty()) {
         let d = Dataset::named(name).ok_or_else(|| Error(format!("unknown dataset {name:?}")))?;
         eprintln!("joins: dataset {name}, {n} rows per table");
@@ -378,7 +389,7 @@ fn datasets(
         t.load(&rows, 0..n as usize, 64)?;
         t.settle()?;
         let load_secs = load.elapsed().as_secs_f64();
-        let (mut joins, chosen_p) = primary_joins(&t, false)?;
+        let (mut joins, chosen_p) = p.primary_joins(&t, false)?;
         // Index builds: every variant on S.b, a composite synchronous one
         // on R.a for the index walk.
         let mut builds = Vec::new();
@@ -433,8 +444,8 @@ fn datasets(
             ),
             ("auto-N".to_string(), sec.clone()),
         ]);
-        joins.extend(run_joins(n_joins)?);
-        let chosen_n = planned(&sec)?;
+        joins.extend(p.run_joins(n_joins)?);
+        let chosen_n = p.planned(&sec)?;
         let peer_rows = peers::run(peers, &base.join(format!("{name}-peers")), &rows, n, 64)?;
         rep.dataset(
             name,
@@ -450,7 +461,10 @@ fn datasets(
     Ok(())
 }
 
-fn entry(rep: &mut Report, base: &Path, n: u64, seed: u64, peers: &[&str]) -> Result<()> {
+fn entry(rep: &mut Report, p: Part<'_>, n: u64) -> Result<()> {
+    let Part {
+        base, seed, peers, ..
+    } = p;
     let d = Dataset::named("unif").ok_or_else(|| Error("unif".into()))?;
     let rows = Rows::new(&d, n, seed);
     for entry in [32usize, 256, 1024, 4096] {
@@ -458,7 +472,7 @@ fn entry(rep: &mut Report, base: &Path, n: u64, seed: u64, peers: &[&str]) -> Re
         let t = Tables::create(&base.join(format!("entry-{entry}")))?;
         t.load(&rows, 0..n as usize, entry)?;
         t.settle()?;
-        let (joins, chosen) = primary_joins(&t, false)?;
+        let (joins, chosen) = p.primary_joins(&t, false)?;
         let peer_rows = peers::run(
             peers,
             &base.join(format!("entry-{entry}-peers")),
@@ -481,7 +495,8 @@ struct FreqConfig {
     join: fn(&Tables, Option<&str>) -> Join,
 }
 
-fn frequency(rep: &mut Report, base: &Path, n: u64, seed: u64) -> Result<()> {
+fn frequency(rep: &mut Report, p: Part<'_>, n: u64) -> Result<()> {
+    let Part { base, seed, .. } = p;
     let mut configs = vec![
         FreqConfig {
             label: "HJ-P".into(),
@@ -542,14 +557,14 @@ fn frequency(rep: &mut Report, base: &Path, n: u64, seed: u64) -> Result<()> {
                 let idx_name = idx_name.transpose().map_err(err)?;
                 let (mut load_secs, mut join_secs) = (0.0, 0.0);
                 let mut last = None;
-                for p in 0..f {
-                    let lo = n as usize * p / f;
-                    let hi = n as usize * (p + 1) / f;
+                for i in 0..f {
+                    let lo = n as usize * i / f;
+                    let hi = n as usize * (i + 1) / f;
                     let tl = Instant::now();
                     t.load(&rows, lo..hi, 64)?;
                     t.settle()?;
                     load_secs += tl.elapsed().as_secs_f64();
-                    let row = run_join(&c.label, (c.join)(&t, idx_name.as_deref()))?;
+                    let row = p.run_join(&c.label, (c.join)(&t, idx_name.as_deref()))?;
                     join_secs += row.secs;
                     last = Some(row);
                 }
@@ -562,7 +577,8 @@ fn frequency(rep: &mut Report, base: &Path, n: u64, seed: u64) -> Result<()> {
     Ok(())
 }
 
-fn skew(rep: &mut Report, base: &Path, n: u64, seed: u64) -> Result<()> {
+fn skew(rep: &mut Report, p: Part<'_>, n: u64) -> Result<()> {
+    let Part { base, seed, .. } = p;
     for theta in ["0", "0.5", "0.9", "0.99"] {
         let name = format!("zipf:{theta}");
         let d = Dataset::named(&name).ok_or_else(|| Error(name.clone()))?;
@@ -589,7 +605,7 @@ fn skew(rep: &mut Report, base: &Path, n: u64, seed: u64) -> Result<()> {
             .collect();
         joins.push(("SJ-N".into(), sec.clone().method(JoinMethod::SortMerge)));
         joins.push(("HJ-N".into(), sec.clone().method(JoinMethod::GraceHash)));
-        let joins = run_joins(joins)?;
+        let joins = p.run_joins(joins)?;
         rep.skew(theta, joins);
         drop(t);
         let _ = std::fs::remove_dir_all(base.join(format!("skew-{theta}")));

@@ -206,17 +206,35 @@ impl TableReader {
         self.corruption(self.footer.index.offset, format!("index block: {reason}"))
     }
 
-    /// Where the file's data can be cut: per data block, a user key at or
-    /// before its first key (`smallest` for the first, the previous block's
-    /// index separator for the others) and the block's size. A scan split
-    /// into parts cuts its range at some of these keys; the index block is
-    /// held open, so no data block is read.
-    pub fn anchors(&self, smallest: &[u8]) -> Result<Vec<(Vec<u8>, u64)>> {
+    /// Where the file's data in `[lower, upper)` can be cut: per data
+    /// block holding keys of the range, a user key at or before its first
+    /// key in the range (`lower`, or `smallest`, for the first; the
+    /// previous block's index separator for the others) and the block's
+    /// size. A scan split into parts cuts its range at some of these keys.
+    /// The index block is held open, so no data block is read, and the
+    /// walk starts at `lower` and stops at `upper`.
+    pub fn anchors(
+        &self,
+        smallest: &[u8],
+        lower: Option<&[u8]>,
+        upper: Option<&[u8]>,
+    ) -> Result<Vec<(Vec<u8>, u64)>> {
         let mut out = Vec::new();
         let mut index = self.index_block.iter();
-        index.seek_to_first();
-        let mut start = smallest.to_vec();
+        let mut start = match lower {
+            Some(l) => {
+                index.seek(&crate::key::make_seek_key(l, crate::key::MAX_SEQNO));
+                l.max(smallest).to_vec()
+            }
+            None => {
+                index.seek_to_first();
+                smallest.to_vec()
+            }
+        };
         while index.valid() {
+            if upper.is_some_and(|u| start.as_slice() >= u) {
+                break;
+            }
             let h = self.decode_data_handle(index.value())?;
             let sep = crate::key::user_key(index.key()).to_vec();
             out.push((std::mem::replace(&mut start, sep), h.size));

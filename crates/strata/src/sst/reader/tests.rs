@@ -814,3 +814,57 @@ fn readers_and_iterators_are_thread_safe() {
     send::<TableIter>();
     send::<TableBuilder>();
 }
+
+/// `anchors` over a range: the first anchor is the range's lower bound,
+/// every anchor is before the upper one, the blocks are those a walk of
+/// the whole index gives for that stretch, and each key of the range lies
+/// in the span of one anchor.
+#[test]
+fn anchors_cover_a_range_from_its_lower_bound() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let e: Entries = sort_entries(
+        (0..2000u32)
+            .map(|i| {
+                (
+                    make_internal_key(format!("k{i:05}").as_bytes(), 1, ValueKind::Put),
+                    vec![b'v'; 40],
+                )
+            })
+            .collect(),
+    );
+    let (path, _) = write_table(dir.path(), "a.sst", &e, TableBuilderOptions::default());
+    let t = open_path(&path, None, Arc::new(Statistics::default()));
+    let all = t.anchors(b"k00000", None, None).expect("anchors");
+    assert_eq!(all.len() as u64, t.properties().num_data_blocks);
+    assert!(all.len() > 10, "{} blocks", all.len());
+    for (lo, hi) in [(300u32, 1700u32), (0, 1), (1999, 2000), (1000, 1001)] {
+        let (l, u) = (format!("k{lo:05}"), format!("k{hi:05}"));
+        let part = t
+            .anchors(b"k00000", Some(l.as_bytes()), Some(u.as_bytes()))
+            .expect("anchors");
+        assert_eq!(part[0].0, l.as_bytes(), "{l}..{u}");
+        assert!(part.iter().all(|(k, _)| k.as_slice() < u.as_bytes()));
+        // After the first, the anchors and sizes are the whole walk's.
+        if part.len() > 1 {
+            let at = all
+                .iter()
+                .position(|a| a == &part[1])
+                .expect("a block of the whole walk");
+            assert_eq!(&all[at..at + part.len() - 1], &part[1..]);
+            assert_eq!(all[at - 1].1, part[0].1, "the first block's size");
+        }
+        for i in lo..hi {
+            let k = format!("k{i:05}").into_bytes();
+            let span = part.partition_point(|(a, _)| a.as_slice() <= k.as_slice());
+            assert!(span >= 1, "{k:?} is before the first anchor");
+        }
+        // The last anchor's block holds keys of the range: the one after
+        // it in the whole walk starts at or after the upper bound.
+        let last = &part[part.len() - 1];
+        if let Some(i) = all.iter().position(|a| a == last)
+            && i + 1 < all.len()
+        {
+            assert!(all[i + 1].0.as_slice() >= u.as_bytes());
+        }
+    }
+}

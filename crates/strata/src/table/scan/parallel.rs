@@ -120,19 +120,24 @@ fn largest_file_anchors(
         return Ok(Vec::new());
     };
     let all = if let Some(r) = CgReader::of(f) {
-        // A block's first key is after the previous block's last.
-        let mut start = f.smallest_user_key().to_vec();
-        r.blocks()
-            .iter()
-            .map(|b| {
-                (
-                    std::mem::replace(&mut start, b.last_key.clone()),
-                    b.handle.size,
-                )
-            })
-            .collect()
+        // A block's first key is after the previous block's last; the
+        // walk starts at the block holding `lower` and stops at `upper`.
+        let first = lower.map_or(0, |l| r.block_for(l));
+        let smallest = f.smallest_user_key();
+        let mut start = lower.map_or(smallest, |l| l.max(smallest)).to_vec();
+        let mut out = Vec::new();
+        for b in &r.blocks()[first..] {
+            if upper.is_some_and(|u| start.as_slice() >= u) {
+                break;
+            }
+            out.push((
+                std::mem::replace(&mut start, b.last_key.clone()),
+                b.handle.size,
+            ));
+        }
+        out
     } else {
-        f.table.anchors(f.smallest_user_key())?
+        f.table.anchors(f.smallest_user_key(), lower, upper)?
     };
     Ok(within(all, lower, upper))
 }
