@@ -16,6 +16,9 @@ use super::spill::Budget;
 /// Bytes of one arena chunk (tuples larger than this get their own).
 const CHUNK: usize = 256 << 10;
 const NO_ENTRY: u32 = u32::MAX;
+/// Keys [`HashTable::warm`] reads ahead at once: enough for their misses to
+/// overlap, few enough that the lines stay cached until their probes.
+pub(crate) const PROBE_GROUP: usize = 16;
 
 #[derive(Clone, Copy)]
 struct Entry {
@@ -63,6 +66,11 @@ impl<'b> HashTable<'b> {
     fn release(&mut self, n: usize) {
         self.budget.release(n);
         self.charged -= n;
+    }
+
+    /// The budget the table charges.
+    pub(crate) fn budget(&self) -> &'b Budget {
+        self.budget
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -170,12 +178,22 @@ impl<'b> HashTable<'b> {
     pub(crate) fn for_each_match<E>(
         &self,
         key: &[u8],
+        f: impl FnMut(&[u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.for_each_match_hashed(key, xxh3_64(key), f)
+    }
+
+    /// [`Self::for_each_match`] for a key whose hash is known (from
+    /// [`Self::warm`]).
+    pub(crate) fn for_each_match_hashed<E>(
+        &self,
+        key: &[u8],
+        hash: u64,
         mut f: impl FnMut(&[u8]) -> Result<(), E>,
     ) -> Result<(), E> {
         if self.slots.is_empty() {
             return Ok(());
         }
-        let hash = xxh3_64(key);
         let mask = self.slots.len() - 1;
         let mut at = hash as usize & mask;
         loop {
@@ -197,6 +215,45 @@ impl<'b> HashTable<'b> {
             }
             at = (at + 1) & mask;
         }
+    }
+
+    /// Hashes `keys` into `hashes` and reads, for every key before any is
+    /// compared, the lines its probe will read first: its slot, the entry
+    /// the slot names and that entry's key bytes. The reads of different
+    /// keys do not depend on each other, so their cache misses overlap
+    /// instead of following one another; the probes that follow
+    /// ([`Self::for_each_match_hashed`]) then find those lines cached. A
+    /// table larger than the cache, or probed while a scan pushes it out
+    /// between probes, otherwise costs each probe three misses in turn.
+    pub(crate) fn warm(&self, keys: &[&[u8]], hashes: &mut [u64]) {
+        for (h, k) in hashes.iter_mut().zip(keys) {
+            *h = xxh3_64(k);
+        }
+        if self.slots.is_empty() {
+            return;
+        }
+        let mask = self.slots.len() - 1;
+        let n = keys.len().min(hashes.len()).min(PROBE_GROUP);
+        let mut found = [0u64; PROBE_GROUP];
+        for i in 0..n {
+            found[i] = self.slots[hashes[i] as usize & mask];
+        }
+        let mut entries = [None; PROBE_GROUP];
+        for i in 0..n {
+            let s = found[i];
+            if s != 0 && s >> 32 == hashes[i] >> 32 {
+                entries[i] = self.entries.get((s & 0xffff_ffff) as usize - 1).copied();
+            }
+        }
+        let mut touched = 0u8;
+        for e in entries.iter().take(n).flatten() {
+            touched ^= self.chunks[e.chunk as usize]
+                .get(e.off as usize)
+                .copied()
+                .unwrap_or(0);
+        }
+        // Keeps the reads above from being optimized away.
+        std::hint::black_box(touched);
     }
 
     /// Calls `f` with every tuple.
