@@ -288,6 +288,45 @@ fn one_value_on_every_row_joins_within_the_budget() {
     assert_eq!(spill_files(dir.path()), 0);
 }
 
+/// Hash joins gather build and probe tuples in small groups (16 KiB at
+/// most); tuples larger than a group are taken on their own, on the
+/// in-memory partition of a hybrid join and in spilled partitions alike.
+#[test]
+fn tuples_larger_than_a_probe_group_join_like_small_ones() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), Options::default()).expect("open");
+    let r = db.create_table("r", schema("a", "pr"), small()).expect("r");
+    let s = db.create_table("s", schema("b", "ps"), small()).expect("s");
+    let (mut rm, mut sm) = (Model::new(), Model::new());
+    for id in 0..60i64 {
+        // Every third row's payload is larger than a group.
+        let len = if id % 3 == 0 { 20_000 } else { 50 };
+        let pad = format!("{id}").repeat(len / 2);
+        r.upsert_row(&[Value::Int64(id), Value::Int64(id % 7), pad.clone().into()])
+            .expect("r");
+        rm.insert(id, (Some(id % 7), pad.clone()));
+        s.upsert_row(&[Value::Int64(id), Value::Int64(id % 5), pad.clone().into()])
+            .expect("s");
+        sm.insert(id, (Some(id % 5), pad));
+    }
+    let want = naive(&rm, &sm, false).len() as u64;
+    assert!(want > 0);
+    let mut sums = Vec::new();
+    for method in [JoinMethod::GraceHash, JoinMethod::HybridHash] {
+        for memory in [256 << 10, 64 << 20] {
+            let x = Join::new(&r, "a", &s, "b")
+                .method(method)
+                .memory(memory)
+                .count()
+                .expect("count");
+            assert_eq!(x.rows, want, "{} with {memory} bytes", method.name());
+            sums.push(x.checksum);
+        }
+    }
+    assert!(sums.windows(2).all(|w| w[0] == w[1]), "{sums:?}");
+    assert_eq!(spill_files(dir.path()), 0);
+}
+
 #[test]
 fn a_full_disk_during_a_spill_fails_the_join_and_leaves_nothing() {
     let vfs = MemVfs::new();

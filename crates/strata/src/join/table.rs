@@ -287,6 +287,41 @@ impl Drop for HashTable<'_> {
 mod tests {
     use super::*;
 
+    /// `warm` hashes as a probe does, and probes given its hashes find
+    /// what probes that hash for themselves find, present keys or not.
+    #[test]
+    fn warmed_probes_find_what_plain_probes_find() {
+        let budget = Budget::new(1 << 20);
+        let mut t = HashTable::new(&budget, 1 << 20);
+        for i in 0..3000u32 {
+            assert!(t.try_insert(&(i % 700).to_be_bytes(), &i.to_le_bytes()));
+        }
+        let keys: Vec<[u8; 4]> = (690..690 + PROBE_GROUP as u32)
+            .map(u32::to_be_bytes)
+            .collect();
+        let refs: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).collect();
+        let mut hashes = [0u64; PROBE_GROUP];
+        t.warm(&refs, &mut hashes);
+        for ((k, &h), key) in refs.iter().zip(&hashes).zip(&keys) {
+            assert_eq!(h, xxh3_64(k));
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            t.for_each_match_hashed::<()>(k, h, |r| {
+                a.push(r.to_vec());
+                Ok(())
+            })
+            .expect("probe");
+            t.for_each_match::<()>(k, |r| {
+                b.push(r.to_vec());
+                Ok(())
+            })
+            .expect("probe");
+            assert_eq!(a, b);
+            let k = u32::from_be_bytes(*key);
+            let copies = (0..3000u32).filter(|i| i % 700 == k).count();
+            assert_eq!(a.len(), copies, "{k}");
+        }
+    }
+
     #[test]
     fn matches_every_row_of_a_key_and_refuses_what_does_not_fit() {
         let budget = Budget::new(1 << 20);
