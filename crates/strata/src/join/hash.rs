@@ -147,18 +147,19 @@ pub(crate) fn hash_join(
         space,
         block,
     };
-    let mut group = TupleGroup::new(budget);
+    let mut group = TupleGroup::new(budget, hybrid);
     build.for_each(&mut |k, r| {
         let p = partition_of(k, depth, parts);
         if p == 0 && table0.keep {
             if !group.add_or(k, r, |g| table0.insert_group(g))? {
-                table0.insert(k, r)?;
+                table0.insert(k, r, None)?;
             }
             return Ok(());
         }
         writer(&mut table0.writers, p, space, block)?.push(k, r)
     })?;
     table0.insert_group(&mut group)?;
+    drop(group);
     let Table0 {
         table: table0,
         keep: keep0,
@@ -169,7 +170,7 @@ pub(crate) fn hash_join(
     // Partition the probe side, joining partition 0 at once when it stayed
     // in memory.
     let mut writers: Vec<Option<SpillWriter<'_>>> = (0..parts).map(|_| None).collect();
-    let mut group = TupleGroup::new(budget);
+    let mut group = TupleGroup::new(budget, keep0);
     probe.for_each(&mut |k, r| {
         let p = partition_of(k, depth, parts);
         if p == 0 && keep0 {
@@ -378,7 +379,7 @@ fn join_partition(
 }
 
 fn probe_file(table: &HashTable<'_>, probe: &SpillFile, emit: &mut Emit<'_>) -> Result<()> {
-    let mut group = TupleGroup::new(table.budget());
+    let mut group = TupleGroup::new(table.budget(), true);
     let mut r = probe.reader();
     while let Some((k, row)) = r.next_ref()? {
         if !group.add_or(k, row, |g| g.probe(table, emit))? {
@@ -400,26 +401,34 @@ struct Table0<'a, 'b> {
 }
 
 impl Table0<'_, '_> {
-    /// Inserts a group of partition 0's build tuples (their first table
-    /// reads overlapping), spilling the partition (once) when a tuple no
-    /// longer fits; empties the group.
+    /// Inserts a group of partition 0's build tuples, spilling the
+    /// partition (once) when a tuple no longer fits; empties the group.
+    /// The group's slots, and the entries they name, are read ahead of the
+    /// inserts ([`HashTable::warm`]); an insert that grows the slot array
+    /// leaves the rest of the group to miss as before.
     fn insert_group(&mut self, group: &mut TupleGroup<'_>) -> Result<()> {
         let (keys, _) = group.split();
         let mut hashes = [0u64; PROBE_GROUP];
         self.table
             .warm(&keys[..group.len()], &mut hashes[..group.len()]);
-        for (k, r) in group.tuples() {
-            self.insert(k, r)?;
+        for ((k, r), &h) in group.tuples().zip(&hashes) {
+            self.insert(k, r, Some(h))?;
         }
         group.clear();
         Ok(())
     }
 
-    /// Inserts one tuple, or spills it (and the partition, once) when it
-    /// no longer fits.
-    fn insert(&mut self, k: &[u8], r: &[u8]) -> Result<()> {
-        if self.keep && self.table.try_insert(k, r) {
-            return Ok(());
+    /// Inserts one tuple (its key's hash, when known), or spills it (and
+    /// the partition, once) when it no longer fits.
+    fn insert(&mut self, k: &[u8], r: &[u8], hash: Option<u64>) -> Result<()> {
+        if self.keep {
+            let fits = match hash {
+                Some(h) => self.table.try_insert_hashed(k, r, h),
+                None => self.table.try_insert(k, r),
+            };
+            if fits {
+                return Ok(());
+            }
         }
         let w = writer(&mut self.writers, 0, self.space, self.block)?;
         if self.keep {
@@ -432,11 +441,9 @@ impl Table0<'_, '_> {
 }
 
 /// Tuples gathered [`PROBE_GROUP`] at a time, so that a group's first
-/// reads of a hash table overlap ([`HashTable::warm`]). Probed one at a
-/// time while the probe side's scan ran, a hybrid join's in-memory
-/// partition cost about 190 ns a probe (the scan pushes the table out of
-/// the cache between probes), more than spilling that partition and
-/// joining it afterwards.
+/// reads of a hash table overlap ([`HashTable::warm`]): a table probed or
+/// filled while a scan runs is pushed out of the cache between two
+/// tuples (`docs/design.md`, Joins).
 struct TupleGroup<'b> {
     data: Vec<u8>,
     /// Per gathered tuple: its key's and row's lengths.
@@ -450,10 +457,15 @@ struct TupleGroup<'b> {
 const GROUP_BYTES: usize = 16 << 10;
 
 impl<'b> TupleGroup<'b> {
-    /// A group charged to `budget`; with no room there, each tuple is a
+    /// A group charged to `budget` when `used` (else one that holds and
+    /// charges nothing); with no room in the budget, each tuple is a
     /// group of its own.
-    fn new(budget: &'b Budget) -> TupleGroup<'b> {
-        let want = GROUP_BYTES.min(budget.limit() / 32);
+    fn new(budget: &'b Budget, used: bool) -> TupleGroup<'b> {
+        let want = if used {
+            GROUP_BYTES.min(budget.limit() / 32)
+        } else {
+            0
+        };
         let charged = if budget.try_charge(want) { want } else { 0 };
         TupleGroup {
             data: Vec::with_capacity(charged),

@@ -110,6 +110,12 @@ impl<'b> HashTable<'b> {
 
     /// Copies a tuple in; whether it fit (nothing changes when not).
     pub(crate) fn try_insert(&mut self, key: &[u8], row: &[u8]) -> bool {
+        self.try_insert_hashed(key, row, xxh3_64(key))
+    }
+
+    /// [`Self::try_insert`] for a key whose hash is known (from
+    /// [`Self::warm`]).
+    pub(crate) fn try_insert_hashed(&mut self, key: &[u8], row: &[u8], hash: u64) -> bool {
         let len = key.len() + row.len();
         if len > u32::MAX as usize || self.entries.len() >= NO_ENTRY as usize - 1 {
             return false;
@@ -143,7 +149,6 @@ impl<'b> HashTable<'b> {
         let off = c.len();
         c.extend_from_slice(key);
         c.extend_from_slice(row);
-        let hash = xxh3_64(key);
         let mask = self.slots.len() - 1;
         let idx = self.entries.len() as u32;
         let mut at = hash as usize & mask;

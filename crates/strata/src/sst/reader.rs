@@ -207,10 +207,13 @@ impl TableReader {
     }
 
     /// Where the file's data in `[lower, upper)` can be cut: per data
-    /// block holding keys of the range, a user key at or before its first
-    /// key in the range (`lower`, or `smallest`, for the first; the
-    /// previous block's index separator for the others) and the block's
-    /// size. A scan split into parts cuts its range at some of these keys.
+    /// block from the one the index seek for `lower` lands on (which may
+    /// end just before `lower`, when `lower` equals a shortened
+    /// separator) to the last that starts before `upper`, a user key at or
+    /// before its first key in the range (`lower`, or `smallest`, for the
+    /// first; the previous block's index separator for the others) and the
+    /// block's size. A scan split into parts cuts its range at some of
+    /// these keys.
     /// The index block is held open, so no data block is read, and the
     /// walk starts at `lower` and stops at `upper`.
     pub fn anchors(

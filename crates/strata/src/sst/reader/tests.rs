@@ -844,7 +844,9 @@ fn anchors_cover_a_range_from_its_lower_bound() {
             .expect("anchors");
         assert_eq!(part[0].0, l.as_bytes(), "{l}..{u}");
         assert!(part.iter().all(|(k, _)| k.as_slice() < u.as_bytes()));
-        // After the first, the anchors and sizes are the whole walk's.
+        assert!(part.windows(2).all(|w| w[0].0 < w[1].0), "ascending");
+        // After the first, the anchors and sizes are the whole walk's, and
+        // the first is the block whose span holds `lower`.
         if part.len() > 1 {
             let at = all
                 .iter()
@@ -852,14 +854,16 @@ fn anchors_cover_a_range_from_its_lower_bound() {
                 .expect("a block of the whole walk");
             assert_eq!(&all[at..at + part.len() - 1], &part[1..]);
             assert_eq!(all[at - 1].1, part[0].1, "the first block's size");
+            assert!(all[at - 1].0.as_slice() <= l.as_bytes());
+            assert!(l.as_bytes() <= part[1].0.as_slice());
         }
         for i in lo..hi {
             let k = format!("k{i:05}").into_bytes();
             let span = part.partition_point(|(a, _)| a.as_slice() <= k.as_slice());
             assert!(span >= 1, "{k:?} is before the first anchor");
         }
-        // The last anchor's block holds keys of the range: the one after
-        // it in the whole walk starts at or after the upper bound.
+        // The walk stops at the upper bound: the anchor after the last one
+        // in the whole walk is at or after it.
         let last = &part[part.len() - 1];
         if let Some(i) = all.iter().position(|a| a == last)
             && i + 1 < all.len()
@@ -867,4 +871,21 @@ fn anchors_cover_a_range_from_its_lower_bound() {
             assert!(all[i + 1].0.as_slice() >= u.as_bytes());
         }
     }
+    // Bounds outside the file, empty ranges, a bound on a separator.
+    let before = t
+        .anchors(b"k00000", Some(b"a"), Some(b"k00100"))
+        .expect("anchors");
+    assert_eq!(before[0].0, b"k00000", "a lower bound before the file");
+    let past = t.anchors(b"k00000", Some(b"z"), None).expect("anchors");
+    assert!(past.is_empty(), "{past:?}");
+    let empty = t.anchors(b"k00000", Some(b"k00500"), Some(b"k00500"));
+    assert!(empty.expect("anchors").is_empty());
+    let sep = all[5].0.clone();
+    let on = t.anchors(b"k00000", Some(&sep), None).expect("anchors");
+    assert_eq!(on[0].0, sep);
+    assert!(
+        on.len() == all.len() - 5 || on.len() == all.len() - 4,
+        "{}",
+        on.len()
+    );
 }
