@@ -257,12 +257,18 @@ fn a_small_budget_spills_and_a_large_one_does_not() {
     assert_eq!(spill_files(dir.path()), 0);
 }
 
+/// R(id, a, pr) and S(id, b, ps) with no index.
+fn plain_tables(dir: &std::path::Path) -> (Db, Table, Table) {
+    let db = Db::open(dir, Options::default()).expect("open");
+    let r = db.create_table("r", schema("a", "pr"), small()).expect("r");
+    let s = db.create_table("s", schema("b", "ps"), small()).expect("s");
+    (db, r, s)
+}
+
 #[test]
 fn one_value_on_every_row_joins_within_the_budget() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = Db::open(dir.path(), Options::default()).expect("open");
-    let r = db.create_table("r", schema("a", "pr"), small()).expect("r");
-    let s = db.create_table("s", schema("b", "ps"), small()).expect("s");
+    let (_db, r, s) = plain_tables(dir.path());
     let pad = "x".repeat(200);
     for id in 0..3000i64 {
         r.upsert_row(&[Value::Int64(id), Value::Int64(7), pad.clone().into()])
@@ -294,9 +300,7 @@ fn one_value_on_every_row_joins_within_the_budget() {
 #[test]
 fn tuples_larger_than_a_probe_group_join_like_small_ones() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = Db::open(dir.path(), Options::default()).expect("open");
-    let r = db.create_table("r", schema("a", "pr"), small()).expect("r");
-    let s = db.create_table("s", schema("b", "ps"), small()).expect("s");
+    let (_db, r, s) = plain_tables(dir.path());
     let (mut rm, mut sm) = (Model::new(), Model::new());
     for id in 0..60i64 {
         // Every third row's payload is larger than a group (16 KiB at
