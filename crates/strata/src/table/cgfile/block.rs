@@ -193,6 +193,10 @@ pub struct CgBlock {
     data: Vec<u8>,
     keys: KeyRows,
     columns: Vec<ColumnSlices>,
+    /// In a partial block, bit `r` says whether row `r` carries every
+    /// column (the presence bitmaps' intersection, computed once so that a
+    /// scan asks it per row in one step); empty in a whole block.
+    whole: Vec<u8>,
 }
 
 impl CgBlock {
@@ -293,10 +297,22 @@ impl CgBlock {
         if c.pos() != data.len() {
             return Err("bytes after the last column".into());
         }
+        let mut whole = Vec::new();
+        if partial {
+            whole.resize(bitmap_len, 0xff);
+            for col in &columns {
+                if let Some((a, b)) = col.presence {
+                    for (w, p) in whole.iter_mut().zip(&data[a..b]) {
+                        *w &= p;
+                    }
+                }
+            }
+        }
         Ok(CgBlock {
             data,
             keys,
             columns,
+            whole,
         })
     }
 
@@ -312,7 +328,9 @@ impl CgBlock {
 
     /// Bytes held (for the cache's weight).
     pub fn size_bytes(&self) -> usize {
-        self.data.len() + self.columns.len() * std::mem::size_of::<ColumnSlices>()
+        self.data.len()
+            + self.whole.len()
+            + self.columns.len() * std::mem::size_of::<ColumnSlices>()
     }
 
     /// Row `r`'s user key.
@@ -367,11 +385,9 @@ impl CgBlock {
     }
 
     /// Whether row `r` carries every column of the block.
+    #[inline]
     pub fn row_whole(&self, r: usize) -> bool {
-        self.columns.iter().all(|c| match c.presence {
-            Some((a, _)) => get_bit(&self.data[a..], r),
-            None => true,
-        })
+        self.whole.is_empty() || get_bit(&self.whole, r)
     }
 
     /// Whether row `r` carries the block's `i`-th column (null or not).
@@ -587,6 +603,11 @@ mod tests {
         assert_eq!(block.cell(1, 1), Some(Cell::Bool(true)));
         assert_eq!(block.cell(0, 2), None);
         assert_eq!(block.cell(0, 3), Some(Cell::Bytes(b"longer value")));
+        // Whole rows: every column of the group present (null or not).
+        let whole: Vec<bool> = (0..4).map(|r| block.row_whole(r)).collect();
+        assert_eq!(whole, [false, true, false, true]);
+        let has_all = |r| (0..group.len()).all(|i| block.has(i, r));
+        assert_eq!(whole, (0..4).map(has_all).collect::<Vec<_>>());
         assert_eq!(block.lower_bound(b"a", pack_trailer(SeqNo(5), 0xff)), 1);
         assert_eq!(block.lower_bound(b"b", 0), 2);
         assert_eq!(block.lower_bound(b"z", 0), 4);

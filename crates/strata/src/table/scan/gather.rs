@@ -102,7 +102,9 @@ fn fixed<T, const N: usize>(
 where
     T: ArrowPrimitiveType,
 {
-    if dense::<T, N>(refs, views, from_bytes, b) {
+    let done = dense::<T, N>(refs, views, from_bytes, b);
+    let refs = &refs[done..];
+    if refs.is_empty() {
         return Ok(());
     }
     let mut values: Vec<T::Native> = Vec::with_capacity(refs.len());
@@ -146,16 +148,17 @@ struct DenseSeg<'a> {
 /// stack, so that the gather allocates nothing.
 const DENSE_CHUNK: usize = 256;
 
-/// Where every value `refs` point at is present and not null (the common
-/// case), appends the values, read in place from the blocks' vectors, to
-/// `b` and says `true`. Says `false`, having appended nothing, to send the
-/// caller to the general loop.
+/// Appends the values `refs` point at, read in place from the blocks'
+/// vectors, to `b`, [`DENSE_CHUNK`] references at a time, for as long as
+/// every value of a chunk is present and not null (the common case).
+/// Returns how many references it appended (a whole number of chunks, or
+/// all): the caller's general loop takes the rest.
 fn dense<T, const N: usize>(
     refs: &[Ref],
     views: &[Option<SlotView<'_>>],
     from_bytes: fn([u8; N]) -> T::Native,
     b: &mut PrimitiveBuilder<T>,
-) -> bool
+) -> usize
 where
     T: ArrowPrimitiveType,
 {
@@ -174,39 +177,40 @@ where
             })
         })
         .collect();
-    // Every reference is checked before anything is appended: a builder
-    // cannot take values back.
-    let readable = |r: Ref| -> Option<usize> {
-        let (s, row) = r.parts();
-        let seg = (*segs.get(s as usize)?)?;
-        let at = (row as usize).wrapping_add_signed(seg.shift);
-        if let Some(p) = seg.presence
-            && !get_bit(p, at)?
-        {
-            return None;
-        }
-        (at * N + N <= seg.values.len()).then_some(at)
-    };
-    if !refs.iter().all(|&r| readable(r).is_some()) {
-        return false;
-    }
     let mut buf = [T::Native::default(); DENSE_CHUNK];
+    let mut done = 0;
     for part in refs.chunks(DENSE_CHUNK) {
+        // A chunk is read whole before any of it is appended: a builder
+        // cannot take values back.
+        let mut ok = true;
         for (slot, &r) in buf.iter_mut().zip(part) {
             let (s, row) = r.parts();
-            // Checked above: the segment is dense and the row in range.
-            if let Some(Some(seg)) = segs.get(s as usize) {
-                let at = (row as usize).wrapping_add_signed(seg.shift);
-                if let Some(bytes) = seg.values.get(at * N..at * N + N) {
-                    let mut v = [0u8; N];
-                    v.copy_from_slice(bytes);
-                    *slot = from_bytes(v);
-                }
+            let Some(Some(seg)) = segs.get(s as usize) else {
+                ok = false;
+                break;
+            };
+            let at = (row as usize).wrapping_add_signed(seg.shift);
+            if let Some(p) = seg.presence
+                && get_bit(p, at) != Some(true)
+            {
+                ok = false;
+                break;
             }
+            let Some(bytes) = seg.values.get(at * N..at * N + N) else {
+                ok = false;
+                break;
+            };
+            let mut v = [0u8; N];
+            v.copy_from_slice(bytes);
+            *slot = from_bytes(v);
+        }
+        if !ok {
+            break;
         }
         b.append_slice(&buf[..part.len()]);
+        done += part.len();
     }
-    true
+    done
 }
 
 fn get_bit(bitmap: &[u8], r: usize) -> Option<bool> {

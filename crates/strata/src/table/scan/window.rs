@@ -92,6 +92,9 @@ pub(super) struct Holder {
 enum Simple {
     Always,
     IfEvent,
+    /// A merged lead some of whose rows lack columns: if the row is whole
+    /// in it and every partner.
+    IfWhole,
     Never,
 }
 
@@ -362,13 +365,14 @@ impl Window {
         self.runs = runs;
         // Per segment, whether a key's lone insert there is a row by
         // itself: always (every row carries an event column, and a merged
-        // lead's rows are whole), never (its lone inserts are no rows, or a
-        // merged lead's rows may lack columns), or if it carries an event
-        // column.
+        // lead's rows are whole), if the row is whole in the lead and its
+        // partners (a merged lead's rows may lack columns), never (its lone
+        // inserts are no rows), or if it carries an event column.
         let mut simple = std::mem::take(&mut self.simple);
         simple.clear();
         simple.extend(self.segs.iter().map(|s| match s.events {
             Some(true) if !(s.merged && s.partial) => Simple::Always,
+            Some(true) => Simple::IfWhole,
             None if !s.merged => Simple::IfEvent,
             _ => Simple::Never,
         }));
@@ -390,6 +394,7 @@ impl Window {
                 && match simple[first.seg as usize] {
                     Simple::Always => true,
                     Simple::IfEvent => self.carries_event(first),
+                    Simple::IfWhole => self.whole(first),
                     Simple::Never => false,
                 }
             {
@@ -422,13 +427,24 @@ impl Window {
         self.zip();
         let mut leads = self.segs.iter().enumerate().filter(|(_, s)| !s.follower);
         let (s, seg) = leads.next()?;
-        if leads.next().is_some() || seg.events != Some(true) || (seg.merged && seg.partial) {
+        if leads.next().is_some() || seg.events != Some(true) {
             return None;
         }
+        let check_whole = seg.merged && seg.partial;
         let b = &seg.chunk.block;
         for r in seg.start..seg.end {
             let t = b.trailer(r);
             if t & 0xff != ValueKind::Put as u64 || SeqNo(t >> 8) > snap {
+                return None;
+            }
+            if check_whole
+                && !self.whole(Item {
+                    prefix: 0,
+                    trailer: t,
+                    seg: s as u32,
+                    row: r as u32,
+                })
+            {
                 return None;
             }
             if r > seg.start
