@@ -225,10 +225,11 @@ impl KeyRows {
     /// The first row at or after (`user_key`, `trailer`) in internal-key
     /// order (`rows()` if none).
     pub fn lower_bound(&self, d: &[u8], user_key: &[u8], trailer: u64) -> usize {
+        let prefix = prefix_of(user_key);
         let (mut lo, mut hi) = (0, self.rows);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            let before = match self.user_key(d, mid).cmp(user_key) {
+            let before = match self.cmp_row(d, mid, user_key, prefix) {
                 std::cmp::Ordering::Less => true,
                 std::cmp::Ordering::Equal => self.trailer(d, mid) > trailer,
                 std::cmp::Ordering::Greater => false,
@@ -244,16 +245,29 @@ impl KeyRows {
 
     /// The first row whose user key is after `user_key` (`rows()` if none).
     pub fn upper_bound_key(&self, d: &[u8], user_key: &[u8]) -> usize {
+        let prefix = prefix_of(user_key);
         let (mut lo, mut hi) = (0, self.rows);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            if self.user_key(d, mid) <= user_key {
+            if self.cmp_row(d, mid, user_key, prefix) != std::cmp::Ordering::Greater {
                 lo = mid + 1;
             } else {
                 hi = mid;
             }
         }
         lo
+    }
+
+    /// Row `r`'s user key against `user_key`, whose [`prefix_of`] is
+    /// `prefix`: the searches of a scan's windows compare keys that are
+    /// mostly short encodings, where the prefixes decide without a call
+    /// to `memcmp`.
+    #[inline]
+    fn cmp_row(&self, d: &[u8], r: usize, user_key: &[u8], prefix: u64) -> std::cmp::Ordering {
+        match self.key_prefix(d, r).cmp(&prefix) {
+            std::cmp::Ordering::Equal => self.user_key(d, r).cmp(user_key),
+            o => o,
+        }
     }
 
     /// The length of every user key, when all have the same.
@@ -360,3 +374,72 @@ impl KeyRowsBuilder {
 
 mod rows;
 pub use rows::{RowIter, RowSource, find_rows, get_rows, verify_rows};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{SeqNo, ValueKind, pack_trailer};
+
+    /// Builds a key section of `keys` (sorted, each with trailers `seqs`,
+    /// newest first) and parses it back.
+    fn section(keys: &[&[u8]], seqs: &[u64]) -> (KeyRows, Vec<u8>, Vec<(Vec<u8>, u64)>) {
+        let mut b = KeyRowsBuilder::default();
+        let mut rows = Vec::new();
+        for k in keys {
+            for &s in seqs {
+                let t = pack_trailer(SeqNo(s), ValueKind::Put as u8);
+                b.add(k, t);
+                rows.push((k.to_vec(), t));
+            }
+        }
+        let mut data = Vec::new();
+        b.finish(0, &mut data);
+        let (kr, _, _) = KeyRows::parse(&data).expect("parse");
+        (kr, data, rows)
+    }
+
+    /// The searches decide on eight-byte prefixes first: they must agree
+    /// with plain byte order where keys share prefixes, differ in length,
+    /// hold zero bytes or are all eight bytes long.
+    #[test]
+    fn searches_agree_with_byte_order() {
+        let varied: [&[u8]; 9] = [
+            b"",
+            b"\0",
+            b"ab",
+            b"ab\0",
+            b"abcdefgh",
+            b"abcdefgh\0",
+            b"abcdefghij",
+            b"abcdefgi",
+            b"\xff\xff\xff\xff\xff\xff\xff\xff\xff",
+        ];
+        let fixed: [&[u8]; 4] = [
+            b"\0\0\0\0\0\0\0\x01",
+            b"\x7f\xff\xff\xff\xff\xff\xff\xff",
+            b"\x80\0\0\0\0\0\0\0",
+            b"\xff\xff\xff\xff\xff\xff\xff\xfe",
+        ];
+        let mut probes: Vec<Vec<u8>> = varied.iter().chain(&fixed).map(|k| k.to_vec()).collect();
+        probes.extend([b"a".to_vec(), b"abcdefgg\xff".to_vec(), b"zz".to_vec()]);
+        for keys in [&varied[..], &fixed[..]] {
+            let (kr, data, rows) = section(keys, &[9, 4]);
+            for p in &probes {
+                let upper = rows.iter().filter(|(k, _)| k <= p).count();
+                assert_eq!(kr.upper_bound_key(&data, p), upper, "upper bound of {p:?}");
+                for t in [u64::MAX, pack_trailer(SeqNo(5), 0), 0] {
+                    // Internal-key order: key ascending, trailer descending.
+                    let lower = rows
+                        .iter()
+                        .filter(|(k, rt)| k < p || (k == p && *rt > t))
+                        .count();
+                    assert_eq!(
+                        kr.lower_bound(&data, p, t),
+                        lower,
+                        "lower bound of {p:?}, {t}"
+                    );
+                }
+            }
+        }
+    }
+}

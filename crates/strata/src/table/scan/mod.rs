@@ -33,7 +33,7 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use arrow_schema::Schema as ArrowSchema;
 
-use self::source::{CgRun, Chunk, PieceRun, is_cg};
+use self::source::{CgRun, Chunk, PieceRun, at_or_after, is_cg};
 use self::window::Window;
 use super::arrowio::ColumnBuilder;
 use super::keycodec::KeyDecoder;
@@ -377,11 +377,19 @@ impl Scanner {
         let c = &mut self.cursors[i];
         let Some(chunk) = &c.chunk else { return };
         let b = &chunk.block;
+        let n = b.rows();
+        // (The chunk's last key decides most chunks without a search: the
+        // one that sets the bound ends at it, and most end before the
+        // scan's upper bound.)
         let mut end = match bound {
+            Some(w) if n > 0 && at_or_after(w, b.user_key(n - 1)) => n,
             Some(w) => b.upper_bound_key(w),
-            None => b.rows(),
+            None => n,
         };
-        if let Some(u) = self.spec.upper.as_deref() {
+        if let Some(u) = self.spec.upper.as_deref()
+            && n > 0
+            && at_or_after(b.user_key(n - 1), u)
+        {
             end = end.min(b.lower_bound(u, u64::MAX));
         }
         if end > c.row {
@@ -413,7 +421,7 @@ impl Scanner {
             if c.has_rows()
                 && c.more()
                 && let Some(k) = c.last_key()
-                && bound.is_none_or(|b| k < b)
+                && bound.is_none_or(|b| !at_or_after(k, b))
             {
                 bound = Some(k);
             }

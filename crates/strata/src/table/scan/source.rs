@@ -327,7 +327,7 @@ impl PieceRun {
 /// entry against the scan's upper bound, and keys are mostly short
 /// encodings for which a call to `memcmp` costs more than the comparison.
 #[inline]
-fn at_or_after(a: &[u8], b: &[u8]) -> bool {
+pub(super) fn at_or_after(a: &[u8], b: &[u8]) -> bool {
     let (x, y) = (prefix_of(a), prefix_of(b));
     if x != y {
         return x > y;
