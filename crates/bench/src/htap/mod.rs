@@ -298,11 +298,49 @@ fn run_engine(
     Ok(r)
 }
 
-/// Runs the suite.
+/// Runs the suite: `--repeat` rounds of every Strata design and of the
+/// peers that run the mix, each design's median round reported (single
+/// rounds on this host spread by up to a third); DuckDB once.
 pub fn run(s: &SuiteArgs) -> Result<()> {
     let f = flags(s)?;
     let (writer, reader) = plan(&f.scale);
     std::fs::create_dir_all(&f.root).map_err(|e| Error(format!("{}: {e}", f.root.display())))?;
+    let rounds = s.args.repeat.max(1) as usize;
+    let mut per_design: Vec<Vec<DesignResult>> = Vec::new();
+    for round in 0..rounds {
+        if rounds > 1 {
+            println!("htap: round {} of {rounds}", round + 1);
+        }
+        let results = run_round(&f, &writer, &reader)?;
+        if per_design.is_empty() {
+            per_design = results.into_iter().map(|r| vec![r]).collect();
+        } else {
+            for (all, r) in per_design.iter_mut().zip(results) {
+                all.push(r);
+            }
+        }
+    }
+    let results: Vec<DesignResult> = per_design.into_iter().map(median_round).collect();
+    let mut duck = None;
+    if f.peers.iter().any(|p| p == "duckdb") {
+        duck = run_duckdb(&f, &reader)?;
+    }
+    let text = report::render(s, &f.scale, f.rate, &results, duck.as_ref());
+    println!("{text}");
+    if let Some(path) = &s.report {
+        crate::report::write_report(path, &text)?;
+    }
+    if let Some(dir) = &s.args.plot {
+        for chart in report::charts(dir, &results, duck.as_ref())? {
+            println!("chart: {}", chart.display());
+        }
+    }
+    Ok(())
+}
+
+/// One round: every Strata design, then the peers that run the whole mix
+/// (SQLite, Strata through SQL), in the same order every round.
+fn run_round(f: &HtapFlags, writer: &[Op], reader: &[Op]) -> Result<Vec<DesignResult>> {
     let mut results: Vec<DesignResult> = Vec::new();
     let mut advised: Option<String> = None;
     for design in &f.designs {
@@ -315,7 +353,7 @@ pub fn run(s: &SuiteArgs) -> Result<()> {
             f.cache_bytes,
         )?
         .with_scan_threads(f.scan_threads);
-        let mut r = run_engine(&format!("strata/{design}"), &engine, &f, &writer, &reader)?;
+        let mut r = run_engine(&format!("strata/{design}"), &engine, f, writer, reader)?;
         if design == "row" {
             let advice = engine
                 .table()
@@ -342,13 +380,12 @@ pub fn run(s: &SuiteArgs) -> Result<()> {
         let _ = std::fs::remove_dir_all(&dir);
         results.push(r);
     }
-    let mut duck = None;
     for peer in &f.peers {
         match peer.as_str() {
-            "sqlite" => results.push(run_sqlite(&f, &writer, &reader)?),
-            "strata-sql" => results.push(run_sql(&f, &writer, &reader, true)?),
-            "strata-sql-text" => results.push(run_sql(&f, &writer, &reader, false)?),
-            "duckdb" => duck = run_duckdb(&f, &reader)?,
+            "sqlite" => results.push(run_sqlite(f, writer, reader)?),
+            "strata-sql" => results.push(run_sql(f, writer, reader, true)?),
+            "strata-sql-text" => results.push(run_sql(f, writer, reader, false)?),
+            "duckdb" => {}
             other => {
                 return Err(Error(format!(
                     "unknown htap peer {other:?} (strata-sql, strata-sql-text, sqlite, duckdb)"
@@ -356,17 +393,28 @@ pub fn run(s: &SuiteArgs) -> Result<()> {
             }
         }
     }
-    let text = report::render(s, &f.scale, f.rate, &results, duck.as_ref());
-    println!("{text}");
-    if let Some(path) = &s.report {
-        crate::report::write_report(path, &text)?;
+    Ok(results)
+}
+
+/// A design's round with the median total (the lower of the two middle
+/// ones for an even count), its note saying the rounds' spread.
+fn median_round(mut rounds: Vec<DesignResult>) -> DesignResult {
+    rounds.sort_by(|a, b| a.total_secs.total_cmp(&b.total_secs));
+    let n = rounds.len();
+    let (lo, hi) = (
+        rounds.first().map_or(0.0, |r| r.total_secs),
+        rounds.last().map_or(0.0, |r| r.total_secs),
+    );
+    let mut r = rounds.swap_remove((n.max(1) - 1) / 2);
+    if n > 1 {
+        let spread = format!("median of {n} rounds by total (totals {lo:.2}-{hi:.2} s)");
+        r.note = if r.note.is_empty() {
+            spread
+        } else {
+            format!("{}; {spread}", r.note)
+        };
     }
-    if let Some(dir) = &s.args.plot {
-        for chart in report::charts(dir, &results, duck.as_ref())? {
-            println!("chart: {}", chart.display());
-        }
-    }
-    Ok(())
+    r
 }
 
 /// Strata through SQL, on the first design's layout: prepared statements,
@@ -449,4 +497,46 @@ fn run_duckdb(f: &HtapFlags, reader: &[Op]) -> Result<Option<duckdb::DuckResult>
     let r = duckdb::run(&dir, &csv, &q)?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round(total: f64, note: &str) -> DesignResult {
+        DesignResult {
+            name: "strata/row".into(),
+            load_secs: 0.0,
+            settle_secs: 0.0,
+            load_rows_per_sec: 0.0,
+            classes: Vec::new(),
+            total_secs: total,
+            wall_secs: 0.0,
+            checksum: 0,
+            layout: String::new(),
+            disk_bytes: 0,
+            note: note.into(),
+        }
+    }
+
+    #[test]
+    fn the_median_round_is_reported_with_the_spread() {
+        let r = median_round(vec![round(1.4, "a"), round(1.1, "b"), round(1.3, "c")]);
+        assert_eq!(r.total_secs, 1.3);
+        assert_eq!(
+            r.note,
+            "c; median of 3 rounds by total (totals 1.10-1.40 s)"
+        );
+        // Of an even count, the lower middle; one round stays as it is.
+        let r = median_round(vec![
+            round(2.0, ""),
+            round(1.0, ""),
+            round(3.0, ""),
+            round(4.0, ""),
+        ]);
+        assert_eq!(r.total_secs, 2.0);
+        assert_eq!(r.note, "median of 4 rounds by total (totals 1.00-4.00 s)");
+        let r = median_round(vec![round(5.0, "only")]);
+        assert_eq!((r.total_secs, r.note.as_str()), (5.0, "only"));
+    }
 }

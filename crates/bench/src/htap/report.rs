@@ -213,7 +213,7 @@ pub fn render(
         o,
         "Machine: {} CPUs ({}), {} RAM, Linux {}. Scale: {} columns, {} rows loaded, {} inserts at \
          {rate:.0}/s with an update every 100, {} point reads (half Q2a, half Q2b), {} Q4, {} Q5 and {} J; \
-         T = 2, 8 levels, {} memtables, {} block cache{}; Strata scans on {} thread(s).\n",
+         T = 2, 8 levels, {} memtables, {} block cache{}; Strata scans on {} thread(s).{}\n",
         m.cpus,
         m.cpu_model,
         human_bytes(m.memory_bytes),
@@ -228,7 +228,15 @@ pub fn render(
         human_bytes(s.args.write_buffer_size),
         human_bytes(s.args.cache_size),
         if s.wide { " (wide table)" } else { "" },
-        s.scan_threads
+        s.scan_threads,
+        if s.args.repeat > 1 {
+            format!(
+                " {} rounds; each design's round with the median total is shown.",
+                s.args.repeat
+            )
+        } else {
+            String::new()
+        }
     );
     // A class no engine ran (J in the htap suite) gets no column.
     let shown = shown_classes(rs);
