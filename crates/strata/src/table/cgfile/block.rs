@@ -643,6 +643,67 @@ mod tests {
         assert_eq!(block.cell(1, 42), Some(Cell::Float64(42.0)));
     }
 
+    /// Fixed-width bounds are the smallest and largest non-null value of
+    /// the rows that carry the column, in the type's order (signed, floats
+    /// in total order); nulls and rows without the column do not count.
+    #[test]
+    fn fixed_width_bounds_skip_nulls_and_absent_rows() {
+        let s = schema();
+        let group = [0usize, 2, 3];
+        let mut b = BlockBuilder::new(&s, &group);
+        let rows: [(Option<i32>, Option<f64>, Option<bool>); 6] = [
+            (Some(-7), Some(-0.0), Some(true)),
+            (None, None, None),
+            (Some(1_000), Some(f64::NEG_INFINITY), Some(true)),
+            (Some(-2_000), Some(3.5), None),
+            (None, Some(0.0), Some(true)),
+            (Some(42), Some(-1e300), Some(true)),
+        ];
+        for (i, (a, f, t)) in rows.iter().enumerate() {
+            // Row 1 carries no column but the string (a partial row); the
+            // others carry nulls where the value is missing.
+            let cells = if i == 1 {
+                vec![(1, Cell::Bytes(b"s"))]
+            } else {
+                vec![
+                    (0, a.map_or(Cell::Null, Cell::Int32)),
+                    (1, Cell::Bytes(b"s")),
+                    (2, f.map_or(Cell::Null, Cell::Float64)),
+                    (3, t.map_or(Cell::Null, Cell::Bool)),
+                ]
+            };
+            let p = piece(&s, &cells);
+            let view = PieceView::parse(&s, &p).expect("piece");
+            b.add(&[i as u8], pack_trailer(SeqNo(1), 1), Some((&s, &view)));
+        }
+        let stats = b.stats();
+        let bounds = |i: usize| (stats[i].min.clone(), stats[i].max.clone());
+        assert_eq!(
+            bounds(0),
+            (
+                Some((-2_000i32).to_le_bytes().to_vec()),
+                Some(1_000i32.to_le_bytes().to_vec())
+            )
+        );
+        assert_eq!(
+            bounds(1),
+            (
+                Some(f64::NEG_INFINITY.to_le_bytes().to_vec()),
+                Some(3.5f64.to_le_bytes().to_vec())
+            )
+        );
+        // Every non-null bool is true.
+        assert_eq!(bounds(2), (Some(vec![1]), Some(vec![1])));
+        assert_eq!((stats[0].present, stats[0].nulls), (5, 1));
+        // A column with no value has no bounds.
+        let mut b = BlockBuilder::new(&s, &[0]);
+        let p = piece(&s, &[(0, Cell::Null)]);
+        let view = PieceView::parse(&s, &p).expect("piece");
+        b.add(b"k", pack_trailer(SeqNo(1), 1), Some((&s, &view)));
+        assert_eq!(b.stats()[0].min, None);
+        assert_eq!(b.stats()[0].max, None);
+    }
+
     #[test]
     fn codes_must_lie_in_the_dictionary_for_rows_with_values() {
         use crate::table::cgfile::block_builder::Value;

@@ -113,7 +113,8 @@ impl ColumnBuf {
                     }
                     Cell::Null => {}
                 }
-                if self.keep_stats {
+                // (Fixed-width bounds are found once per block: `stats`.)
+                if self.keep_stats && width.is_none() {
                     self.note_stat(&c);
                 }
             }
@@ -136,9 +137,9 @@ impl ColumnBuf {
         } else {
             self.bytes.extend_from_slice(value);
             self.offsets.push(self.bytes.len() as u32);
-        }
-        if self.keep_stats {
-            self.note_stored(value);
+            if self.keep_stats {
+                self.note_stored(value);
+            }
         }
     }
 
@@ -207,8 +208,64 @@ impl ColumnBuf {
             + codes
     }
 
+    /// The smallest and largest non-null value of a fixed-width column, as
+    /// stored bytes: one typed pass over the block's values when it is
+    /// full, cheaper than a comparison of stored bytes per value added.
+    fn fixed_bounds(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        let w = self.ty.fixed_width()?;
+        let bit = |bits: &[u8], r: usize| bits.get(r / 8).is_some_and(|b| b & (1 << (r % 8)) != 0);
+        let valid = |r: usize| bit(&self.presence, r) && !bit(&self.nulls, r);
+        fn fold<T: Copy, const N: usize>(
+            values: &[u8],
+            valid: impl Fn(usize) -> bool,
+            parse: fn([u8; N]) -> T,
+            less: fn(&T, &T) -> bool,
+        ) -> Option<(T, T)> {
+            let mut out: Option<(T, T)> = None;
+            for (r, chunk) in values.chunks_exact(N).enumerate() {
+                if !valid(r) {
+                    continue;
+                }
+                let mut b = [0u8; N];
+                b.copy_from_slice(chunk);
+                let x = parse(b);
+                out = Some(match out {
+                    None => (x, x),
+                    Some((lo, hi)) => (
+                        if less(&x, &lo) { x } else { lo },
+                        if less(&hi, &x) { x } else { hi },
+                    ),
+                });
+            }
+            out
+        }
+        let v = &self.fixed;
+        match (self.ty, w) {
+            (ColumnType::Int32, 4) => fold(v, valid, i32::from_le_bytes, |a, b| a < b)
+                .map(|(lo, hi)| (lo.to_le_bytes().to_vec(), hi.to_le_bytes().to_vec())),
+            (ColumnType::Int64 | ColumnType::Timestamp, 8) => {
+                fold(v, valid, i64::from_le_bytes, |a, b| a < b)
+                    .map(|(lo, hi)| (lo.to_le_bytes().to_vec(), hi.to_le_bytes().to_vec()))
+            }
+            (ColumnType::Float64, 8) => {
+                fold(v, valid, f64::from_le_bytes, |a, b| a.total_cmp(b).is_lt())
+                    .map(|(lo, hi)| (lo.to_le_bytes().to_vec(), hi.to_le_bytes().to_vec()))
+            }
+            (ColumnType::Bool, 1) => {
+                fold(v, valid, |b: [u8; 1]| b[0], |a, b| a < b).map(|(lo, hi)| (vec![lo], vec![hi]))
+            }
+            _ => None,
+        }
+    }
+
     fn stats(&self) -> ColumnStats {
         let mut s = self.stats.clone();
+        if self.keep_stats
+            && !self.coded
+            && let Some((lo, hi)) = self.fixed_bounds()
+        {
+            (s.min, s.max) = (Some(lo), Some(hi));
+        }
         if self.coded {
             // Codes are exact bounds whatever the values' length.
             s.codes = true;
