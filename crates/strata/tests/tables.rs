@@ -50,6 +50,16 @@ fn opts() -> Options {
     Options::default()
 }
 
+/// A database in `dir` with a table "t" of [`schema`] under [`small`]
+/// options with `layout`.
+fn table_in(dir: &Path, layout: &str) -> (Db, strata::table::Table) {
+    let db = Db::open(dir, opts()).expect("open");
+    let t = db
+        .create_table("t", schema(), small(layout))
+        .expect("create");
+    (db, t)
+}
+
 fn random_row(rng: &mut StdRng) -> Row {
     let mut r: Row = (0..COLS - 1)
         .map(|_| {
@@ -384,10 +394,7 @@ fn every_layout_reads_like_the_model_through_flushes_compactions_and_reopens() {
 #[test]
 fn a_layout_change_takes_effect_through_compaction_and_reads_stay_right() {
     let dir = tempfile::tempdir().expect("dir");
-    let db = Db::open(dir.path(), opts()).expect("open");
-    let t = db
-        .create_table("t", schema(), small("column"))
-        .expect("create");
+    let (db, t) = table_in(dir.path(), "column");
     let mut h = Harness {
         model: BTreeMap::new(),
         rng: StdRng::seed_from_u64(3),
@@ -445,10 +452,7 @@ fn a_layout_change_takes_effect_through_compaction_and_reads_stay_right() {
 #[test]
 fn arrow_batches_go_in_and_come_out_with_the_projection() {
     let dir = tempfile::tempdir().expect("dir");
-    let db = Db::open(dir.path(), opts()).expect("open");
-    let t = db
-        .create_table("t", schema(), small("row-then-column:1"))
-        .expect("create");
+    let (_db, t) = table_in(dir.path(), "row-then-column:1");
     let arrow = t.schema().arrow_schema();
     let n = 1000;
     let mut cols: Vec<Arc<dyn Array>> = vec![Arc::new(Int64Array::from_iter_values(0..n))];
@@ -521,10 +525,7 @@ fn arrow_batches_go_in_and_come_out_with_the_projection() {
 #[test]
 fn snapshots_see_tables_as_they_were() {
     let dir = tempfile::tempdir().expect("dir");
-    let db = Db::open(dir.path(), opts()).expect("open");
-    let t = db
-        .create_table("t", schema(), small("column"))
-        .expect("create");
+    let (db, t) = table_in(dir.path(), "column");
     let row = |x: i32| -> Vec<Value> {
         let mut r = vec![Value::Int64(1)];
         r.extend((0..COLS - 1).map(|_| Value::Int32(x)));
@@ -790,10 +791,7 @@ fn scans_at_snapshots_see_keys_whose_versions_span_blocks() {
 fn projected_gets_find_the_insert_whatever_depth_each_group_holds_it_at() {
     for (first, second) in [("c0", "c1"), ("c1", "c0")] {
         let dir = tempfile::tempdir().expect("tempdir");
-        let db = Db::open(dir.path(), opts()).expect("open");
-        let t = db
-            .create_table("t", schema(), small("column"))
-            .expect("create");
+        let (_db, t) = table_in(dir.path(), "column");
         let mut row = vec![Value::Int32(1); COLS - 1];
         row.push(Value::Utf8("x".into()));
         let down = |level: usize, col: &str| t.compact_column_run(level, col).expect("compact run");
@@ -877,10 +875,7 @@ fn scan_rows(t: &strata::table::Table, opts: ScanOptions) -> BTreeMap<i64, Row> 
 fn a_null_partway_through_a_batch_comes_out_with_its_neighbours() {
     for layout in ["row", "column"] {
         let dir = tempfile::tempdir().expect("tempdir");
-        let db = Db::open(dir.path(), opts()).expect("open");
-        let t = db
-            .create_table("t", schema(), small(layout))
-            .expect("create");
+        let (_db, t) = table_in(dir.path(), layout);
         let mut model: BTreeMap<i64, Row> = BTreeMap::new();
         for k in 0..1000i64 {
             let mut row: Row = (0..COLS - 1)
@@ -907,10 +902,7 @@ fn a_null_partway_through_a_batch_comes_out_with_its_neighbours() {
 fn scans_of_aligned_groups_see_every_update_and_delete() {
     for layout in ["column", "groups:2"] {
         let dir = tempfile::tempdir().expect("tempdir");
-        let db = Db::open(dir.path(), opts()).expect("open");
-        let t = db
-            .create_table("t", schema(), small(layout))
-            .expect("create");
+        let (_db, t) = table_in(dir.path(), layout);
         let mut rng = StdRng::seed_from_u64(20);
         let mut model: BTreeMap<i64, Row> = BTreeMap::new();
         for k in 0..600 {
@@ -1079,10 +1071,7 @@ fn a_table_in_one_file_is_scanned_in_parts() {
 #[test]
 fn parallel_scans_read_at_snapshots_and_stop_when_dropped() {
     let dir = tempfile::tempdir().expect("dir");
-    let db = Db::open(dir.path(), opts()).expect("open");
-    let t = db
-        .create_table("t", schema(), small("groups:2"))
-        .expect("create");
+    let (db, t) = table_in(dir.path(), "groups:2");
     let row = |k: i64, x: i32| -> Vec<Value> {
         let mut r = vec![Value::Int64(k)];
         r.extend((0..COLS - 1).map(|_| Value::Int32(x)));

@@ -380,9 +380,13 @@ mod tests {
     use super::*;
     use crate::key::{SeqNo, ValueKind, pack_trailer};
 
+    /// A parsed key section, the bytes it indexes, and its rows as
+    /// (user key, trailer).
+    type Section = (KeyRows, Vec<u8>, Vec<(Vec<u8>, u64)>);
+
     /// Builds a key section of `keys` (sorted, each with trailers `seqs`,
     /// newest first) and parses it back.
-    fn section(keys: &[&[u8]], seqs: &[u64]) -> (KeyRows, Vec<u8>, Vec<(Vec<u8>, u64)>) {
+    fn section(keys: &[&[u8]], seqs: &[u64]) -> Section {
         let mut b = KeyRowsBuilder::default();
         let mut rows = Vec::new();
         for k in keys {
