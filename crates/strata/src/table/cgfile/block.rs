@@ -201,7 +201,7 @@ pub struct CgBlock {
 
 impl CgBlock {
     /// Parses block contents for a group whose columns are `group` (value
-    /// column numbers) of types from `schema`; `dicts[i]` is the file's
+    /// column numbers, ascending) of types from `schema`; `dicts[i]` is the file's
     /// dictionary of the group's `i`-th column, if it has one (an empty
     /// slice: none has). Every length, offset and code is checked, so the
     /// accessors cannot go out of bounds.
@@ -217,6 +217,9 @@ impl CgBlock {
             return Err(format!("unknown block flags {flags:#04x}"));
         }
         let partial = flags & PARTIAL != 0;
+        if group.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(format!("the group's columns {group:?} are not ascending"));
+        }
         let bitmap_len = rows.div_ceil(8);
         let mut columns = Vec::with_capacity(group.len());
         for (i, &v) in group.iter().enumerate() {
@@ -461,7 +464,8 @@ impl CgBlock {
 
     /// The position among the block's columns of value column `v`.
     pub fn column_index(&self, v: usize) -> Option<usize> {
-        self.columns.iter().position(|c| c.v == v)
+        // (The group is ascending: `parse` refuses another.)
+        self.columns.binary_search_by_key(&v, |c| c.v).ok()
     }
 
     /// Row `r`'s value of the block's `i`-th column; `None` if the row does
@@ -604,6 +608,8 @@ mod tests {
         assert_eq!(block.cell(0, 2), None);
         assert_eq!(block.cell(0, 3), Some(Cell::Bytes(b"longer value")));
         // Whole rows: every column of the group present (null or not).
+        let columns: Vec<Option<usize>> = (0..5).map(|v| block.column_index(v)).collect();
+        assert_eq!(columns, [None, Some(0), None, Some(1), None]);
         let whole: Vec<bool> = (0..4).map(|r| block.row_whole(r)).collect();
         assert_eq!(whole, [false, true, false, true]);
         let has_all = |r| (0..group.len()).all(|i| block.has(i, r));
@@ -779,6 +785,8 @@ mod tests {
         }
         let mut good = Vec::new();
         b.finish(&mut good);
+        // A group out of order is refused (column lookups search it).
+        assert!(CgBlock::parse(good.clone(), &s, &[1, 0], &[]).is_err());
         for cut in 0..good.len() {
             assert!(
                 CgBlock::parse(good[..cut].to_vec(), &s, &group, &[]).is_err(),
