@@ -651,56 +651,94 @@ mod tests {
 
     /// Fixed-width bounds are the smallest and largest non-null value of
     /// the rows that carry the column, in the type's order (signed, floats
-    /// in total order); nulls and rows without the column do not count.
+    /// in total order), as a fold of `compare_stat` over those values
+    /// gives them; nulls and rows without the column (stored as zeros) do
+    /// not count.
     #[test]
     fn fixed_width_bounds_skip_nulls_and_absent_rows() {
         let s = schema();
         let group = [0usize, 2, 3];
-        let mut b = BlockBuilder::new(&s, &group);
-        let rows: [(Option<i32>, Option<f64>, Option<bool>); 6] = [
-            (Some(-7), Some(-0.0), Some(true)),
-            (None, None, None),
-            (Some(1_000), Some(f64::NEG_INFINITY), Some(true)),
-            (Some(-2_000), Some(3.5), None),
-            (None, Some(0.0), Some(true)),
-            (Some(42), Some(-1e300), Some(true)),
+        let floats = [
+            0.5,
+            -0.0,
+            0.0,
+            f64::NAN,
+            -f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            1e300,
+            -3.25,
         ];
-        for (i, (a, f, t)) in rows.iter().enumerate() {
-            // Row 1 carries no column but the string (a partial row); the
-            // others carry nulls where the value is missing.
-            let cells = if i == 1 {
-                vec![(1, Cell::Bytes(b"s"))]
-            } else {
-                vec![
-                    (0, a.map_or(Cell::Null, Cell::Int32)),
-                    (1, Cell::Bytes(b"s")),
-                    (2, f.map_or(Cell::Null, Cell::Float64)),
-                    (3, t.map_or(Cell::Null, Cell::Bool)),
-                ]
-            };
-            let p = piece(&s, &cells);
-            let view = PieceView::parse(&s, &p).expect("piece");
-            b.add(&[i as u8], pack_trailer(SeqNo(1), 1), Some((&s, &view)));
+        // Ints and floats away from zero in the first case, so a stray
+        // zero moves a bound; then every special float in turn.
+        // One row: the int, float and bool columns' values (`None`: null).
+        type Row = (Option<i32>, Option<f64>, Option<bool>);
+        let cases: Vec<Vec<Row>> = vec![
+            vec![
+                (Some(17), Some(0.5), Some(true)),
+                (Some(1_000), Some(7.0), Some(true)),
+                (None, None, None),
+                (Some(5), Some(3.5), Some(true)),
+                (Some(42), Some(1e300), None),
+            ],
+            (0..floats.len() * 3)
+                .map(|i| {
+                    let f = floats[(i * 7) % floats.len()];
+                    let n = i32::try_from(i).expect("small") * 37 - 200;
+                    (Some(n), (i % 5 != 3).then_some(f), Some(i % 2 == 0))
+                })
+                .collect(),
+        ];
+        for rows in &cases {
+            let mut b = BlockBuilder::new(&s, &group);
+            let mut expect: [Option<(Vec<u8>, Vec<u8>)>; 3] = [None, None, None];
+            for (i, (a, f, t)) in rows.iter().enumerate() {
+                // A row of all-missing columns carries only the string (a
+                // partial row); others carry nulls where a value is missing.
+                let cells = if a.is_none() && f.is_none() && t.is_none() {
+                    vec![(1, Cell::Bytes(b"s"))]
+                } else {
+                    vec![
+                        (0, a.map_or(Cell::Null, Cell::Int32)),
+                        (1, Cell::Bytes(b"s")),
+                        (2, f.map_or(Cell::Null, Cell::Float64)),
+                        (3, t.map_or(Cell::Null, Cell::Bool)),
+                    ]
+                };
+                let p = piece(&s, &cells);
+                let view = PieceView::parse(&s, &p).expect("piece");
+                b.add(&[i as u8], pack_trailer(SeqNo(1), 1), Some((&s, &view)));
+                let stored: [Option<Vec<u8>>; 3] = [
+                    a.map(|x| x.to_le_bytes().to_vec()),
+                    f.map(|x| x.to_le_bytes().to_vec()),
+                    t.map(|x| vec![u8::from(x)]),
+                ];
+                let types = [ColumnType::Int32, ColumnType::Float64, ColumnType::Bool];
+                for ((e, v), ty) in expect.iter_mut().zip(stored).zip(types) {
+                    let Some(v) = v else { continue };
+                    *e = Some(match e.take() {
+                        None => (v.clone(), v),
+                        Some((lo, hi)) => (
+                            if compare_stat(ty, &v, &lo).is_lt() {
+                                v.clone()
+                            } else {
+                                lo
+                            },
+                            if compare_stat(ty, &v, &hi).is_gt() {
+                                v
+                            } else {
+                                hi
+                            },
+                        ),
+                    });
+                }
+            }
+            let stats = b.stats();
+            for (i, e) in expect.iter().enumerate() {
+                let got = stats[i].min.clone().zip(stats[i].max.clone());
+                assert_eq!(&got, e, "column {i} of {rows:?}");
+            }
         }
-        let stats = b.stats();
-        let bounds = |i: usize| (stats[i].min.clone(), stats[i].max.clone());
-        assert_eq!(
-            bounds(0),
-            (
-                Some((-2_000i32).to_le_bytes().to_vec()),
-                Some(1_000i32.to_le_bytes().to_vec())
-            )
-        );
-        assert_eq!(
-            bounds(1),
-            (
-                Some(f64::NEG_INFINITY.to_le_bytes().to_vec()),
-                Some(3.5f64.to_le_bytes().to_vec())
-            )
-        );
-        // Every non-null bool is true.
-        assert_eq!(bounds(2), (Some(vec![1]), Some(vec![1])));
-        assert_eq!((stats[0].present, stats[0].nulls), (5, 1));
         // A column with no value has no bounds.
         let mut b = BlockBuilder::new(&s, &[0]);
         let p = piece(&s, &[(0, Cell::Null)]);

@@ -33,6 +33,8 @@ struct ColumnBuf {
     fixed: Vec<u8>,
     offsets: Vec<u32>,
     bytes: Vec<u8>,
+    /// Counts, and for variable-width columns the bounds so far (a
+    /// fixed-width column's are found when the block is full).
     stats: ColumnStats,
     /// A string maximum was longer than [`MAX_STAT_BYTES`].
     max_unknown: bool,
@@ -143,8 +145,9 @@ impl ColumnBuf {
         }
     }
 
-    /// Folds a non-null value into the block's minimum and maximum. (Per
-    /// value of every block written: no allocation unless a bound moves.)
+    /// Folds a non-null string or binary value into the block's minimum
+    /// and maximum (fixed-width bounds are found once: `fixed_bounds`). No
+    /// allocation unless a bound moves.
     fn note_stat(&mut self, c: &Cell<'_>) {
         let mut buf = [0u8; 8];
         let value: &[u8] = match *c {

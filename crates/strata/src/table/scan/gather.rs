@@ -88,8 +88,9 @@ pub(super) fn append_slot(
     fill(w, slot, refs, &views(w, slot), b)
 }
 
-/// Gathers a fixed-width column into `values` and `valid`, then hands
-/// them to the builder in one call.
+/// Appends a fixed-width column's values: [`dense`] takes as many whole
+/// chunks as it can read in place, and the rest is gathered into `values`
+/// and `valid` and handed to the builder in one call.
 fn fixed<T, const N: usize>(
     w: &Window,
     slot: usize,

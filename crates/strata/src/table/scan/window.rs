@@ -370,7 +370,10 @@ impl Window {
         // inserts are no rows), or if it carries an event column.
         let mut simple = std::mem::take(&mut self.simple);
         simple.clear();
+        // A lead whose partners could not be merged into it (more than 64
+        // wanted slots) never stands for their columns: its keys expand.
         simple.extend(self.segs.iter().map(|s| match s.events {
+            _ if !s.partners.is_empty() && !s.merged => Simple::Never,
             Some(true) if !(s.merged && s.partial) => Simple::Always,
             Some(true) => Simple::IfWhole,
             None if !s.merged => Simple::IfEvent,
@@ -427,7 +430,10 @@ impl Window {
         self.zip();
         let mut leads = self.segs.iter().enumerate().filter(|(_, s)| !s.follower);
         let (s, seg) = leads.next()?;
-        if leads.next().is_some() || seg.events != Some(true) {
+        if leads.next().is_some()
+            || seg.events != Some(true)
+            || (!seg.partners.is_empty() && !seg.merged)
+        {
             return None;
         }
         let check_whole = seg.merged && seg.partial;
