@@ -60,6 +60,15 @@ fn table_in(dir: &Path, layout: &str) -> (Db, strata::table::Table) {
     (db, t)
 }
 
+/// Column `i` of `b` as an array of type `T`; `what` names it in the
+/// failure.
+fn column_as<'a, T: 'static>(b: &'a RecordBatch, i: usize, what: &str) -> &'a T {
+    b.column(i)
+        .as_any()
+        .downcast_ref::<T>()
+        .unwrap_or_else(|| panic!("{what}: column {i} has another type"))
+}
+
 fn random_row(rng: &mut StdRng) -> Row {
     let mut r: Row = (0..COLS - 1)
         .map(|_| {
@@ -193,11 +202,7 @@ fn check(t: &strata::table::Table, model: &BTreeMap<i64, Row>, rng: &mut StdRng)
             .expect("scan")
         {
             let b = b.expect("batch");
-            let ids = b
-                .column(0)
-                .as_any()
-                .downcast_ref::<Int64Array>()
-                .expect("ids");
+            let ids = column_as::<Int64Array>(&b, 0, "ids");
             got.extend(ids.values().iter().copied());
         }
         let want: Vec<i64> = model
@@ -485,11 +490,7 @@ fn arrow_batches_go_in_and_come_out_with_the_projection() {
         n as usize
     );
     assert_eq!(got[0].schema().field(0).name(), "s");
-    let c3 = got[0]
-        .column(1)
-        .as_any()
-        .downcast_ref::<Int32Array>()
-        .expect("c3");
+    let c3 = column_as::<Int32Array>(&got[0], 1, "c3");
     assert!(c3.is_null(0));
     assert_eq!(c3.value(1), 13);
     // A batch missing a column, or with a wrong type, is refused.
@@ -758,21 +759,9 @@ fn scans_at_snapshots_see_keys_whose_versions_span_blocks() {
             let mut got = BTreeMap::new();
             for b in t.scan(opts).expect("scan") {
                 let b = b.expect("batch");
-                let id = b
-                    .column(0)
-                    .as_any()
-                    .downcast_ref::<Int64Array>()
-                    .expect("id");
-                let c0 = b
-                    .column(1)
-                    .as_any()
-                    .downcast_ref::<Int32Array>()
-                    .expect("c0");
-                let c3 = b
-                    .column(2)
-                    .as_any()
-                    .downcast_ref::<Int32Array>()
-                    .expect("c3");
+                let id = column_as::<Int64Array>(&b, 0, "id");
+                let c0 = column_as::<Int32Array>(&b, 1, "c0");
+                let c3 = column_as::<Int32Array>(&b, 2, "c3");
                 for i in 0..b.num_rows() {
                     got.insert(id.value(i), (c0.value(i), c3.value(i)));
                 }
@@ -923,17 +912,9 @@ fn scans_of_more_than_64_columns_read_every_group() {
     let mut seen = 0;
     for b in t.scan(ScanOptions::default()).expect("scan") {
         let b = b.expect("batch");
-        let ids = b
-            .column(0)
-            .as_any()
-            .downcast_ref::<Int64Array>()
-            .expect("ids");
+        let ids = column_as::<Int64Array>(&b, 0, "ids");
         for c in 0..WIDE {
-            let a = b
-                .column(c + 1)
-                .as_any()
-                .downcast_ref::<Int32Array>()
-                .expect("i32 column");
+            let a = column_as::<Int32Array>(&b, c + 1, "i32 column");
             for r in 0..b.num_rows() {
                 assert!(a.is_valid(r), "c{c} of key {} is null", ids.value(r));
                 assert_eq!(a.value(r), value(ids.value(r), c), "c{c}");
@@ -1145,11 +1126,7 @@ fn parallel_scans_read_at_snapshots_and_stop_when_dropped() {
         let (mut rows, mut sum) = (0, 0i64);
         for b in scan.by_ref() {
             let b = b.expect("batch");
-            let c2 = b
-                .column(0)
-                .as_any()
-                .downcast_ref::<Int32Array>()
-                .expect("c2");
+            let c2 = column_as::<Int32Array>(&b, 0, "c2");
             rows += b.num_rows();
             sum += c2.values().iter().map(|&v| i64::from(v)).sum::<i64>();
         }
