@@ -115,6 +115,18 @@ pub fn prefix_of(key: &[u8]) -> u64 {
     u64::from_be_bytes(b)
 }
 
+/// `a` against `b` in byte order, given their [`prefix_of`]s `pa` and
+/// `pb`: the prefixes decide when they differ, without a call to
+/// `memcmp` (keys are mostly short encodings, for which the call costs
+/// more than the comparison).
+#[inline]
+pub fn cmp_prefixed(a: &[u8], pa: u64, b: &[u8], pb: u64) -> std::cmp::Ordering {
+    match pa.cmp(&pb) {
+        std::cmp::Ordering::Equal => a.cmp(b),
+        o => o,
+    }
+}
+
 /// A parsed key section: ranges into the block's bytes, which every
 /// accessor takes. Rows are in strict internal-key order and their kinds
 /// are known (checked by [`KeyRows::parse`]).
@@ -259,15 +271,10 @@ impl KeyRows {
     }
 
     /// Row `r`'s user key against `user_key`, whose [`prefix_of`] is
-    /// `prefix`: the searches of a scan's windows compare keys that are
-    /// mostly short encodings, where the prefixes decide without a call
-    /// to `memcmp`.
+    /// `prefix` (a scan's window searches compare mostly short keys).
     #[inline]
     fn cmp_row(&self, d: &[u8], r: usize, user_key: &[u8], prefix: u64) -> std::cmp::Ordering {
-        match self.key_prefix(d, r).cmp(&prefix) {
-            std::cmp::Ordering::Equal => self.user_key(d, r).cmp(user_key),
-            o => o,
-        }
+        cmp_prefixed(self.user_key(d, r), self.key_prefix(d, r), user_key, prefix)
     }
 
     /// The length of every user key, when all have the same.

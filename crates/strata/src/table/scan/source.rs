@@ -12,7 +12,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{KIND_SEEK, ValueKind, trailer, user_key};
-use crate::keyblock::prefix_of;
+use crate::keyblock::{cmp_prefixed, prefix_of};
 use crate::table::cgfile::block::CgBlock;
 use crate::table::cgfile::block_builder::BlockBuilder;
 use crate::table::cgfile::{BlockMeta, CgReader};
@@ -322,17 +322,12 @@ impl PieceRun {
     }
 }
 
-/// `a >= b`, deciding on the keys' eight-byte prefixes (the ones the key
-/// section and the merge compare) when they differ: staging tests every
-/// entry against the scan's upper bound, and keys are mostly short
-/// encodings for which a call to `memcmp` costs more than the comparison.
+/// `a >= b`, deciding on the keys' eight-byte prefixes when they differ
+/// ([`cmp_prefixed`]): staging tests every entry against the scan's upper
+/// bound, and windows compare chunks' last keys.
 #[inline]
 pub(super) fn at_or_after(a: &[u8], b: &[u8]) -> bool {
-    let (x, y) = (prefix_of(a), prefix_of(b));
-    if x != y {
-        return x > y;
-    }
-    a >= b
+    cmp_prefixed(a, prefix_of(a), b, prefix_of(b)).is_ge()
 }
 
 #[cfg(test)]

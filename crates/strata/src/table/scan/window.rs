@@ -443,14 +443,7 @@ impl Window {
             if t & 0xff != ValueKind::Put as u64 || SeqNo(t >> 8) > snap {
                 return None;
             }
-            if check_whole
-                && !self.whole(Item {
-                    prefix: 0,
-                    trailer: t,
-                    seg: s as u32,
-                    row: r as u32,
-                })
-            {
+            if check_whole && !self.row_whole(s, r) {
                 return None;
             }
             if r > seg.start
@@ -558,14 +551,17 @@ impl Window {
     /// Whether a merged lead's entry `e` is an insert whose row is whole
     /// in the lead and every partner (so the lead's row stands for all).
     fn whole(&self, e: Item) -> bool {
-        if (e.trailer & 0xff) as u8 != ValueKind::Put as u8 {
-            return false;
-        }
-        let lead = &self.segs[e.seg as usize];
+        (e.trailer & 0xff) as u8 == ValueKind::Put as u8
+            && self.row_whole(e.seg as usize, e.row as usize)
+    }
+
+    /// Whether merged lead `seg`'s row `row` carries every column in the
+    /// lead and every partner.
+    fn row_whole(&self, seg: usize, row: usize) -> bool {
+        let lead = &self.segs[seg];
         if !lead.partial {
             return true;
         }
-        let row = e.row as usize;
         lead.chunk.block.row_whole(row)
             && lead.partners.iter().all(|&p| {
                 let p = &self.segs[p as usize];
