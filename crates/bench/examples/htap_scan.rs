@@ -39,7 +39,7 @@ struct Args {
     /// Scans of each shape.
     #[arg(long, default_value_t = 20)]
     reps: usize,
-    /// Which shapes: q4, q5 or both.
+    /// Which shapes, comma-separated: q2a, q2b, q4, q5.
     #[arg(long, default_value = "q4,q5")]
     queries: String,
     /// Threads per scan (`ScanOptions::threads`).
@@ -52,6 +52,8 @@ struct Args {
 
 const COLUMNS: usize = 30;
 const WRITE_BUFFER: usize = 4 << 20;
+/// Point reads per timed round.
+const POINTS: usize = 10_000;
 
 fn names() -> Vec<String> {
     (0..COLUMNS).map(|i| format!("a{}", i + 1)).collect()
@@ -104,6 +106,7 @@ fn load(db: &Db, layout: &str, rows: usize) -> Result<Table, Box<dyn Error>> {
         t.upsert(&RecordBatch::try_new(Arc::clone(&arrow), arrays)?)?;
     }
     // As a mix leaves the table: new keys, and an update every 100.
+    let started = Instant::now();
     for i in 0..rows / 20 {
         let k = row(2, i, COLUMNS, &mut values);
         let mut r = vec![Value::Int64(k)];
@@ -117,6 +120,12 @@ fn load(db: &Db, layout: &str, rows: usize) -> Result<Table, Box<dyn Error>> {
             )?;
         }
     }
+    let spent = started.elapsed();
+    println!(
+        "mix inserts: {} rows, {:.2} µs each (with the updates)",
+        rows / 20,
+        spent.as_secs_f64() * 1e6 / (rows / 20) as f64
+    );
     db.wait_for_background_work()?;
     Ok(t)
 }
@@ -168,8 +177,41 @@ fn main() -> Result<(), Box<dyn Error>> {
     } else {
         db.table("htap")?
     };
+    // Point reads as the mix's: every column of keys it inserted (Q2a),
+    // columns 16-30 of keys the load wrote (Q2b).
+    for (name, seed, count, cols) in [
+        ("q2a", 2, a.rows / 20, 0..COLUMNS),
+        ("q2b", 1, a.rows, 15..COLUMNS),
+    ] {
+        if !a.queries.split(',').any(|q| q == name) {
+            continue;
+        }
+        let names = names();
+        let wanted: Vec<&str> = names[cols].iter().map(String::as_str).collect();
+        let mut times = Vec::with_capacity(a.reps);
+        let mut found = 0;
+        for r in 0..a.reps.max(1) {
+            let keys: Vec<i64> = (0..POINTS)
+                .map(|i| {
+                    strata_bench::htap::workload::key(seed, (i * 7919 + r * 13) % count, COLUMNS)
+                })
+                .collect();
+            let started = Instant::now();
+            for k in keys {
+                found += usize::from(t.get(&[Value::Int64(k)], Some(&wanted))?.is_some());
+            }
+            times.push(started.elapsed().as_secs_f64() * 1e6 / POINTS as f64);
+        }
+        times.sort_by(f64::total_cmp);
+        println!(
+            "{name}: median {:.2} µs, fastest {:.2} µs a read, {found} of {} found",
+            times[times.len() / 2],
+            times[0],
+            POINTS * a.reps.max(1)
+        );
+    }
     for (name, share, cols) in [("q4", 20, 20..30), ("q5", 2, 27..30)] {
-        if !a.queries.contains(name) {
+        if !a.queries.split(',').any(|q| q == name) {
             continue;
         }
         let mut times = Vec::with_capacity(a.reps);

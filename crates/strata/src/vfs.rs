@@ -12,7 +12,7 @@
 
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -49,6 +49,15 @@ pub trait WritableFile: Send {
 pub trait RandomAccessFile: Send + Sync {
     /// Fills `buf` from `offset`; an error if the file is shorter.
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()>;
+    /// Reads `len` bytes from `offset` into a new buffer; an error if the
+    /// file is shorter. Files that can read into uninitialised memory skip
+    /// the zero-fill the default does (a 16 KiB block read of a point
+    /// lookup spent about a tenth of its time filling zeros).
+    fn read_vec_at(&self, len: usize, offset: u64) -> Result<Vec<u8>> {
+        let mut buf = vec![0u8; len];
+        self.read_exact_at(&mut buf, offset)?;
+        Ok(buf)
+    }
     /// The file size when it was opened.
     fn len(&self) -> u64;
     /// True for an empty file.
@@ -220,6 +229,55 @@ impl RandomAccessFile for StdRandomAccessFile {
         })
     }
 
+    fn read_vec_at(&self, len: usize, offset: u64) -> Result<Vec<u8>> {
+        use std::os::fd::AsRawFd;
+        let what = || format!("read {len} bytes at {offset} from");
+        let mut buf: Vec<u8> = Vec::with_capacity(len);
+        while buf.len() < len {
+            let done = buf.len();
+            let at = offset
+                .checked_add(done as u64)
+                .and_then(|at| libc::off_t::try_from(at).ok())
+                .ok_or_else(|| {
+                    io_err(
+                        &what(),
+                        &self.path,
+                        io::Error::new(io::ErrorKind::InvalidInput, "offset out of range"),
+                    )
+                })?;
+            // SAFETY: `pread` writes at most `len - done` bytes into the
+            // vector's spare capacity (allocated above) through a raw
+            // pointer, so no reference to uninitialised memory is made; the
+            // length then grows by exactly the bytes the kernel wrote.
+            let n = unsafe {
+                libc::pread(
+                    self.file.as_raw_fd(),
+                    buf.as_mut_ptr().add(done).cast::<libc::c_void>(),
+                    len - done,
+                    at,
+                )
+            };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(io_err(&what(), &self.path, e));
+            }
+            if n == 0 {
+                return Err(io_err(
+                    &what(),
+                    &self.path,
+                    io::Error::new(io::ErrorKind::UnexpectedEof, "failed to fill whole buffer"),
+                ));
+            }
+            // SAFETY: the kernel initialised bytes `done..done + n`, and
+            // `n <= len - done` keeps the length within the capacity.
+            unsafe { buf.set_len(done + n as usize) };
+        }
+        Ok(buf)
+    }
+
     fn len(&self) -> u64 {
         self.len
     }
@@ -387,5 +445,29 @@ mod tests {
         let f = StdVfs.open(&p).expect("open");
         let mut buf = [0u8; 4];
         assert!(f.read_exact_at(&mut buf, f.len() - 2).is_err());
+    }
+
+    #[test]
+    fn reads_into_new_buffers_match_reads_into_given_ones() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("f");
+        let mut w = StdVfs.create(&p).expect("create");
+        let bytes: Vec<u8> = (0..20_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        w.append(&bytes).expect("append");
+        w.sync().expect("sync");
+        let f = StdVfs.open(&p).expect("open");
+        for (len, at) in [(0, 0), (1, 0), (4096, 3), (16_389, 1000), (10, 19_990)] {
+            let got = f.read_vec_at(len, at).expect("read");
+            let mut want = vec![0u8; len];
+            f.read_exact_at(&mut want, at).expect("read");
+            assert_eq!(got, want, "{len} bytes at {at}");
+            assert_eq!(&got[..], &bytes[at as usize..at as usize + len]);
+        }
+        let past = f.read_vec_at(4, f.len() - 2);
+        assert!(
+            matches!(&past, Err(e) if e.to_string().contains("read 4 bytes at")),
+            "a read past the end is an error naming it: {past:?}"
+        );
+        assert!(f.read_vec_at(1, u64::MAX).is_err(), "an offset past off_t");
     }
 }

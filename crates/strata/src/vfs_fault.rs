@@ -416,6 +416,11 @@ impl RandomAccessFile for FaultRandomAccessFile {
         self.inner.read_exact_at(buf, offset)
     }
 
+    fn read_vec_at(&self, len: usize, offset: u64) -> Result<Vec<u8>> {
+        self.faults.gate(VfsOp::Read, &[&self.path])?;
+        self.inner.read_vec_at(len, offset)
+    }
+
     fn len(&self) -> u64 {
         self.inner.len()
     }

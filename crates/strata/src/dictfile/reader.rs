@@ -11,7 +11,7 @@ use super::slot::{DictionarySlot, SlotFile};
 use crate::cache::BlockCache;
 use crate::dict::{CodedValue, Dictionary};
 use crate::error::{Error, Result};
-use crate::keyblock::{KeyRows, RowIter, RowSource};
+use crate::keyblock::{KeyRows, LastKeys, RowIter, RowSource};
 use crate::sst::TableProperties;
 use crate::sst::bloom::BloomFilter;
 use crate::sst::format::{BLOCK_TRAILER_LEN, Footer};
@@ -35,6 +35,8 @@ pub struct DictReader {
     stats: Arc<Statistics>,
     data_end: u64,
     blocks: Vec<BlockMeta>,
+    /// The blocks' last keys, searched by prefix.
+    last_keys: LastKeys,
     filter: Option<BloomFilter>,
     properties: TableProperties,
     dictionary: Option<DictionarySlot>,
@@ -115,6 +117,7 @@ impl DictReader {
             cache_id,
             stats: Arc::clone(&ctx.stats),
             data_end,
+            last_keys: LastKeys::new(index.blocks.iter().map(|b| b.last_key.as_slice())),
             blocks: index.blocks,
             filter,
             properties,
@@ -285,8 +288,8 @@ impl RowSource for DictReader {
     }
 
     fn block_for(&self, user_key: &[u8]) -> usize {
-        self.blocks
-            .partition_point(|b| b.last_key.as_slice() < user_key)
+        self.last_keys
+            .block_for(user_key, |i| self.blocks[i].last_key.as_slice())
     }
 
     fn may_contain(&self, user_key: &[u8]) -> bool {

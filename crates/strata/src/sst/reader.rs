@@ -51,8 +51,7 @@ pub(crate) fn read_block_contents(
         )));
     }
     let n = h.size as usize;
-    let mut buf = vec![0u8; n + BLOCK_TRAILER_LEN];
-    file.read_exact_at(&mut buf, h.offset)?;
+    let buf = file.read_vec_at(n + BLOCK_TRAILER_LEN, h.offset)?;
     check_block_contents(path, h, buf)
 }
 

@@ -85,9 +85,7 @@ fn offer_all(r: &mut Resolver, schema: &PieceSchema, entries: &mut Vec<Entry>) -
             Src::Piece(p) => offer_piece(r, schema, e.seq, e.kind, p)?,
             Src::Row(b, row) => {
                 let (b, row) = (b.as_ref(), *row);
-                r.offer(e.seq, e.kind, &|v| {
-                    b.column_index(v).and_then(|i| b.cell(i, row))
-                });
+                r.offer_group(e.seq, e.kind, b.value_columns(), &|i| b.cell(i, row));
             }
         }
     }
@@ -227,8 +225,11 @@ pub(crate) fn debug_versions(sv: &SuperVersion, plan: &ReadPlan, key: &[u8]) -> 
             }
             Src::Row(b, r) => format!(
                 "cols {:?}",
-                (0..schema.len())
-                    .filter(|&c| b.column_index(c).and_then(|i| b.cell(i, *r)).is_some())
+                b.value_columns()
+                    .iter()
+                    .enumerate()
+                    .filter(|&(i, _)| b.cell(i, *r).is_some())
+                    .map(|(_, &v)| v)
                     .collect::<Vec<_>>()
             ),
             _ => String::new(),

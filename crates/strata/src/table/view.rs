@@ -200,11 +200,65 @@ impl Resolver {
         kind: ValueKind,
         cell: &dyn Fn(usize) -> Option<Cell<'a>>,
     ) {
+        if !self.admit(seq, kind, |events| {
+            events.iter().any(|&v| cell(v).is_some())
+        }) {
+            return;
+        }
+        for k in 0..self.want.len() {
+            let v = self.want[k];
+            if !self.done[v]
+                && let Some(c) = cell(v)
+            {
+                self.take(v, c);
+            }
+        }
+    }
+
+    /// [`Self::offer`] for an entry of a column-group block whose group
+    /// holds value columns `cols` (ascending): `cell(i)` gives its value of
+    /// the `i`-th of them, if it carries it. Only the group's columns are
+    /// asked for (a point read of every column asked each group's block
+    /// for all of them, most of which it does not hold).
+    pub(crate) fn offer_group<'a>(
+        &mut self,
+        seq: SeqNo,
+        kind: ValueKind,
+        cols: &[usize],
+        cell: &dyn Fn(usize) -> Option<Cell<'a>>,
+    ) {
+        let carries = |events: &[usize]| {
+            cols.iter()
+                .enumerate()
+                .any(|(i, v)| events.binary_search(v).is_ok() && cell(i).is_some())
+        };
+        if !self.admit(seq, kind, carries) {
+            return;
+        }
+        for (i, &v) in cols.iter().enumerate() {
+            if self.needs(v)
+                && let Some(c) = cell(i)
+            {
+                self.take(v, c);
+            }
+        }
+    }
+
+    /// The row event part of an offer: records a delete or an insert that
+    /// decides the row (`carries_event(event columns)`: whether the entry
+    /// carries one of them), and says whether the entry's values are still
+    /// to be taken.
+    fn admit(
+        &mut self,
+        seq: SeqNo,
+        kind: ValueKind,
+        carries_event: impl FnOnce(&[usize]) -> bool,
+    ) -> bool {
         match self.event {
-            Some(Event::Deleted(_)) => return,
+            Some(Event::Deleted(_)) => return false,
             // Older than the insert that decides the row: stale (the
             // insert's own pieces carry every column).
-            Some(Event::Inserted(e)) if seq < e => return,
+            Some(Event::Inserted(e)) if seq < e => return false,
             _ => {}
         }
         match kind {
@@ -212,32 +266,25 @@ impl Resolver {
                 if self.event.is_none() {
                     self.event = Some(Event::Deleted(seq));
                 }
-                return;
+                return false;
             }
             ValueKind::Put if self.event.is_none() => {
                 // A table with no value columns has nothing to carry: every
                 // put is the whole row.
-                if !self.event_cols.is_empty()
-                    && !self.event_cols.iter().any(|&v| cell(v).is_some())
-                {
-                    return;
+                if !self.event_cols.is_empty() && !carries_event(&self.event_cols) {
+                    return false;
                 }
                 self.event = Some(Event::Inserted(seq));
             }
             _ => {}
         }
-        if self.remaining == 0 {
-            return;
-        }
-        for &v in &self.want {
-            if !self.done[v]
-                && let Some(c) = cell(v)
-            {
-                self.values[v].set(c);
-                self.done[v] = true;
-                self.remaining -= 1;
-            }
-        }
+        self.remaining > 0
+    }
+
+    fn take(&mut self, v: usize, c: Cell<'_>) {
+        self.values[v].set(c);
+        self.done[v] = true;
+        self.remaining -= 1;
     }
 
     /// Whether the row exists (after every entry was offered).
@@ -306,5 +353,64 @@ mod tests {
         r.reset();
         r.offer(SeqNo(8), ValueKind::Merge, &|_| Some(Cell::Int32(1)));
         assert!(!r.exists());
+    }
+
+    /// One entry of a column-group block: its group's columns, which of
+    /// them the row carries, its kind and sequence number.
+    #[derive(Debug, Clone)]
+    struct GroupEntry {
+        cols: Vec<usize>,
+        carried: Vec<bool>,
+        kind: ValueKind,
+        seq: u64,
+    }
+
+    fn group_entry(n: usize) -> impl proptest::strategy::Strategy<Value = GroupEntry> {
+        use proptest::prelude::*;
+        (
+            proptest::collection::btree_set(0..n, 1..=n),
+            proptest::collection::vec(any::<bool>(), n),
+            prop_oneof![
+                Just(ValueKind::Put),
+                Just(ValueKind::Merge),
+                Just(ValueKind::Delete)
+            ],
+            0u64..20,
+        )
+            .prop_map(|(cols, carried, kind, seq)| GroupEntry {
+                carried: carried[..cols.len()].to_vec(),
+                cols: cols.into_iter().collect(),
+                kind,
+                seq,
+            })
+    }
+
+    proptest::proptest! {
+        /// Offering a group's entries by position resolves every row as
+        /// offering them by column number does.
+        #[test]
+        fn group_offers_resolve_as_column_offers(
+            want in proptest::collection::btree_set(0usize..6, 0..=6),
+            mut entries in proptest::collection::vec(group_entry(6), 1..6),
+        ) {
+            entries.sort_by_key(|e| std::cmp::Reverse(e.seq));
+            let want: Vec<usize> = want.into_iter().collect();
+            let (mut by_column, mut by_group) = (Resolver::new(6, &want), Resolver::new(6, &want));
+            let value = |e: &GroupEntry, i: usize| {
+                e.carried[i].then(|| Cell::Int64((e.seq * 100 + e.cols[i] as u64) as i64))
+            };
+            for e in &entries {
+                by_column.offer(SeqNo(e.seq), e.kind, &|v| {
+                    e.cols.iter().position(|&c| c == v).and_then(|i| value(e, i))
+                });
+                by_group.offer_group(SeqNo(e.seq), e.kind, &e.cols, &|i| value(e, i));
+                proptest::prop_assert_eq!(by_column.settled(), by_group.settled());
+            }
+            proptest::prop_assert_eq!(by_column.exists(), by_group.exists());
+            proptest::prop_assert_eq!(by_column.event, by_group.event);
+            for v in 0..6 {
+                proptest::prop_assert_eq!(by_column.value(v), by_group.value(v), "column {}", v);
+            }
+        }
     }
 }

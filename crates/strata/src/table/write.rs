@@ -6,6 +6,7 @@
 //! a tombstone. Everything one call writes goes into one [`WriteBatch`], so
 //! it is atomic and recovered from the log like any other write.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use arrow_array::RecordBatch;
@@ -204,19 +205,23 @@ pub(crate) fn encode_row(
             row.len()
         )));
     }
-    let coerced: Vec<Value> = row
-        .iter()
-        .zip(schema.columns())
-        .map(|(v, c)| {
-            if v.is_null() && !c.nullable {
-                return Err(Error::InvalidArgument(format!(
-                    "column {:?} is not nullable",
-                    c.name
-                )));
-            }
-            v.clone().coerce(c.ty, &c.name)
-        })
-        .collect::<Result<_>>()?;
+    // Values of their column's type (nearly all) are borrowed, not cloned:
+    // one insert is a few hundred nanoseconds of encoding, and copying its
+    // values through a collected `Result` cost as much again.
+    let mut coerced: Vec<Cow<'_, Value>> = Vec::with_capacity(row.len());
+    for (v, c) in row.iter().zip(schema.columns()) {
+        if v.is_null() && !c.nullable {
+            return Err(Error::InvalidArgument(format!(
+                "column {:?} is not nullable",
+                c.name
+            )));
+        }
+        coerced.push(if v.is_null() || v.column_type() == Some(c.ty) {
+            Cow::Borrowed(v)
+        } else {
+            Cow::Owned(v.clone().coerce(c.ty, &c.name)?)
+        });
+    }
     let mut key = Vec::new();
     for &k in schema.key_indices() {
         encode_key_cell(&mut key, schema.columns()[k].ty, value_to_cell(&coerced[k]))?;

@@ -193,6 +193,9 @@ pub struct CgBlock {
     data: Vec<u8>,
     keys: KeyRows,
     columns: Vec<ColumnSlices>,
+    /// The group's value column numbers, ascending (`columns[i]` holds
+    /// column `numbers[i]`).
+    numbers: Vec<usize>,
     /// In a partial block, bit `r` says whether row `r` carries every
     /// column (the presence bitmaps' intersection, computed once so that a
     /// scan asks it per row in one step); empty in a whole block.
@@ -315,6 +318,7 @@ impl CgBlock {
             data,
             keys,
             columns,
+            numbers: group.to_vec(),
             whole,
         })
     }
@@ -463,9 +467,16 @@ impl CgBlock {
     }
 
     /// The position among the block's columns of value column `v`.
+    #[cfg(test)]
     pub fn column_index(&self, v: usize) -> Option<usize> {
         // (The group is ascending: `parse` refuses another.)
-        self.columns.binary_search_by_key(&v, |c| c.v).ok()
+        self.numbers.binary_search(&v).ok()
+    }
+
+    /// The group's value column numbers, ascending: the `i`-th is the
+    /// block's column `i`.
+    pub fn value_columns(&self) -> &[usize] {
+        &self.numbers
     }
 
     /// Row `r`'s value of the block's `i`-th column; `None` if the row does

@@ -11,7 +11,7 @@ use crate::dict::Dictionary;
 use crate::dictfile::slot::{DictionarySlot, SlotFile};
 use crate::error::{Error, Result};
 use crate::key::{KIND_SEEK, ValueKind, pack_trailer};
-use crate::keyblock::{KeyRows, RowSource, find_rows};
+use crate::keyblock::{KeyRows, LastKeys, RowSource, find_rows};
 use crate::sst::bloom::BloomFilter;
 use crate::sst::format::Footer;
 use crate::sst::reader::read_block_contents;
@@ -33,6 +33,8 @@ pub struct CgReader {
     stats: Arc<Statistics>,
     data_end: u64,
     blocks: Vec<BlockMeta>,
+    /// The blocks' last keys, searched by prefix.
+    last_keys: LastKeys,
     filter: Option<BloomFilter>,
     properties: CgProperties,
     /// The group's value-column numbers.
@@ -165,6 +167,7 @@ impl CgReader {
             cache_id,
             stats: Arc::clone(&ctx.stats),
             data_end,
+            last_keys: LastKeys::new(blocks.iter().map(|b| b.last_key.as_slice())),
             blocks,
             filter,
             properties,
@@ -277,8 +280,8 @@ impl CgReader {
 
     /// The first block whose last key is at or after `user_key`.
     pub fn block_for(&self, user_key: &[u8]) -> usize {
-        self.blocks
-            .partition_point(|b| b.last_key.as_slice() < user_key)
+        self.last_keys
+            .block_for(user_key, |i| self.blocks[i].last_key.as_slice())
     }
 
     /// Whether the filter admits `user_key`.
