@@ -15,6 +15,9 @@
 //! - WAL off / sync -> `WriteOptions::disable_wal` / `set_sync`
 //! - level-0 triggers 4/20/36, 7 levels, 64 MiB target files, 2 background
 //!   jobs: Strata's defaults (1 flush + 1 compaction thread)
+//! - memtable whole-key filter (Strata's default, 1/64 of the write buffer)
+//!   -> `Options::set_memtable_prefix_bloom_ratio(1/64)` with
+//!   `set_memtable_whole_key_filtering(true)`; not in `rocksdb-defaults`
 //! - memtable kind (only when a run asks for one, as the `memtable` suite
 //!   does; otherwise RocksDB's default skiplist) ->
 //!   `Options::set_memtable_factory`: `skiplist` the default
@@ -123,6 +126,16 @@ impl RocksEngine {
             opts.set_level_zero_slowdown_writes_trigger(20);
             opts.set_level_zero_stop_writes_trigger(36);
             opts.set_max_background_jobs(2);
+            // Strata's memtables carry a whole-key Bloom filter of 1/64 of
+            // the write buffer (`MemTableOptions::whole_key_filter`); the
+            // matched RocksDB gets RocksDB's equivalent.
+            opts.set_memtable_prefix_bloom_ratio(1.0 / 64.0);
+            opts.set_memtable_whole_key_filtering(true);
+            notes.push(
+                "rocksdb: memtable whole-key Bloom filter of 1/64 of the write buffer \
+                 (memtable_prefix_bloom_size_ratio, memtable_whole_key_filtering), as Strata's"
+                    .into(),
+            );
         }
         opts.set_compression_type(match s.compression {
             CompressionKind::None => DBCompressionType::None,

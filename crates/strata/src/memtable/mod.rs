@@ -59,6 +59,7 @@
 pub mod adaptive;
 mod arena;
 mod entry;
+mod filter;
 pub mod hash;
 mod options;
 pub mod prefix;
@@ -168,6 +169,8 @@ pub struct MemTable {
     /// An adaptive keyspace's first buffer (nothing observed yet): when it
     /// may change representation early; see [`MemTable::switch_due`].
     probe: Option<FirstBufferProbe>,
+    /// The whole-key filter ([`MemTableOptions::whole_key_filter`]).
+    filter: Option<filter::KeyFilter>,
 }
 
 /// Why a memtable must make way for another ([`MemTable::switch_due`]).
@@ -329,6 +332,9 @@ impl MemTable {
             point_reads: AtomicU64::new(0),
             range_reads: AtomicU64::new(0),
             probe,
+            filter: opts
+                .filter_bytes(write_buffer_size)
+                .map(filter::KeyFilter::with_bytes),
         }
     }
 
@@ -343,7 +349,7 @@ impl MemTable {
     /// read-modify-write per counter cost as much as a vector's whole insert.
     pub fn add(&self, internal_key: &[u8], value: &[u8], seqno: impl Into<SeqNo>, is_delete: bool) {
         let seqno = seqno.into();
-        self.rep.insert(internal_key, value);
+        self.insert_entry(internal_key, value);
         if seqno.get() > self.largest_seqno.load(AtomicOrdering::Relaxed) {
             self.largest_seqno
                 .store(seqno.get(), AtomicOrdering::Relaxed);
@@ -356,12 +362,37 @@ impl MemTable {
         }
     }
 
-    /// See [`MemTableRep::get`]. Counted as a point read by adaptive memtables.
+    /// Inserts an entry into the representation and its key into the
+    /// filter. The key goes into the filter first: a reader that finds the
+    /// entry must not be turned away by the filter.
+    fn insert_entry(&self, internal_key: &[u8], value: &[u8]) {
+        if let Some(f) = &self.filter {
+            f.insert(crate::key::user_key(internal_key));
+        }
+        self.rep.insert(internal_key, value);
+    }
+
+    /// See [`MemTableRep::get`]; visits nothing when the whole-key filter
+    /// rules out `seek_key`'s user key (so it is for point lookups of that
+    /// key, as every caller makes). Counted as a point read by adaptive
+    /// memtables.
     pub fn get(&self, seek_key: &[u8], f: &mut dyn FnMut(&[u8], &[u8]) -> bool) {
         if self.observing() {
             self.point_reads.fetch_add(1, AtomicOrdering::Relaxed);
         }
+        if let Some(filter) = &self.filter
+            && seek_key.len() >= 8
+            && !filter.may_contain(crate::key::user_key(seek_key))
+        {
+            return;
+        }
         self.rep.get(seek_key, f);
+    }
+
+    /// Bytes of the whole-key filter (0 without one): allocated when the
+    /// memtable is created, besides the write buffer.
+    pub fn filter_bytes(&self) -> usize {
+        self.filter.as_ref().map_or(0, filter::KeyFilter::bytes)
     }
 
     /// An iterator over every entry. Counted as a range read by adaptive
@@ -432,7 +463,7 @@ impl MemTable {
         it.seek_to_first();
         let mut moved = 0u64;
         while it.valid() {
-            next.rep.insert(it.key(), it.value());
+            next.insert_entry(it.key(), it.value());
             moved += 1;
             it.next();
         }

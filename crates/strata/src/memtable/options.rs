@@ -163,6 +163,13 @@ pub struct MemTableOptions {
     pub expected_entry_bytes: usize,
     /// Thresholds of the adaptive kind.
     pub adaptive: AdaptivePolicy,
+    /// Bytes of whole-key Bloom filter per byte of write buffer (RocksDB's
+    /// `memtable_prefix_bloom_size_ratio` with whole-key filtering): point
+    /// reads of keys a memtable does not hold skip its search. Allocated
+    /// with each memtable, besides the write buffer. 0 turns it off;
+    /// default 1/64 (1 MiB for a 64 MiB buffer: about 20 bits a key for
+    /// 100-byte values, so about 1 % of absent keys still search).
+    pub whole_key_filter: f64,
 }
 
 impl Default for MemTableOptions {
@@ -173,6 +180,7 @@ impl Default for MemTableOptions {
             linklist_threshold: 256,
             expected_entry_bytes: 128,
             adaptive: AdaptivePolicy::default(),
+            whole_key_filter: 1.0 / 64.0,
         }
     }
 }
@@ -188,12 +196,15 @@ impl fmt::Debug for MemTableOptions {
             .field("linklist_threshold", &self.linklist_threshold)
             .field("expected_entry_bytes", &self.expected_entry_bytes)
             .field("adaptive", &self.adaptive)
+            .field("whole_key_filter", &self.whole_key_filter)
             .finish()
     }
 }
 
 /// Largest accepted bucket count.
 const MAX_BUCKETS: usize = 1 << 26;
+/// Largest accepted whole-key filter size, as a share of the write buffer.
+const MAX_FILTER_RATIO: f64 = 0.25;
 
 impl MemTableOptions {
     /// Options with a [`FixedPrefix`] of `len` bytes.
@@ -211,6 +222,20 @@ impl MemTableOptions {
     pub fn hash_buckets(mut self, n: usize) -> Self {
         self.hash_buckets = n;
         self
+    }
+
+    /// Sets the whole-key filter's bytes per byte of write buffer (0: none).
+    pub fn whole_key_filter(mut self, ratio: f64) -> Self {
+        self.whole_key_filter = ratio;
+        self
+    }
+
+    /// Bytes of the whole-key filter of a buffer of `write_buffer_size`
+    /// bytes; `None` without one.
+    pub(crate) fn filter_bytes(&self, write_buffer_size: usize) -> Option<usize> {
+        (self.whole_key_filter > 0.0).then(|| {
+            (write_buffer_size as f64 * self.whole_key_filter.min(MAX_FILTER_RATIO)) as usize
+        })
     }
 
     /// Buckets used for a buffer of `write_buffer_size` bytes.
@@ -247,6 +272,12 @@ impl MemTableOptions {
         let bad = |s: String| Err(Error::InvalidArgument(s));
         if self.expected_entry_bytes == 0 {
             return bad("memtable_options.expected_entry_bytes must be at least 1".into());
+        }
+        if !(0.0..=MAX_FILTER_RATIO).contains(&self.whole_key_filter) {
+            return bad(format!(
+                "memtable_options.whole_key_filter {} must be between 0 and {MAX_FILTER_RATIO}                  (bytes of filter per byte of write buffer)",
+                self.whole_key_filter
+            ));
         }
         if kind.is_hashed() && self.prefix_extractor.is_none() {
             return bad(format!(

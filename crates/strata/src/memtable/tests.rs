@@ -567,3 +567,86 @@ fn adaptive_picks_the_next_representation_from_the_observed_mix() {
     );
     assert!(plain.decision().is_none());
 }
+
+/// A point lookup of `uk` at `seq`: the versions of `uk` the memtable
+/// visits, newest first.
+fn lookup(m: &MemTable, uk: &[u8], seq: u64) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    m.get(&make_seek_key(uk, seq), &mut |k, _| {
+        if crate::key::user_key(k) != uk {
+            return false;
+        }
+        out.push(k.to_vec());
+        true
+    });
+    out
+}
+
+proptest::proptest! {
+    /// With and without the whole-key filter, every kind answers every
+    /// point lookup alike (the filter may only skip keys it never saw),
+    /// before and after freezing and across an adaptive buffer's early
+    /// representation change.
+    #[test]
+    fn the_whole_key_filter_never_hides_a_key(
+        keys in proptest::collection::vec(proptest::collection::vec(0u8..4, 0..6), 1..200),
+        probes in proptest::collection::vec(proptest::collection::vec(0u8..4, 0..6), 1..40),
+    ) {
+        for kind in MemTableKind::ALL {
+            let filtered = mem(*kind);
+            let plain = MemTable::with_options(
+                *kind,
+                &opts().whole_key_filter(0.0),
+                1 << 20,
+                1,
+                FileNumber(1),
+            );
+            proptest::prop_assert!(filtered.filter_bytes() > 0 && plain.filter_bytes() == 0);
+            for (i, k) in keys.iter().enumerate() {
+                let seq = i as u64 + 1;
+                let ik = make_internal_key(k, seq, ValueKind::Put);
+                filtered.add(&ik, b"v", seq, false);
+                plain.add(&ik, b"v", seq, false);
+            }
+            let moved = filtered.rehomed(&KeyspaceOptions::default(), 2);
+            for round in 0..2 {
+                if round == 1 {
+                    filtered.freeze();
+                    plain.freeze();
+                }
+                for p in keys.iter().chain(&probes) {
+                    let want = lookup(&plain, p, u64::MAX >> 8);
+                    proptest::prop_assert_eq!(&lookup(&filtered, p, u64::MAX >> 8), &want, "{}", kind);
+                    proptest::prop_assert_eq!(&lookup(&moved, p, u64::MAX >> 8), &want, "{} moved", kind);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_whole_key_filter_is_sized_from_the_buffer_and_checked() {
+    let m = MemTable::with_options(
+        MemTableKind::SkipList,
+        &MemTableOptions::default(),
+        64 << 20,
+        1,
+        FileNumber(1),
+    );
+    assert_eq!(
+        m.filter_bytes(),
+        1 << 20,
+        "1/64 of the write buffer by default"
+    );
+    for bad in [-0.1, 0.3, f64::NAN] {
+        let err = MemTableOptions::default()
+            .whole_key_filter(bad)
+            .validate(MemTableKind::SkipList, 1 << 20)
+            .expect_err("refused");
+        assert!(err.to_string().contains("whole_key_filter"), "{err}");
+    }
+    MemTableOptions::default()
+        .whole_key_filter(0.0)
+        .validate(MemTableKind::SkipList, 1 << 20)
+        .expect("0 turns it off");
+}

@@ -595,8 +595,13 @@ impl Window {
         let mut out = std::mem::take(&mut self.scratch);
         let mut next_runs = Vec::with_capacity(runs.len());
         while runs.len() > 2 {
-            out.clear();
-            out.resize(items.len(), Item::EMPTY);
+            // Every round writes every position, so the buffer needs no
+            // filling once it has the items' length (after the first round
+            // it and `items` trade places at that length).
+            if out.len() != items.len() {
+                out.clear();
+                out.resize(items.len(), Item::EMPTY);
+            }
             next_runs.clear();
             next_runs.push(0);
             let m = runs.len() - 1;
