@@ -375,6 +375,46 @@ fn waiting_for_background_work_leaves_a_settled_tree() {
     db.close().expect("close");
 }
 
+/// Closing a database closes its log even while a handle outlives the
+/// close: the next open of the directory reads the log at the size it
+/// finds, and nothing of the closed database changes the file after that.
+#[test]
+fn close_gives_the_log_its_size_back_while_a_handle_lives_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), small_options()).expect("open");
+    let ks = db.default_keyspace();
+    let sync = WriteOptions {
+        sync: true,
+        ..WriteOptions::default()
+    };
+    for i in 0..20u32 {
+        ks.put_opt(sync, format!("key{i:03}").as_bytes(), b"value")
+            .expect("put");
+    }
+    db.close().expect("close");
+    // `ks` still holds the closed database.
+    for e in std::fs::read_dir(dir.path()).expect("list") {
+        let e = e.expect("entry");
+        if e.file_name().to_string_lossy().ends_with(".log") {
+            let bytes = std::fs::read(e.path()).expect("read");
+            assert!(
+                !bytes.ends_with(&[0; 64]),
+                "the closed log keeps only its data ({} bytes)",
+                bytes.len()
+            );
+        }
+    }
+    let again = Db::open(dir.path(), small_options()).expect("reopen");
+    assert!(ks.put(b"late", b"write").is_err(), "the old handle is closed");
+    drop(ks);
+    for i in 0..20u32 {
+        assert_eq!(
+            again.get(format!("key{i:03}").as_bytes()).expect("get"),
+            Some(b"value".to_vec())
+        );
+    }
+}
+
 /// A write-ahead log's size is set ahead of its appends, so a crash image
 /// of an open database holds a log that ends in zeros: it opens with
 /// every synced write and reports nothing dropped. A closed log is given

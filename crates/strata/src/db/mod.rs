@@ -359,8 +359,12 @@ impl DbInner {
         for t in threads {
             let _ = t.join();
         }
-        // Make sure everything acknowledged reached the OS.
-        if let Some(w) = self.wal.lock().writer.as_mut() {
+        // Make sure everything acknowledged reached the OS, and close the
+        // log (giving it back the size of its data) before the directory
+        // lock goes: a handle that outlives the close (a keyspace, a
+        // table) must not close it later, under a database opened since,
+        // which may be reading it.
+        if let Some(mut w) = self.wal.lock().writer.take() {
             let _ = w.flush();
         }
         self.lock.lock().take();
