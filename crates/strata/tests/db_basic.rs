@@ -405,7 +405,10 @@ fn close_gives_the_log_its_size_back_while_a_handle_lives_on() {
         }
     }
     let again = Db::open(dir.path(), small_options()).expect("reopen");
-    assert!(ks.put(b"late", b"write").is_err(), "the old handle is closed");
+    assert!(
+        ks.put(b"late", b"write").is_err(),
+        "the old handle is closed"
+    );
     drop(ks);
     for i in 0..20u32 {
         assert_eq!(

@@ -1099,29 +1099,15 @@ fn sites() -> Vec<Site> {
     ]);
 
     // --- close --------------------------------------------------------------
-    v.extend([
-        site(
-            "db/mod.rs:DbInner::shutdown → log/writer.rs:LogWriter::flush",
-            "flush the write-ahead log",
-            Flush,
-            ".log",
-            &["LogWriter::flush", "DbInner::shutdown"],
-            Close,
-            Expect::Ignored { leftover: false },
-        ),
-        site(
-            "db/mod.rs:DbInner::drop → log/writer.rs:LogWriter::flush",
-            "flush the write-ahead log",
-            Flush,
-            ".log",
-            &[
-                "LogWriter::flush",
-                "DbInner as core::ops::drop::Drop>::drop",
-            ],
-            Close,
-            Expect::Ignored { leftover: false },
-        ),
-    ]);
+    v.extend([site(
+        "db/mod.rs:DbInner::shutdown → log/writer.rs:LogWriter::flush",
+        "flush the write-ahead log",
+        Flush,
+        ".log",
+        &["LogWriter::flush", "DbInner::shutdown"],
+        Close,
+        Expect::Ignored { leftover: false },
+    )]);
     v
 }
 

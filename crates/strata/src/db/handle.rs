@@ -308,7 +308,7 @@ impl Keyspace {
     /// (the table layer reads through it).
     pub(crate) fn super_version(&self) -> Result<Arc<SuperVersion>> {
         self.inner.check_open()?;
-        Ok(Arc::clone(&self.shared.sv.read()))
+        Ok(self.shared.sv.load_full())
     }
 
     /// The sequence number of the newest write.

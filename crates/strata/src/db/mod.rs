@@ -38,7 +38,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
+use arc_swap::ArcSwap;
+use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use crate::batch::{DecodedBatch, WriteBatch};
 use crate::cache::BlockCache;
@@ -161,7 +162,10 @@ pub struct LevelStats {
 struct KeyspaceShared {
     id: KeyspaceId,
     name: String,
-    sv: RwLock<Arc<SuperVersion>>,
+    /// Swapped whole on every flush, compaction and memtable switch; read
+    /// without a lock or a shared reference count (a point read on every
+    /// thread would otherwise bounce one cache line between cores).
+    sv: ArcSwap<SuperVersion>,
     /// Which levels recently scanned ranges draw from (iterator reduction).
     filter: Mutex<LevelFilter>,
     /// Whether scans consult `filter` (it spares enough of them a seek).
@@ -296,6 +300,8 @@ pub(crate) struct DbInner {
 impl Drop for DbInner {
     fn drop(&mut self) {
         self.shutting_down.store(true, Ordering::Release);
+        // Shutdown took the log already whenever a public handle closed the
+        // database; this covers an engine dropped without one.
         if let Some(w) = self.wal.get_mut().writer.as_mut() {
             let _ = w.flush();
         }
@@ -321,7 +327,7 @@ fn publish(ks: &mut KeyspaceState) {
         plan: Arc::clone(&ks.plan),
         version_no: ks.version_no,
     });
-    *ks.shared.sv.write() = sv;
+    ks.shared.sv.store(sv);
 }
 
 impl DbInner {

@@ -623,7 +623,7 @@ impl DbInner {
             let shared = Arc::new(KeyspaceShared {
                 id,
                 name: rk.name.clone(),
-                sv: RwLock::new(sv),
+                sv: ArcSwap::new(sv),
                 filter: Mutex::new(LevelFilter::new(o.level_filter_bytes)),
                 filter_gate: SavingsGate::new(),
                 point_first_gate: SavingsGate::new(),

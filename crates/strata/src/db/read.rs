@@ -55,7 +55,8 @@ impl DbInner {
         out: &mut Vec<u8>,
     ) -> Result<bool> {
         self.check_open()?;
-        let sv = Arc::clone(&ks.sv.read());
+        // A guard, not a counted reference: see `KeyspaceShared::sv`.
+        let sv = ks.sv.load();
         let snap = snapshot.unwrap_or_else(|| self.last_seqno());
         if sv.plan.single_lineage() {
             return get_in_lineage(&sv, key, snap, 0, out);
@@ -92,7 +93,7 @@ impl DbInner {
         snapshot: Option<SeqNo>,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         self.check_open()?;
-        let sv = Arc::clone(&ks.sv.read());
+        let sv = ks.sv.load_full();
         if !sv.plan.single_lineage() {
             return Err(Error::InvalidArgument(
                 "filter reads keyspaces whose values are whole; this one's layout splits them \
@@ -106,7 +107,7 @@ impl DbInner {
 
     pub(super) fn iter(&self, ks: &Arc<KeyspaceShared>, opts: ReadOptions) -> Result<DbIter> {
         self.check_open()?;
-        let sv = Arc::clone(&ks.sv.read());
+        let sv = ks.sv.load_full();
         let snap = opts.snapshot.unwrap_or_else(|| self.last_seqno());
         if !sv.plan.single_lineage() {
             Statistics::add(&self.stats.iterators_created, 1);

@@ -190,14 +190,14 @@ impl DbInner {
         let shared = Arc::new(KeyspaceShared {
             id,
             name: name.to_string(),
-            sv: RwLock::new(Arc::new(SuperVersion {
+            sv: ArcSwap::from_pointee(SuperVersion {
                 mem: Arc::clone(&mem),
                 imms: Vec::new(),
                 version: Arc::clone(&version),
                 opts: Arc::clone(&opts),
                 plan: Arc::clone(&plan),
                 version_no: 0,
-            })),
+            }),
             filter: Mutex::new(LevelFilter::new(opts.level_filter_bytes)),
             filter_gate: SavingsGate::new(),
             point_first_gate: SavingsGate::new(),

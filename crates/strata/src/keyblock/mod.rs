@@ -148,14 +148,22 @@ impl LastKeys {
     /// The first block whose last key (`last_key(i)` for block `i`) is at
     /// or after `key`; the number of blocks if none is.
     pub fn block_for<'a>(&self, key: &[u8], last_key: impl Fn(usize) -> &'a [u8]) -> usize {
-        let p = prefix_of(key);
+        self.first_not_before(prefix_of(key), |i| last_key(i) < key)
+    }
+
+    /// The first key (by position) that is not before a sought key whose
+    /// [`prefix_of`] is `p`; `before(i)` says whether key `i` is before the
+    /// sought key, and is asked only of keys whose prefixes equal `p`.
+    /// The keys must be in order and their prefixes taken from the same
+    /// bytes as `p` (the prefixes' order then agrees with the keys').
+    pub fn first_not_before(&self, p: u64, mut before: impl FnMut(usize) -> bool) -> usize {
         let lo = self.prefixes.partition_point(|&x| x < p);
         let ties = self.prefixes[lo..].partition_point(|&x| x == p);
-        // Among blocks whose prefixes equal `key`'s, whole keys decide.
+        // Among keys whose prefixes equal `p`, whole keys decide.
         let (mut a, mut b) = (lo, lo + ties);
         while a < b {
             let mid = a + (b - a) / 2;
-            if last_key(mid) < key {
+            if before(mid) {
                 a = mid + 1;
             } else {
                 b = mid;

@@ -217,6 +217,16 @@ impl Block {
         self.num_restarts
     }
 
+    /// The whole key stored at restart point `i`: `None` if the entry
+    /// there is malformed or shares bytes with a previous key (a restart
+    /// entry never does). REQUIRES: `i < num_restarts()`.
+    pub(crate) fn restart_key(&self, i: usize) -> Option<&[u8]> {
+        let off = self.restart_point(i);
+        let (shared, unshared, _, key_start) =
+            decode_entry_header(&self.data, off, self.restarts_offset)?;
+        (shared == 0).then(|| &self.data[key_start..key_start + unshared])
+    }
+
     /// An iterator over the block's entries (unpositioned).
     pub fn iter(self: &Arc<Self>) -> BlockIter {
         BlockIter::new(self.clone())
@@ -470,6 +480,21 @@ impl BlockIter {
         self.next = key_end + vlen;
         self.valid = true;
         true
+    }
+
+    /// Positions on the entry at restart point `i`; past the last entry
+    /// when `i` is the number of restart points.
+    pub(crate) fn seek_to_restart_entry(&mut self, i: usize) {
+        if self.err.is_some() {
+            return;
+        }
+        if i >= self.block.num_restarts {
+            self.valid = false;
+            self.current = self.block.restarts_offset;
+            return;
+        }
+        self.seek_to_restart(i);
+        self.parse_next();
     }
 
     /// Positions on the first entry.

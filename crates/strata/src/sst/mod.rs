@@ -14,6 +14,8 @@
 //!   compression and the footer.
 //! - [`builder`]: [`TableBuilder`] writes a table.
 //! - [`reader`]: [`TableReader`] opens, looks up, iterates and verifies one.
+//! - `separators`: finds a key's data block by its index entries' key
+//!   prefixes.
 //!
 //! The byte-level format is specified in `docs/format/sst.md`.
 
@@ -23,6 +25,7 @@ pub mod builder;
 pub mod format;
 pub mod properties;
 pub mod reader;
+mod separators;
 pub mod table_iter;
 
 pub use block::Block;

@@ -18,6 +18,7 @@ use super::format::{
     BLOCK_TRAILER_LEN, BlockHandle, Footer, MAX_BLOCK_SIZE, TABLE_FOOTER, decompress_block,
 };
 use super::properties::TableProperties;
+use super::separators::SeparatorSearch;
 use super::table_iter::TableIter;
 use crate::cache::BlockCache;
 use crate::coding::{crc32c, decode_fixed32};
@@ -93,6 +94,8 @@ pub struct TableReader {
     footer: Footer,
     footer_offset: u64,
     index_block: Arc<Block>,
+    /// The index block's separator prefixes (`None`: search the block).
+    separators: Option<SeparatorSearch>,
     filter: Option<BloomFilter>,
     properties: TableProperties,
 }
@@ -143,6 +146,8 @@ impl TableReader {
             Error::corruption(&path, footer.index.offset, format!("index block: {r}"))
         })?);
 
+        let separators = SeparatorSearch::new(&index_block);
+
         let filter = if footer.filter.size == 0 {
             None
         } else {
@@ -162,6 +167,7 @@ impl TableReader {
             footer,
             footer_offset,
             index_block,
+            separators,
             filter,
             properties,
         })
@@ -302,7 +308,7 @@ impl TableReader {
         };
         let mut found = false;
         let mut index = self.index_block.iter();
-        index.seek(seek_key);
+        self.seek_index(&mut index, seek_key);
         let mut data: Option<BlockIter> = None;
         'blocks: while index.valid() {
             let h = self.decode_data_handle(index.value())?;
@@ -337,6 +343,15 @@ impl TableReader {
             Statistics::add(&self.stats.bloom_false_positive, 1);
         }
         Ok(true)
+    }
+
+    /// Positions `index`, an iterator over the index block, on the first
+    /// entry whose separator is at or after `target`.
+    pub(super) fn seek_index(&self, index: &mut BlockIter, target: &[u8]) {
+        match &self.separators {
+            Some(s) => s.seek(&self.index_block, index, target),
+            None => index.seek(target),
+        }
     }
 
     /// An iterator over every entry.

@@ -161,7 +161,7 @@ impl InternalIterator for TableIter {
         if self.err.is_some() {
             return;
         }
-        self.index.seek(target);
+        self.table.seek_index(&mut self.index, target);
         if !self.index_ok() || !self.load_block() {
             return;
         }
