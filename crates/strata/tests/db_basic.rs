@@ -393,17 +393,7 @@ fn close_gives_the_log_its_size_back_while_a_handle_lives_on() {
     }
     db.close().expect("close");
     // `ks` still holds the closed database.
-    for e in std::fs::read_dir(dir.path()).expect("list") {
-        let e = e.expect("entry");
-        if e.file_name().to_string_lossy().ends_with(".log") {
-            let bytes = std::fs::read(e.path()).expect("read");
-            assert!(
-                !bytes.ends_with(&[0; 64]),
-                "the closed log keeps only its data ({} bytes)",
-                bytes.len()
-            );
-        }
-    }
+    assert_closed_logs_hold_only_data(dir.path());
     let again = Db::open(dir.path(), small_options()).expect("reopen");
     assert!(
         ks.put(b"late", b"write").is_err(),
@@ -468,13 +458,20 @@ fn a_preallocated_log_recovers_every_synced_write_and_nothing_else() {
     }
     drop(copy);
     drop(db);
-    for e in std::fs::read_dir(dir.path()).expect("list") {
+    assert_closed_logs_hold_only_data(dir.path());
+}
+
+/// Every write-ahead log in `dir` ends in its data, not in the zeros of
+/// a size set ahead of it.
+fn assert_closed_logs_hold_only_data(dir: &std::path::Path) {
+    for e in std::fs::read_dir(dir).expect("list") {
         let e = e.expect("entry");
         if e.file_name().to_string_lossy().ends_with(".log") {
             let bytes = std::fs::read(e.path()).expect("read");
             assert!(
                 !bytes.ends_with(&[0; 64]),
-                "a closed log keeps only its data"
+                "a closed log keeps only its data ({} bytes)",
+                bytes.len()
             );
         }
     }
