@@ -403,6 +403,14 @@ impl DbInner {
             }
             None => Default::default(),
         };
+        // A kept log is rewritten to what was applied from it, so that the
+        // next open, which finds the new log after it, neither takes a
+        // dropped tail for damage nor replays what this open dropped.
+        for (&log, &repair) in &outcome.repairs {
+            if kept_logs.contains(&log) {
+                recovery::repair_kept_log(&*vfs, path, log, repair, id_known.then_some(&db_id))?;
+            }
+        }
 
         // Flush what was replayed to level 0, so the old logs can go.
         for (id, mem) in &mems {

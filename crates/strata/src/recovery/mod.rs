@@ -8,6 +8,9 @@
 //!   write-ahead log and no valid record follows it; anything else is
 //!   corruption unless the operator chose a [`WalRecoveryMode`] that
 //!   recovers past it, and then the log is moved to `lost/`, not deleted.
+//!   A log that must stay after recovery dropped part of it (a keyspace
+//!   waiting for its options replayed from it) is rewritten to what was
+//!   applied (`repair_kept_log`), so later opens agree with this one.
 //! - A manifest whose last record is cut is accepted only while every
 //!   write-ahead log the surviving edits still need is on disk: the engine
 //!   deletes a log only after the edit that retires it is synced, so a
@@ -434,10 +437,12 @@ pub(crate) fn newest_readable_manifest(vfs: &dyn Vfs, dir: &Path) -> Result<Opti
 }
 
 mod cleanup;
+mod log_repair;
 mod manifest_replay;
 mod wal_replay;
 
 pub(crate) use cleanup::*;
+pub(crate) use log_repair::*;
 pub(crate) use manifest_replay::*;
 pub(crate) use wal_replay::*;
 

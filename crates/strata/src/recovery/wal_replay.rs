@@ -12,6 +12,9 @@ pub(crate) struct LogReplay {
     /// Logs not fully applied (damage recovered past, or after the point
     /// where point-in-time recovery stopped): to be moved to `lost/`.
     pub partial: Vec<FileNumber>,
+    /// Logs recovery dropped something from, and how each would be
+    /// rewritten to what was applied, should it be kept ([`LogRepair`]).
+    pub repairs: BTreeMap<FileNumber, LogRepair>,
 }
 
 /// What [`replay_logs`] replays and how.
@@ -52,6 +55,7 @@ pub(crate) fn replay_logs(
         let lpath = filename::log_path(dir, log);
         if stopped {
             out.partial.push(log);
+            out.repairs.insert(log, LogRepair::Empty);
             continue;
         }
         let is_newest = i + 1 == logs.len();
@@ -99,6 +103,7 @@ pub(crate) fn replay_logs(
             if is_newest && d.is_tail() && mode != WalRecoveryMode::AbsoluteConsistency {
                 report.wal_tail_dropped =
                     Some((lpath.clone(), d.offset, d.bytes, d.reason.clone()));
+                out.repairs.entry(log).or_insert(LogRepair::UpToDamage);
                 break;
             }
             let damage = |action, bytes| WalDamage {
@@ -115,6 +120,7 @@ pub(crate) fn replay_logs(
                 }
                 WalRecoveryMode::PointInTime => {
                     report.wal_damage.push(damage("stopped", d.bytes));
+                    out.repairs.insert(log, LogRepair::UpToDamage);
                     partial = true;
                     stopped = true;
                     break;
@@ -124,11 +130,13 @@ pub(crate) fn replay_logs(
                     match reader.skip_damage() {
                         Some((_, skipped)) => {
                             report.wal_damage.push(damage("skipped", skipped));
+                            out.repairs.insert(log, LogRepair::SkipDamage);
                             // Whatever header the log had is behind us.
                             want_header = false;
                         }
                         None => {
                             report.wal_damage.push(damage("skipped", d.bytes));
+                            out.repairs.entry(log).or_insert(LogRepair::UpToDamage);
                             break;
                         }
                     }
