@@ -217,14 +217,20 @@ impl Block {
         self.num_restarts
     }
 
-    /// The whole key stored at restart point `i`: `None` if the entry
-    /// there is malformed or shares bytes with a previous key (a restart
-    /// entry never does). REQUIRES: `i < num_restarts()`.
-    pub(crate) fn restart_key(&self, i: usize) -> Option<&[u8]> {
+    /// The whole key stored at restart point `i`, or why it cannot be
+    /// read: the entry there is malformed, or shares bytes with a previous
+    /// key (a restart entry never does). REQUIRES: `i < num_restarts()`.
+    pub(crate) fn restart_key(&self, i: usize) -> Result<&[u8], String> {
         let off = self.restart_point(i);
         let (shared, unshared, _, key_start) =
-            decode_entry_header(&self.data, off, self.restarts_offset)?;
-        (shared == 0).then(|| &self.data[key_start..key_start + unshared])
+            decode_entry_header(&self.data, off, self.restarts_offset)
+                .ok_or_else(|| format!("bad restart entry header at block offset {off}"))?;
+        if shared != 0 {
+            return Err(format!(
+                "restart entry at block offset {off} has a shared prefix of {shared}"
+            ));
+        }
+        Ok(&self.data[key_start..key_start + unshared])
     }
 
     /// An iterator over the block's entries (unpositioned).
@@ -237,14 +243,17 @@ impl Block {
     /// stores its whole key (`shared == 0`), by walking the entries from
     /// the start. Seeks and backward steps start decoding at restart
     /// points, so a block that fails this would read wrong there; forward
-    /// iteration alone does not notice. Errors are corruption reasons.
-    pub fn check_restarts(&self) -> Result<(), String> {
+    /// iteration alone does not notice. Returns the number of entries;
+    /// errors are corruption reasons.
+    pub fn check_restarts(&self) -> Result<usize, String> {
         let limit = self.restarts_offset;
         let mut p = 0usize;
         let mut next_restart = 0usize;
+        let mut entries = 0usize;
         while p < limit {
             let (shared, unshared, vlen, key_start) = decode_entry_header(&self.data, p, limit)
                 .ok_or_else(|| format!("malformed entry at block offset {p}"))?;
+            entries += 1;
             if next_restart < self.num_restarts && self.restart_point(next_restart) < p {
                 return Err(format!(
                     "restart point {next_restart} (offset {}) is inside an entry",
@@ -267,7 +276,7 @@ impl Block {
                 self.restart_point(next_restart)
             ));
         }
-        Ok(())
+        Ok(entries)
     }
 
     fn restart_point(&self, i: usize) -> usize {
@@ -545,28 +554,20 @@ impl BlockIter {
         if self.err.is_some() {
             return;
         }
-        let limit = self.block.restarts_offset;
         // Invariant: restart keys before `left` are < target; restart keys after
         // `right` are >= target.
         let mut left = 0usize;
         let mut right = self.block.num_restarts - 1;
         while left < right {
             let mid = left + (right - left).div_ceil(2);
-            let off = self.block.restart_point(mid);
-            let Some((shared, unshared, _, key_start)) =
-                decode_entry_header(&self.block.data, off, limit)
-            else {
-                self.corrupt(format!("bad restart entry header at block offset {off}"));
-                return;
+            let less = match self.block.restart_key(mid) {
+                Ok(k) => compare_internal(k, target) == Ordering::Less,
+                Err(reason) => {
+                    self.corrupt(reason);
+                    return;
+                }
             };
-            if shared != 0 {
-                self.corrupt(format!(
-                    "restart entry at block offset {off} has a shared prefix of {shared}"
-                ));
-                return;
-            }
-            let k = &self.block.data[key_start..key_start + unshared];
-            if compare_internal(k, target) == Ordering::Less {
+            if less {
                 left = mid;
             } else {
                 right = mid - 1;

@@ -33,21 +33,15 @@ impl SeparatorSearch {
     /// reports the damage.
     pub(crate) fn new(index: &Arc<Block>) -> Option<SeparatorSearch> {
         let n = index.num_restarts();
-        let keys = (0..n).map(|i| index.restart_key(i));
-        let keys: Option<Vec<&[u8]>> = keys.collect();
-        let keys = keys?;
-        // Every entry is a restart point exactly when the restart keys
-        // are all the entries: count the entries by walking them.
-        let mut entries = 0usize;
-        let mut it = index.iter();
-        it.seek_to_first();
-        while it.valid() {
-            entries += 1;
-            it.next();
-        }
-        if it.error().is_some() || entries != n {
+        // Restart points are entry boundaries holding whole keys, and every
+        // entry is one exactly when there are as many entries as restarts.
+        if index.check_restarts().ok()? != n {
             return None;
         }
+        let keys: Vec<&[u8]> = (0..n)
+            .map(|i| index.restart_key(i))
+            .collect::<Result<_, _>>()
+            .ok()?;
         Some(SeparatorSearch {
             prefixes: LastKeys::new(keys.into_iter().map(user_key)),
         })
@@ -63,7 +57,7 @@ impl SeparatorSearch {
                 // A restart key that does not decode was caught by `new`.
                 index
                     .restart_key(i)
-                    .is_some_and(|k| compare_internal(k, target) == Ordering::Less)
+                    .is_ok_and(|k| compare_internal(k, target) == Ordering::Less)
             });
         it.seek_to_restart_entry(i);
     }
