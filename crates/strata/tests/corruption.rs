@@ -4,8 +4,10 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use strata::log::LogWriter;
+use strata::ids::FileNumber;
+use strata::log::{LogReader, LogWriter, TailPolicy};
 use strata::manifest::VersionEdit;
+use strata::recovery::{parse_wal_header, wal_header};
 use strata::vfs::{StdVfs, Vfs};
 use strata::{Db, Error, Options};
 
@@ -480,4 +482,56 @@ fn a_huge_current_is_corruption_not_a_huge_read() {
     fs::write(dir.path().join("CURRENT"), name).expect("write");
     let (_, reason) = open_corruption(dir.path());
     assert!(reason.contains("1048576 bytes"), "{reason}");
+}
+
+/// A database whose only log has a torn last record, and a later log
+/// number `n + 1` holding this database's header and then `records`
+/// (followed by preallocated zeros). Returns the directory.
+fn torn_log_then_later_log(records: impl Fn(&mut LogReader) -> Vec<Vec<u8>>) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = db_with_unflushed_log(dir.path());
+    let len = fs::metadata(&log).expect("stat").len() as usize;
+    flip(&log, len - 2);
+    let mut r = LogReader::open(&StdVfs, &log, TailPolicy::StopAtDamage).expect("read");
+    let header = r.next_record().expect("record").expect("a header");
+    let (id, n) = parse_wal_header(&header).expect("a header");
+    let later = FileNumber(n.get() + 1);
+    let path = strata::filename::log_path(dir.path(), later);
+    let mut w = LogWriter::new(StdVfs.create(&path).expect("create"));
+    w.add_record(&wal_header(&id, later)).expect("header");
+    for rec in records(&mut r) {
+        w.add_record(&rec).expect("record");
+    }
+    w.sync().expect("sync");
+    drop(w);
+    let mut f = fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .expect("open");
+    std::io::Write::write_all(&mut f, &[0u8; 4096]).expect("zeros");
+    dir
+}
+
+/// An open that crashed after creating its new log and before writing the
+/// manifest that retires the old ones leaves a log holding only its header
+/// after the log whose torn tail it dropped: that tail is still the last
+/// thing written, so the next open drops it again rather than calling it
+/// damage. A later log holding a write does make it damage.
+#[test]
+fn a_torn_tail_followed_only_by_an_empty_new_log_is_still_a_torn_tail() {
+    let dir = torn_log_then_later_log(|_| Vec::new());
+    let db = Db::open(dir.path(), options()).expect("the torn tail is dropped");
+    assert!(db.recovery_report().wal_tail_dropped.is_some());
+    let p = present(&db);
+    assert_eq!(p.iter().filter(|p| !**p).count(), 1, "{p:?}");
+    drop(db);
+
+    let dir = torn_log_then_later_log(|r| vec![r.next_record().expect("record").expect("a batch")]);
+    match Db::open(dir.path(), options()) {
+        Err(Error::Corruption { reason, .. }) => {
+            assert!(reason.contains("not the newest log"), "{reason}")
+        }
+        Err(e) => panic!("expected corruption, got {e}"),
+        Ok(_) => panic!("damage before a later write must refuse the open"),
+    }
 }

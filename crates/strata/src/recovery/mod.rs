@@ -4,8 +4,10 @@
 //! The rule is that recovery never destroys data it cannot explain:
 //! - A directory without `CURRENT` is a new database only if it holds none
 //!   of the engine's files (`engine_files`).
-//! - Damage in a log is a torn tail only when it is in the newest
-//!   write-ahead log and no valid record follows it; anything else is
+//! - Damage in a log is a torn tail only when it is in the last
+//!   write-ahead log written to (the newest, or one followed only by logs
+//!   holding nothing but their header: an open that crashed before its
+//!   manifest) and no valid record follows it; anything else is
 //!   corruption unless the operator chose a [`WalRecoveryMode`] that
 //!   recovers past it, and then the log is moved to `lost/`, not deleted.
 //!   A log that must stay after recovery dropped part of it (a keyspace

@@ -89,18 +89,18 @@ pub(crate) fn replay_logs(
             };
             if want_header && d.is_tail() {
                 // Not one valid record: a log cut while its header was being
-                // written (its bytes a prefix of that header, or zeros)
-                // holds nothing and is ours; anything else is not a log of
-                // this database.
-                let expected = crate::log::first_record_bytes(&wal_header(
-                    expect_id.unwrap_or(&[0; DB_ID_LEN]),
-                    log,
-                ));
-                let data = reader.contents();
-                foreign = !(expected.starts_with(data) || data.iter().all(|&b| b == 0));
+                // written holds nothing and is ours; anything else is not a
+                // log of this database.
+                foreign = !is_torn_header(reader.contents(), expect_id, log);
                 break;
             }
-            if is_newest && d.is_tail() && mode != WalRecoveryMode::AbsoluteConsistency {
+            // The tail of the last log written to: the newest, or one
+            // followed only by logs that hold no write (an open that
+            // crashed after creating its new log, before the manifest that
+            // retires this one).
+            let last_written = is_newest
+                || (d.is_tail() && later_logs_hold_no_write(vfs, dir, &logs[i + 1..], expect_id)?);
+            if last_written && d.is_tail() && mode != WalRecoveryMode::AbsoluteConsistency {
                 report.wal_tail_dropped =
                     Some((lpath.clone(), d.offset, d.bytes, d.reason.clone()));
                 out.repairs.entry(log).or_insert(LogRepair::UpToDamage);
@@ -116,7 +116,7 @@ pub(crate) fn replay_logs(
             };
             match mode {
                 WalRecoveryMode::AbsoluteConsistency | WalRecoveryMode::TolerateTornTail => {
-                    return Err(log_damage_error(&lpath, &d, is_newest, mode));
+                    return Err(log_damage_error(&lpath, &d, last_written, mode));
                 }
                 WalRecoveryMode::PointInTime => {
                     report.wal_damage.push(damage("stopped", d.bytes));
@@ -164,10 +164,49 @@ pub(crate) fn replay_logs(
     Ok(out)
 }
 
+/// Whether `data`, a log with not one valid record, is log `log` cut while
+/// its header was being written: a prefix of that header, or zeros.
+fn is_torn_header(data: &[u8], expect_id: Option<&DbId>, log: FileNumber) -> bool {
+    let expected =
+        crate::log::first_record_bytes(&wal_header(expect_id.unwrap_or(&[0; DB_ID_LEN]), log));
+    expected.starts_with(data) || data.iter().all(|&b| b == 0)
+}
+
+/// Whether every log of `logs` holds no write: nothing but its header
+/// (whole or torn) and then zeros.
+fn later_logs_hold_no_write(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    logs: &[FileNumber],
+    expect_id: Option<&DbId>,
+) -> Result<bool> {
+    for &log in logs {
+        let path = filename::log_path(dir, log);
+        let mut reader = LogReader::open(vfs, &path, TailPolicy::StopAtDamage)?;
+        let mut header_seen = false;
+        while let Some(rec) = reader.next_record()? {
+            if header_seen || parse_wal_header(&rec).is_none() {
+                return Ok(false);
+            }
+            header_seen = true;
+        }
+        let empty = match reader.dropped() {
+            None => true,
+            Some(d) => {
+                !header_seen && d.is_tail() && is_torn_header(reader.contents(), expect_id, log)
+            }
+        };
+        if !empty {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 fn log_damage_error(
     lpath: &Path,
     d: &crate::log::Dropped,
-    is_newest: bool,
+    last_written: bool,
     mode: WalRecoveryMode,
 ) -> Error {
     let why = if d.valid_records_after > 0 {
@@ -175,8 +214,9 @@ fn log_damage_error(
             "{} valid records follow it, so this is damage, not a torn tail",
             d.valid_records_after
         )
-    } else if !is_newest {
-        "it is not the newest log, whose tail alone a crash can tear".to_string()
+    } else if !last_written {
+        "it is not the newest log, whose tail alone a crash can tear (a later log holds writes)"
+            .to_string()
     } else {
         format!("recovery mode {mode:?} accepts no damage")
     };
