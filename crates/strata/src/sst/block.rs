@@ -220,17 +220,13 @@ impl Block {
     /// The whole key stored at restart point `i`, or why it cannot be
     /// read: the entry there is malformed, or shares bytes with a previous
     /// key (a restart entry never does). REQUIRES: `i < num_restarts()`.
+    #[inline]
     pub(crate) fn restart_key(&self, i: usize) -> Result<&[u8], String> {
         let off = self.restart_point(i);
-        let (shared, unshared, _, key_start) =
-            decode_entry_header(&self.data, off, self.restarts_offset)
-                .ok_or_else(|| format!("bad restart entry header at block offset {off}"))?;
-        if shared != 0 {
-            return Err(format!(
-                "restart entry at block offset {off} has a shared prefix of {shared}"
-            ));
+        match decode_entry_header(&self.data, off, self.restarts_offset) {
+            Some((0, unshared, _, key_start)) => Ok(&self.data[key_start..key_start + unshared]),
+            header => Err(bad_restart_entry(off, header.map(|h| h.0))),
         }
-        Ok(&self.data[key_start..key_start + unshared])
     }
 
     /// An iterator over the block's entries (unpositioned).
@@ -287,6 +283,16 @@ impl Block {
             self.data[p + 2],
             self.data[p + 3],
         ]) as usize
+    }
+}
+
+/// Why the entry at restart offset `off` cannot be read: its header does
+/// not decode (`None`), or it shares `Some(n)` bytes with a previous key.
+#[cold]
+fn bad_restart_entry(off: usize, shared: Option<usize>) -> String {
+    match shared {
+        None => format!("bad restart entry header at block offset {off}"),
+        Some(n) => format!("restart entry at block offset {off} has a shared prefix of {n}"),
     }
 }
 
@@ -554,20 +560,29 @@ impl BlockIter {
         if self.err.is_some() {
             return;
         }
+        let limit = self.block.restarts_offset;
         // Invariant: restart keys before `left` are < target; restart keys after
         // `right` are >= target.
         let mut left = 0usize;
         let mut right = self.block.num_restarts - 1;
         while left < right {
             let mid = left + (right - left).div_ceil(2);
-            let less = match self.block.restart_key(mid) {
-                Ok(k) => compare_internal(k, target) == Ordering::Less,
-                Err(reason) => {
-                    self.corrupt(reason);
-                    return;
-                }
+            // Decoded here rather than through `Block::restart_key`: the
+            // release build does not inline that call, and this loop is in
+            // every point read.
+            let off = self.block.restart_point(mid);
+            let Some((shared, unshared, _, key_start)) =
+                decode_entry_header(&self.block.data, off, limit)
+            else {
+                self.corrupt(bad_restart_entry(off, None));
+                return;
             };
-            if less {
+            if shared != 0 {
+                self.corrupt(bad_restart_entry(off, Some(shared)));
+                return;
+            }
+            let k = &self.block.data[key_start..key_start + unshared];
+            if compare_internal(k, target) == Ordering::Less {
                 left = mid;
             } else {
                 right = mid - 1;
