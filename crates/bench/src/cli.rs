@@ -305,6 +305,11 @@ pub struct BenchArgs {
     /// (default 256).
     #[arg(long, value_name = "N")]
     pub linklist_threshold: Option<usize>,
+    /// Memtables' whole-key Bloom filter, as a fraction of the write buffer
+    /// (default: the engine's, 1/64 in Strata and the matched RocksDB;
+    /// 0: none; the memtable suite runs without one).
+    #[arg(long, value_name = "RATIO")]
+    pub memtable_filter: Option<f64>,
     /// Strata: keep flushed memtables to serve their level-0 files
     /// (`retain_flushed_memtables`; the shortrange suite sets it per variant).
     #[arg(long)]
@@ -497,6 +502,7 @@ pub fn settings_from_args(a: &BenchArgs) -> Result<BenchSettings> {
         prefix_len: a.prefix_len,
         hash_buckets: a.hash_buckets,
         linklist_threshold: a.linklist_threshold,
+        memtable_filter: a.memtable_filter,
         retain_memtables: a.retain_memtables,
         iterator_reduction: a.iterator_reduction,
         level_filter_bytes: a.level_filter_bytes,

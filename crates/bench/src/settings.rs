@@ -146,6 +146,11 @@ pub struct BenchSettings {
     /// (`None`: the engine's default, 256 in both).
     #[serde(default)]
     pub linklist_threshold: Option<usize>,
+    /// The memtables' whole-key Bloom filter as a fraction of the write
+    /// buffer (`None`: the engine's default, 1/64 in Strata and in the
+    /// matched RocksDB; 0: no filter).
+    #[serde(default)]
+    pub memtable_filter: Option<f64>,
     /// Strata: keep flushed memtables to serve their level-0 files
     /// (`KeyspaceOptions::retain_flushed_memtables`; the `shortrange`
     /// suite's `retention` and `both` variants).
@@ -198,6 +203,7 @@ impl Default for BenchSettings {
             prefix_len: None,
             hash_buckets: None,
             linklist_threshold: None,
+            memtable_filter: None,
             retain_memtables: false,
             iterator_reduction: strata::KeyspaceOptions::default().iterator_reduction,
             level_filter_bytes: None,
@@ -264,6 +270,13 @@ impl BenchSettings {
         }
         if self.linklist_threshold == Some(0) {
             return bad("--linklist-threshold must be at least 1".into());
+        }
+        if let Some(r) = self.memtable_filter
+            && !(0.0..=0.25).contains(&r)
+        {
+            return bad(format!(
+                "--memtable-filter {r} must be between 0 (no filter) and 0.25 of the write buffer"
+            ));
         }
         Ok(())
     }

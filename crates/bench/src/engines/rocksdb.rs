@@ -129,13 +129,17 @@ impl RocksEngine {
             // Strata's memtables carry a whole-key Bloom filter of 1/64 of
             // the write buffer (`MemTableOptions::whole_key_filter`); the
             // matched RocksDB gets RocksDB's equivalent.
-            opts.set_memtable_prefix_bloom_ratio(1.0 / 64.0);
-            opts.set_memtable_whole_key_filtering(true);
-            notes.push(
-                "rocksdb: memtable whole-key Bloom filter of 1/64 of the write buffer \
-                 (memtable_prefix_bloom_size_ratio, memtable_whole_key_filtering), as Strata's"
-                    .into(),
-            );
+            let ratio = s.memtable_filter.unwrap_or(1.0 / 64.0);
+            if ratio > 0.0 {
+                opts.set_memtable_prefix_bloom_ratio(ratio);
+                opts.set_memtable_whole_key_filtering(true);
+                notes.push(format!(
+                    "rocksdb: memtable whole-key Bloom filter of {ratio} of the write buffer \
+                     (memtable_prefix_bloom_size_ratio, memtable_whole_key_filtering), as Strata's"
+                ));
+            } else {
+                notes.push("rocksdb: no memtable Bloom filter, as Strata's".into());
+            }
         }
         opts.set_compression_type(match s.compression {
             CompressionKind::None => DBCompressionType::None,

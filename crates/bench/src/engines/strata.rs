@@ -47,6 +47,9 @@ pub fn strata_options(s: &BenchSettings) -> Result<Options> {
     if let Some(n) = s.effective_prefix_len(memtable.name()) {
         memtable_options.prefix_extractor = Some(Arc::new(FixedPrefix::new(n)));
     }
+    if let Some(r) = s.memtable_filter {
+        memtable_options.whole_key_filter = r;
+    }
     if let Some(n) = s.hash_buckets {
         memtable_options.hash_buckets = n;
     }
@@ -354,6 +357,25 @@ mod tests {
         // No extractor for a kind that does not hash.
         let o = strata_options(&BenchSettings::default()).unwrap();
         assert_eq!(name(&o), None);
+        // The memtable filter: the engine's default unless given.
+        let default = o.default_keyspace.memtable_options.whole_key_filter;
+        assert!(default > 0.0);
+        for r in [0.0, 0.05] {
+            let s = BenchSettings {
+                memtable_filter: Some(r),
+                ..BenchSettings::default()
+            };
+            assert!(s.validate().is_ok());
+            let o = strata_options(&s).unwrap();
+            assert_eq!(o.default_keyspace.memtable_options.whole_key_filter, r);
+        }
+        for r in [-0.1, 0.5, f64::NAN] {
+            let s = BenchSettings {
+                memtable_filter: Some(r),
+                ..BenchSettings::default()
+            };
+            assert!(s.validate().is_err(), "{r}");
+        }
     }
 
     #[test]

@@ -339,6 +339,9 @@ pub fn plan(
         iterator_reduction: false,
         level_filter_bytes: None,
         reduction_gates: true,
+        // The study compares the buffers' own searches: a whole-key filter
+        // in front of every kind would answer most misses for all alike.
+        memtable_filter: Some(a.memtable_filter.unwrap_or(0.0)),
         ..crate::cli::settings_from_args(a)?
     };
     settings.validate()?;

@@ -452,7 +452,7 @@ pub fn markdown(records: &[Record], info: &ReportInfo<'_, MemSuite>) -> String {
          {} B values), a {} write buffer, {} empty and {} non-empty point queries, {} range queries of \
          selectivity {}% (each covers 0.1% of the key domain, so about {:.0} entries), sequentially and interleaved \
          after a {}% warm-up (one random order, seed {}, for every kind). Hash memtables: fixed {}-byte prefix, \
-         {} buckets{}. WAL {}. Single-threaded. Per-operation latency from `Instant` around each call. \
+         {} buckets{}. {}. WAL {}. Single-threaded. Per-operation latency from `Instant` around each call. \
          {} Sequential ops/s are per phase wall time; interleaved ops/s are operations over the time spent in \
          operations of that type. bytes/entry is memtable bytes (Strata: `KeyspaceStats::memtable_bytes`; RocksDB: \
          `rocksdb.cur-size-all-mem-tables`) over memtable entries (`~`: estimated within one probe interval \
@@ -474,6 +474,15 @@ pub fn markdown(records: &[Record], info: &ReportInfo<'_, MemSuite>) -> String {
         report::thousands(su.buckets as f64),
         st.linklist_threshold
             .map_or(String::new(), |t| format!(", linklist threshold {t}")),
+        match st.memtable_filter {
+            Some(r) if r > 0.0 => format!(
+                "Memtables (both engines) carry a whole-key Bloom filter of {r} of the write buffer"
+            ),
+            Some(_) =>
+                "No memtable whole-key filter in either engine (`--memtable-filter` adds one)"
+                    .to_string(),
+            None => "Memtables carry each engine's default whole-key filter".to_string(),
+        },
         if st.disable_wal { "off" } else { "on" },
         if su.buffer == SUITE_BUFFER {
             "The buffer is 192 MiB, not the study's 128 MB, so that every kind of both engines holds all \
