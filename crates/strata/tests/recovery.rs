@@ -143,6 +143,77 @@ fn files_that_only_look_like_the_engines_are_left_in_place_and_not_replayed() {
     }
 }
 
+/// Repair copies (`NNNNNN.log.tmp`) that an open which crashed while
+/// rewriting a kept log left behind: the next open removes the database's
+/// own (one naming it, one that holds no record), reports them nowhere,
+/// and leaves and reports one of another database and one for a number
+/// the manifest never allocated.
+#[test]
+fn repair_copies_left_by_a_crashed_open_are_removed_when_provably_ours() {
+    let other = tempfile::tempdir().expect("tempdir");
+    {
+        let db = Db::open(other.path(), options()).expect("open other");
+        db.put(b"evil", b"from another database").expect("put");
+        db.close().expect("close");
+    }
+    let log_in = |dir: &Path| {
+        fs::read_dir(dir)
+            .expect("list")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .find(|p| p.extension().is_some_and(|x| x == "log"))
+            .expect("a log")
+    };
+    let other_log = fs::read(log_in(other.path())).expect("read");
+    let dir = tempfile::tempdir().expect("tempdir");
+    db_with_table_and_log(dir.path());
+    let own_log = log_in(dir.path());
+    let mut own_copy = own_log.clone().into_os_string();
+    own_copy.push(".tmp");
+    let own_copy = PathBuf::from(own_copy);
+    let ours = vec![
+        (own_copy, fs::read(&own_log).expect("read")),
+        (dir.path().join("000001.log.tmp"), Vec::new()),
+    ];
+    let foreign = vec![
+        (dir.path().join("000002.log.tmp"), other_log),
+        (dir.path().join("999999.log.tmp"), Vec::new()),
+    ];
+    for (p, b) in ours.iter().chain(&foreign) {
+        fs::write(p, b).expect("plant");
+    }
+    let left = |db: &Db| -> Vec<PathBuf> {
+        db.recovery_report()
+            .left_in_place
+            .iter()
+            .map(|(p, _)| p.clone())
+            .collect()
+    };
+    // A read-only open removes nothing and reports only what it would
+    // leave.
+    {
+        let db = Db::open_read_only(dir.path(), options()).expect("read-only open");
+        let left = left(&db);
+        for (p, _) in &ours {
+            assert!(p.exists(), "{} removed by a read-only open", p.display());
+            assert!(!left.contains(p), "{} reported: {left:?}", p.display());
+        }
+        for (p, _) in &foreign {
+            assert!(left.contains(p), "{} not reported: {left:?}", p.display());
+        }
+    }
+    let db = Db::open(dir.path(), options()).expect("open");
+    assert_eq!(db.get(b"b").expect("get"), Some(b"2".to_vec()));
+    assert_eq!(db.get(b"evil").expect("get"), None);
+    let reported = left(&db);
+    for (p, _) in &ours {
+        assert!(!p.exists(), "{} not removed", p.display());
+    }
+    for (p, b) in &foreign {
+        assert!(reported.contains(p), "{} not reported", p.display());
+        assert_eq!(&fs::read(p).expect("still there"), b);
+    }
+}
+
 /// Cuts `path` to `len` bytes.
 fn truncate(path: &Path, len: u64) {
     fs::OpenOptions::new()

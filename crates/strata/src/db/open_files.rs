@@ -116,7 +116,16 @@ impl Sweep<'_> {
                 FileKind::Table(k) => table_owner(self.vfs, &p, k, self.db_id),
                 FileKind::Manifest(_) if self.read_manifest == Some(p.as_path()) => Owner::Ours,
                 FileKind::Manifest(_) => recovery::manifest_owner(vfs, &p, self.db_id),
-                FileKind::Temp => recovery::temp_owner(vfs, self.dir, &n),
+                FileKind::Temp => match recovery::repair_temp_log(&n) {
+                    Some(log) => recovery::repair_temp_owner(
+                        vfs,
+                        &p,
+                        log,
+                        self.id_known.then_some(self.db_id),
+                        facts.allocated_below,
+                    ),
+                    None => recovery::temp_owner(vfs, self.dir, &n),
+                },
                 _ => Owner::Unmarked,
             };
             match recovery::decide(kind, facts, &mut owner) {

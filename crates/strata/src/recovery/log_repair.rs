@@ -35,6 +35,43 @@ fn repair_temp_path(dir: &Path, n: FileNumber) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// The log whose repair copy a directory entry named `name` would be
+/// (`NNNNNN.log.tmp`), if it is named as one.
+pub(crate) fn repair_temp_log(name: &str) -> Option<FileNumber> {
+    match filename::parse(name.strip_suffix(".tmp")?) {
+        Some(FileKind::Log(n)) => Some(n),
+        _ => None,
+    }
+}
+
+/// Who wrote `path`, a repair copy of log `log` that an open which crashed
+/// while repairing left behind (the rename that ends a repair is atomic,
+/// so the log itself is whole either way and the copy is never needed).
+/// Ours if it is a regular file whose header names this database (`id`;
+/// `None` when the database's logs carry no header), or one that holds no
+/// record at all for a log whose number the manifest recorded as
+/// allocated (`allocated_below`): the crash came before its first record
+/// was written.
+pub(crate) fn repair_temp_owner(
+    vfs: &dyn Vfs,
+    path: &Path,
+    log: FileNumber,
+    id: Option<&DbId>,
+    allocated_below: FileNumber,
+) -> Owner {
+    if !vfs.is_regular_file(path) {
+        return Owner::Other("not a regular file".into());
+    }
+    match id.map_or(Owner::Unmarked, |id| log_owner(vfs, path, id)) {
+        Owner::Unmarked if log < allocated_below => Owner::Ours,
+        Owner::Unmarked => Owner::Other(format!(
+            "a repair copy of log {log}, whose number the manifest did not record as allocated \
+             (below {allocated_below})"
+        )),
+        owner => owner,
+    }
+}
+
 /// Rewrites log `n` in `dir` to hold what `repair` says, atomically: the new
 /// contents are written and synced under a temporary name, then renamed
 /// over the log. `id` is the database id the log's header names (`None`
