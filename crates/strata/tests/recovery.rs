@@ -76,33 +76,37 @@ fn a_directory_of_engine_like_files_is_not_taken_for_a_new_database() {
     assert_eq!(common::snapshot_except_lock(dir.path()), before);
 }
 
-#[test]
-fn files_that_only_look_like_the_engines_are_left_in_place_and_not_replayed() {
-    // Another database's write-ahead log, whose entry must not appear.
+/// The bytes of the write-ahead log of another database, holding a put of
+/// `evil` that must never appear in this one.
+fn foreign_log_bytes() -> Vec<u8> {
     let other = tempfile::tempdir().expect("tempdir");
     {
         let db = Db::open(other.path(), options()).expect("open other");
         db.put(b"evil", b"from another database").expect("put");
         db.close().expect("close");
     }
-    let other_log = fs::read_dir(other.path())
+    fs::read(log_in(other.path())).expect("read")
+}
+
+/// A write-ahead log in `dir`.
+fn log_in(dir: &Path) -> PathBuf {
+    fs::read_dir(dir)
         .expect("list")
         .filter_map(|e| e.ok().map(|e| e.path()))
         .find(|p| p.extension().is_some_and(|x| x == "log"))
-        .expect("the other database's log");
+        .expect("a log")
+}
 
+#[test]
+fn files_that_only_look_like_the_engines_are_left_in_place_and_not_replayed() {
+    // Another database's write-ahead log, whose entry must not appear.
+    let other_log = foreign_log_bytes();
     let dir = tempfile::tempdir().expect("tempdir");
     db_with_table_and_log(dir.path());
     let plants: Vec<(PathBuf, Vec<u8>)> = vec![
         // Numbers below and above every number the database allocated.
-        (
-            dir.path().join("000001.log"),
-            fs::read(&other_log).expect("read"),
-        ),
-        (
-            dir.path().join("999999.log"),
-            fs::read(&other_log).expect("read"),
-        ),
+        (dir.path().join("000001.log"), other_log.clone()),
+        (dir.path().join("999999.log"), other_log),
         (dir.path().join("999998.sst"), b"a foreign table".to_vec()),
         (
             dir.path().join("MANIFEST-999997"),
@@ -150,20 +154,7 @@ fn files_that_only_look_like_the_engines_are_left_in_place_and_not_replayed() {
 /// the manifest never allocated.
 #[test]
 fn repair_copies_left_by_a_crashed_open_are_removed_when_provably_ours() {
-    let other = tempfile::tempdir().expect("tempdir");
-    {
-        let db = Db::open(other.path(), options()).expect("open other");
-        db.put(b"evil", b"from another database").expect("put");
-        db.close().expect("close");
-    }
-    let log_in = |dir: &Path| {
-        fs::read_dir(dir)
-            .expect("list")
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .find(|p| p.extension().is_some_and(|x| x == "log"))
-            .expect("a log")
-    };
-    let other_log = fs::read(log_in(other.path())).expect("read");
+    let other_log = foreign_log_bytes();
     let dir = tempfile::tempdir().expect("tempdir");
     db_with_table_and_log(dir.path());
     let own_log = log_in(dir.path());
