@@ -263,8 +263,17 @@ impl TableHandle {
     }
 
     pub(crate) fn iter(&self) -> TableHandleIter {
+        self.iter_filling(true)
+    }
+
+    /// [`Self::iter`]; with `fill_cache` false, a core table's blocks read
+    /// from the file are not added to the block cache
+    /// ([`TableReader::iter_without_filling_cache`]). Other formats fill as
+    /// they choose.
+    pub(crate) fn iter_filling(&self, fill_cache: bool) -> TableHandleIter {
         match self {
-            TableHandle::Sst(t) => TableHandleIter::Sst(t.iter()),
+            TableHandle::Sst(t) if fill_cache => TableHandleIter::Sst(t.iter()),
+            TableHandle::Sst(t) => TableHandleIter::Sst(t.iter_without_filling_cache()),
             TableHandle::Plugin(t) => TableHandleIter::Plugin(Arc::clone(t).iter()),
             TableHandle::Unopened(format) => TableHandleIter::Failed(Self::unopened(format)),
         }

@@ -311,6 +311,8 @@ pub struct LevelIter {
     /// Positioned on the first entry of `files[index]` without opening it:
     /// its key is the file's smallest key, from the manifest.
     pending: bool,
+    /// Whether the files' blocks go into the block cache.
+    fill_cache: bool,
     error: Option<Error>,
 }
 
@@ -323,7 +325,18 @@ impl LevelIter {
             current: None,
             lazy: false,
             pending: false,
+            fill_cache: true,
             error: None,
+        }
+    }
+
+    /// Like [`LevelIter::new`], for compaction: blocks read from the files
+    /// are not added to the block cache
+    /// ([`TableHandle::iter_filling`]).
+    pub(crate) fn without_filling_cache(files: Vec<Arc<FileMeta>>) -> Self {
+        LevelIter {
+            fill_cache: false,
+            ..Self::new(files)
         }
     }
 
@@ -345,7 +358,10 @@ impl LevelIter {
     fn open(&mut self, index: usize) {
         self.pending = false;
         self.index = index;
-        self.current = self.files.get(index).map(|f| f.table.iter());
+        self.current = self
+            .files
+            .get(index)
+            .map(|f| f.table.iter_filling(self.fill_cache));
     }
 
     /// How `seek(target)` is answered, from the file key ranges alone.

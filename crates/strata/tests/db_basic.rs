@@ -476,3 +476,37 @@ fn assert_closed_logs_hold_only_data(dir: &std::path::Path) {
         }
     }
 }
+
+/// Compaction reads its inputs without adding their blocks to the block
+/// cache (the files are deleted when it ends, and their blocks would evict
+/// those readers use); reads still fill it.
+#[test]
+fn compaction_does_not_fill_the_block_cache_and_reads_do() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), small_options()).expect("open");
+    let value = [b'v'; 100];
+    for round in 0..4u32 {
+        for i in 0..500u32 {
+            db.put(format!("key{:06}", i * 4 + round).as_bytes(), &value)
+                .expect("put");
+        }
+        db.flush().expect("flush");
+    }
+    assert_eq!(db.stats().block_cache_usage_bytes, 0, "nothing read yet");
+    db.compact().expect("compact");
+    assert_eq!(
+        db.stats().block_cache_usage_bytes,
+        0,
+        "compaction filled the cache"
+    );
+    for i in (0..2000u32).step_by(97) {
+        assert_eq!(
+            db.get(format!("key{i:06}").as_bytes()).expect("get"),
+            Some(value.to_vec())
+        );
+    }
+    assert!(
+        db.stats().block_cache_usage_bytes > 0,
+        "reads fill the cache"
+    );
+}

@@ -168,12 +168,14 @@ impl DbInner {
             let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
             let mut owner_of: Vec<Option<usize>> = Vec::new();
             for f in &t.inputs {
-                children.push(Box::new(f.table.iter()));
+                children.push(Box::new(f.table.iter_filling(false)));
                 owner_of.push(None);
             }
             for (k, out) in t.outputs.iter().enumerate() {
                 if !out.overlapping.is_empty() {
-                    children.push(Box::new(LevelIter::new(out.overlapping.clone())));
+                    children.push(Box::new(LevelIter::without_filling_cache(
+                        out.overlapping.clone(),
+                    )));
                     owner_of.push(Some(k));
                 }
             }

@@ -262,8 +262,9 @@ impl TableReader {
         read_block_contents(self.file.as_ref(), &self.path, h, limit)
     }
 
-    /// Reads a data block through the cache.
-    pub(super) fn read_data_block(&self, h: BlockHandle) -> Result<Arc<Block>> {
+    /// Reads a data block, from the cache when it is there; a block read
+    /// from the file is added to the cache only if `fill`.
+    pub(super) fn read_data_block(&self, h: BlockHandle, fill: bool) -> Result<Arc<Block>> {
         if let Some(c) = &self.cache {
             if let Some(b) = c.get(self.cache_id, h.offset) {
                 Statistics::add(&self.stats.block_cache_hits, 1);
@@ -273,7 +274,7 @@ impl TableReader {
         }
         let raw = self.read_uncached(h, self.properties.data_size)?;
         let block = Arc::new(Block::new(raw).map_err(|r| self.corruption(h.offset, r))?);
-        if let Some(c) = &self.cache {
+        if fill && let Some(c) = &self.cache {
             c.insert(self.cache_id, h.offset, block.clone());
         }
         Ok(block)
@@ -312,7 +313,7 @@ impl TableReader {
         let mut data: Option<BlockIter> = None;
         'blocks: while index.valid() {
             let h = self.decode_data_handle(index.value())?;
-            let block = self.read_data_block(h)?;
+            let block = self.read_data_block(h, true)?;
             let it = match &mut data {
                 Some(it) => {
                     it.reset(block);
@@ -356,7 +357,16 @@ impl TableReader {
 
     /// An iterator over every entry.
     pub fn iter(self: &Arc<Self>) -> TableIter {
-        TableIter::new(Arc::clone(self), self.index_block.iter())
+        TableIter::new(Arc::clone(self), self.index_block.iter(), true)
+    }
+
+    /// An iterator over every entry that uses blocks already in the cache
+    /// but does not add the blocks it reads from the file: compaction reads
+    /// each input block once, from files it is about to delete, and filling
+    /// the cache with them would evict the blocks readers use (RocksDB's
+    /// compactions read with `fill_cache = false` for the same reason).
+    pub fn iter_without_filling_cache(self: &Arc<Self>) -> TableIter {
+        TableIter::new(Arc::clone(self), self.index_block.iter(), false)
     }
 
     /// Reads every block bypassing the cache and checks checksums, block

@@ -22,15 +22,19 @@ pub struct TableIter {
     data: BlockIter,
     /// Offset of the block loaded in `data`.
     data_offset: Option<u64>,
+    /// Whether blocks read from the file go into the block cache (see
+    /// [`TableReader::iter_without_filling_cache`]).
+    fill_cache: bool,
     err: Option<Error>,
 }
 
 impl TableIter {
-    pub(super) fn new(table: Arc<TableReader>, index: BlockIter) -> TableIter {
+    pub(super) fn new(table: Arc<TableReader>, index: BlockIter, fill_cache: bool) -> TableIter {
         TableIter {
             index,
             data: Block::empty().iter(),
             data_offset: None,
+            fill_cache,
             table,
             err: None,
         }
@@ -61,7 +65,7 @@ impl TableIter {
         if self.data_offset == Some(h.offset) {
             return true;
         }
-        match self.table.read_data_block(h) {
+        match self.table.read_data_block(h, self.fill_cache) {
             Ok(b) => {
                 self.data.reset(b);
                 self.data_offset = Some(h.offset);
