@@ -117,12 +117,15 @@ impl Sweep<'_> {
                 FileKind::Manifest(_) if self.read_manifest == Some(p.as_path()) => Owner::Ours,
                 FileKind::Manifest(_) => recovery::manifest_owner(vfs, &p, self.db_id),
                 FileKind::Temp => match recovery::repair_temp_log(&n) {
+                    Some(_) if !vfs.is_regular_file(&p) => {
+                        Owner::Other("not a regular file".into())
+                    }
                     Some(log) => recovery::repair_temp_owner(
                         vfs,
                         &p,
                         log,
                         self.id_known.then_some(self.db_id),
-                        facts.allocated_below,
+                        log < facts.allocated_below,
                     ),
                     None => recovery::temp_owner(vfs, self.dir, &n),
                 },

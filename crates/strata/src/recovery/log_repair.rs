@@ -47,26 +47,22 @@ pub(crate) fn repair_temp_log(name: &str) -> Option<FileNumber> {
 /// Who wrote `path`, a repair copy of log `log` that an open which crashed
 /// while repairing left behind (the rename that ends a repair is atomic,
 /// so the log itself is whole either way and the copy is never needed).
-/// Ours if it is a regular file whose header names this database (`id`;
+/// Ours if its header names this database (`id`;
 /// `None` when the database's logs carry no header), or one that holds no
 /// record at all for a log whose number the manifest recorded as
-/// allocated (`allocated_below`): the crash came before its first record
-/// was written.
+/// allocated (`allocated`): the crash came before its first record was
+/// written. Both the repair itself and the cleanup sweep decide by this.
 pub(crate) fn repair_temp_owner(
     vfs: &dyn Vfs,
     path: &Path,
     log: FileNumber,
     id: Option<&DbId>,
-    allocated_below: FileNumber,
+    allocated: bool,
 ) -> Owner {
-    if !vfs.is_regular_file(path) {
-        return Owner::Other("not a regular file".into());
-    }
     match id.map_or(Owner::Unmarked, |id| log_owner(vfs, path, id)) {
-        Owner::Unmarked if log < allocated_below => Owner::Ours,
+        Owner::Unmarked if allocated => Owner::Ours,
         Owner::Unmarked => Owner::Other(format!(
-            "a repair copy of log {log}, whose number the manifest did not record as allocated \
-             (below {allocated_below})"
+            "a repair copy of log {log}, whose number the manifest did not record as allocated"
         )),
         owner => owner,
     }
@@ -86,11 +82,11 @@ pub(crate) fn repair_kept_log(
     let path = filename::log_path(dir, n);
     let tmp = repair_temp_path(dir, n);
     if vfs.exists(&tmp) {
-        // Left by an open that crashed while repairing: ours if it names
-        // this database or holds no record at all.
-        match id.map(|id| log_owner(vfs, &tmp, id)) {
-            Some(Owner::Ours | Owner::Unmarked) => vfs.remove(&tmp)?,
-            Some(Owner::Other(why)) => {
+        // Left by an open that crashed while repairing (log `n` is kept,
+        // so its number was allocated).
+        match repair_temp_owner(vfs, &tmp, n, id, true) {
+            Owner::Ours | Owner::Unmarked => vfs.remove(&tmp)?,
+            Owner::Other(why) => {
                 return Err(Error::corruption(
                     &tmp,
                     0,
@@ -101,7 +97,6 @@ pub(crate) fn repair_kept_log(
                     ),
                 ));
             }
-            None => vfs.remove(&tmp)?,
         }
     }
     let mut reader = LogReader::open(vfs, &path, TailPolicy::StopAtDamage)?;
