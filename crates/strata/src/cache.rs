@@ -6,12 +6,15 @@
 //! +---------------------+-------------+  +------------------------------+
 //! | cache_id: u64       | offset: u64 |->| Arc<Block> (decompressed)    |
 //! | (one per reader,    | (block      |  | or another format's decoded  |
-//! |  BlockCache::new_id)|  handle)    |  | block; weight = bytes + 96   |
+//! |  BlockCache::new_id)|  handle)    |  | block; weight = alloc + 96   |
 //! +---------------------+-------------+  +------------------------------+
 //! ```
 //!
 //! Backed by `quick_cache::sync::Cache` (sharded CLOCK-Pro) with a byte
-//! weighter. A capacity of 0 disables caching: lookups miss, inserts are
+//! weighter (a block weighs the bytes its buffer holds allocated, which a
+//! recycled buffer may hold beyond its contents). Evicted core blocks'
+//! buffers go back to `sst::buffers` for the next read. A capacity of 0
+//! disables caching: lookups miss, inserts are
 //! dropped. Ids come from a process-wide counter, so a file reopened by a new
 //! reader never sees another reader's blocks.
 
@@ -20,10 +23,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use quick_cache::Weighter;
 use quick_cache::sync::Cache;
+use quick_cache::{DefaultHashBuilder, Lifecycle, Weighter};
 
 use crate::sst::block::Block;
+use crate::sst::buffers;
 
 /// Bookkeeping bytes charged per cached block on top of its contents.
 pub const BLOCK_OVERHEAD_BYTES: u64 = 96;
@@ -43,16 +47,50 @@ struct BlockWeighter;
 impl Weighter<(u64, u64), Cached> for BlockWeighter {
     fn weight(&self, _key: &(u64, u64), block: &Cached) -> u64 {
         let bytes = match block {
-            Cached::Sst(b) => b.size() as u64,
+            Cached::Sst(b) => b.allocated() as u64,
             Cached::Other(_, bytes) => *bytes,
         };
         bytes + BLOCK_OVERHEAD_BYTES
     }
 }
 
+/// Hands the buffers of evicted core blocks back for reuse
+/// (`sst::buffers`), after the cache's shard lock is released. Blocks of
+/// other formats are dropped there too.
+#[derive(Clone, Copy, Debug, Default)]
+struct RecycleEvicted;
+
+impl Lifecycle<(u64, u64), Cached> for RecycleEvicted {
+    // One insert of a block evicts one or two blocks of about its size;
+    // any more are dropped under the lock, as quick_cache's default does.
+    type RequestState = [Option<Cached>; 2];
+
+    #[inline]
+    fn begin_request(&self) -> Self::RequestState {
+        [None, None]
+    }
+
+    #[inline]
+    fn on_evict(&self, state: &mut Self::RequestState, _key: (u64, u64), val: Cached) {
+        if let Some(slot) = state.iter_mut().find(|s| s.is_none()) {
+            *slot = Some(val);
+        }
+    }
+
+    fn end_request(&self, state: Self::RequestState) {
+        for cached in state.into_iter().flatten() {
+            if let Cached::Sst(block) = cached {
+                buffers::recycle_block(block);
+            }
+        }
+    }
+}
+
+type Inner = Cache<(u64, u64), Cached, BlockWeighter, DefaultHashBuilder, RecycleEvicted>;
+
 /// A byte-bounded cache of decompressed blocks.
 pub struct BlockCache {
-    inner: Option<Cache<(u64, u64), Cached, BlockWeighter>>,
+    inner: Option<Inner>,
     capacity: u64,
 }
 
@@ -70,7 +108,13 @@ impl BlockCache {
     pub fn new(capacity_bytes: u64) -> Self {
         let inner = (capacity_bytes > 0).then(|| {
             let items = (capacity_bytes / 4096).clamp(1, 1 << 20) as usize;
-            Cache::with_weighter(items, capacity_bytes, BlockWeighter)
+            Inner::with(
+                items,
+                capacity_bytes,
+                BlockWeighter,
+                DefaultHashBuilder::default(),
+                RecycleEvicted,
+            )
         });
         BlockCache {
             inner,
@@ -181,6 +225,30 @@ mod tests {
     }
 
     #[test]
+    fn evicted_blocks_no_reader_holds_return_their_buffers_for_reuse() {
+        // Tests run on their own threads, so the pool starts empty here.
+        assert_eq!(buffers::pooled(), 0);
+        let c = BlockCache::new(16 * 1024);
+        let id = BlockCache::new_id();
+        let held = block(4000);
+        let contents = held.data().to_vec();
+        c.insert(id, 0, held.clone());
+        // Three times what the cache holds: most are evicted.
+        for off in 1..12u64 {
+            c.insert(id, off * 4096, block(4000));
+        }
+        assert!(c.num_blocks() < 12);
+        let pooled = buffers::pooled();
+        assert!(pooled > 0, "no evicted block's buffer came back");
+        // The block a reader still holds stayed whole.
+        assert_eq!(held.data(), &contents[..]);
+        // A read's next buffer comes from the pool.
+        let again = buffers::take(4000);
+        assert!(again.capacity() >= 4000);
+        assert_eq!(buffers::pooled(), pooled - 1);
+    }
+
+    #[test]
     fn hits_misses_and_byte_bound() {
         let cap = 64 * 1024;
         let c = BlockCache::new(cap);
@@ -191,7 +259,7 @@ mod tests {
         c.insert(id, 0, b.clone());
         let got = c.get(id, 0).expect("just inserted");
         assert!(Arc::ptr_eq(&got, &b));
-        assert_eq!(c.usage_bytes(), b.size() as u64 + BLOCK_OVERHEAD_BYTES);
+        assert_eq!(c.usage_bytes(), b.allocated() as u64 + BLOCK_OVERHEAD_BYTES);
         // Another id does not see it.
         assert!(c.get(BlockCache::new_id(), 0).is_none());
         // Overfill: usage stays within the capacity and old blocks go.

@@ -416,9 +416,9 @@ impl RandomAccessFile for FaultRandomAccessFile {
         self.inner.read_exact_at(buf, offset)
     }
 
-    fn read_vec_at(&self, len: usize, offset: u64) -> Result<Vec<u8>> {
+    fn read_into(&self, buf: &mut Vec<u8>, len: usize, offset: u64) -> Result<()> {
         self.faults.gate(VfsOp::Read, &[&self.path])?;
-        self.inner.read_vec_at(len, offset)
+        self.inner.read_into(buf, len, offset)
     }
 
     fn len(&self) -> u64 {

@@ -132,16 +132,46 @@ pub fn cmp_prefixed(a: &[u8], pa: u64, b: &[u8], pb: u64) -> std::cmp::Ordering 
 /// two cache lines a step (the entry, then its key's heap bytes) and was a
 /// tenth of a column-group point read; over the prefixes it touches few,
 /// and whole keys are compared only among blocks whose prefixes tie.
+///
+/// The prefixes are searched in two steps: first `top`, the last prefix of
+/// every run of [`PREFIX_RUN`] (one sixteenth of the array, small enough
+/// to stay in the CPU caches across reads), then the one run of 16 (two
+/// cache lines) it points at. A plain binary search over the whole array
+/// of a large file missed the caches at most of its deep steps: with data
+/// 100 times the block cache, it was 8 % of an LZ4 point read.
 #[derive(Clone, Debug, Default)]
 pub struct LastKeys {
     prefixes: Vec<u64>,
+    top: Vec<u64>,
 }
+
+/// Prefixes per run under one entry of [`LastKeys`]'s top level.
+const PREFIX_RUN: usize = 16;
 
 impl LastKeys {
     /// The search over blocks whose last keys are `keys`, in block order.
     pub fn new<'a>(keys: impl Iterator<Item = &'a [u8]>) -> LastKeys {
-        LastKeys {
-            prefixes: keys.map(prefix_of).collect(),
+        let prefixes: Vec<u64> = keys.map(prefix_of).collect();
+        let top = prefixes
+            .chunks(PREFIX_RUN)
+            .filter_map(|run| run.last().copied())
+            .collect();
+        LastKeys { prefixes, top }
+    }
+
+    /// The first position whose prefix is at least `p` (the array's length
+    /// if none is): the first run whose last prefix is, then the position
+    /// inside it. Equal to `prefixes.partition_point(|&x| x < p)`.
+    #[inline]
+    fn lower_bound(&self, p: u64) -> usize {
+        let run = self.top.partition_point(|&x| x < p);
+        let start = run * PREFIX_RUN;
+        match self.prefixes.get(start..) {
+            Some(rest) if !rest.is_empty() => {
+                let rest = &rest[..rest.len().min(PREFIX_RUN)];
+                start + rest.partition_point(|&x| x < p)
+            }
+            _ => self.prefixes.len(),
         }
     }
 
@@ -157,7 +187,7 @@ impl LastKeys {
     /// The keys must be in order and their prefixes taken from the same
     /// bytes as `p` (the prefixes' order then agrees with the keys').
     pub fn first_not_before(&self, p: u64, mut before: impl FnMut(usize) -> bool) -> usize {
-        let lo = self.prefixes.partition_point(|&x| x < p);
+        let lo = self.lower_bound(p);
         let ties = self.prefixes[lo..].partition_point(|&x| x == p);
         // Among keys whose prefixes equal `p`, whole keys decide.
         let (mut a, mut b) = (lo, lo + ties);
@@ -539,6 +569,30 @@ mod tests {
                     want,
                     "{p:?} in {n} blocks"
                 );
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// The two-step search over the prefixes lands where one binary
+        /// search over all of them does: arrays shorter than a run, of
+        /// whole runs and with a partial last run, with long runs of equal
+        /// prefixes, probed at, between and beyond their values.
+        #[test]
+        fn the_two_step_prefix_search_agrees_with_a_binary_search(
+            steps in proptest::collection::vec(0u64..4, 0..100),
+            probes in proptest::collection::vec(0u64..300, 1..40),
+        ) {
+            let mut prefix = 0u64;
+            let mut keys = Vec::new();
+            for s in &steps {
+                prefix += s * 3;
+                keys.push(prefix.to_be_bytes());
+            }
+            let search = LastKeys::new(keys.iter().map(|k| &k[..]));
+            for p in probes.iter().chain(&[0, prefix, prefix + 1, u64::MAX]) {
+                let want = search.prefixes.partition_point(|&x| x < *p);
+                proptest::prop_assert_eq!(search.lower_bound(*p), want, "{} in {:?}", p, &search.prefixes);
             }
         }
     }

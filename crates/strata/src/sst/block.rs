@@ -207,6 +207,16 @@ impl Block {
         self.data.len()
     }
 
+    /// The bytes its buffer holds allocated (at least [`Block::size`]).
+    pub fn allocated(&self) -> usize {
+        self.data.capacity()
+    }
+
+    /// Its buffer, for reuse.
+    pub(crate) fn into_data(self) -> Vec<u8> {
+        self.data
+    }
+
     /// The raw block contents.
     pub fn data(&self) -> &[u8] {
         &self.data

@@ -403,18 +403,23 @@ pub fn decompress_block(ctype: u8, stored: Vec<u8>) -> std::result::Result<Vec<u
         ));
     }
     let ulen = ulen as usize;
-    // Both decoders write into the vector's spare capacity, so the block is
-    // not zero-filled first. lz4_flex is built without `safe-decode`: its
+    // The output buffer is a recycled one when one fits (`buffers`), and
+    // the stored bytes' buffer goes back for the next read. Zstd writes
+    // into the buffer's capacity; LZ4 into its initialised bytes, of which
+    // a recycled buffer usually holds enough already, so little or nothing
+    // is zero-filled. lz4_flex is built without `safe-decode`: its
     // pointer-based decoder still checks every read and write against the
-    // input and this capacity (a corrupt block is an error, never an
+    // input and the output (a corrupt block is an error, never an
     // out-of-bounds access), and the block's checksum was verified before
     // this call in any case (docs/design.md, "Dependencies and what we
     // wrote ourselves").
-    let out = if ctype == COMPRESSION_LZ4 {
-        lz4_flex::block::decompress(src, ulen)
-            .map_err(|e| format!("lz4 decompression failed: {e}"))?
+    let mut out = super::buffers::take(ulen);
+    if ctype == COMPRESSION_LZ4 {
+        out.resize(ulen, 0);
+        let n = lz4_flex::block::decompress_into(src, &mut out)
+            .map_err(|e| format!("lz4 decompression failed: {e}"))?;
+        out.truncate(n);
     } else {
-        let mut out = Vec::with_capacity(ulen);
         ZSTD_DCTX.with(|cell| -> std::result::Result<(), String> {
             let mut slot = cell.borrow_mut();
             if slot.is_none() {
@@ -428,8 +433,8 @@ pub fn decompress_block(ctype: u8, stored: Vec<u8>) -> std::result::Result<Vec<u
                 .map(|_| ())
                 .map_err(|e| format!("zstd decompression failed: {e}"))
         })?;
-        out
-    };
+    }
+    super::buffers::give(stored);
     let n = out.len();
     if n != ulen {
         return Err(format!(

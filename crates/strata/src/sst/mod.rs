@@ -10,6 +10,7 @@
 //! - [`block`]: prefix-compressed key/value blocks with restart points (data
 //!   and index blocks).
 //! - [`bloom`]: the whole-file Bloom filter over user keys.
+//! - `buffers`: block buffers recycled within a thread.
 //! - [`format`](mod@format): block handles, trailers (compression type + CRC-32C),
 //!   compression and the footer.
 //! - [`builder`]: [`TableBuilder`] writes a table.
@@ -21,6 +22,7 @@
 
 pub mod block;
 pub mod bloom;
+pub(crate) mod buffers;
 pub mod builder;
 pub mod format;
 pub mod properties;

@@ -52,7 +52,8 @@ pub(crate) fn read_block_contents(
         )));
     }
     let n = h.size as usize;
-    let buf = file.read_vec_at(n + BLOCK_TRAILER_LEN, h.offset)?;
+    let mut buf = super::buffers::take(n + BLOCK_TRAILER_LEN);
+    file.read_into(&mut buf, n + BLOCK_TRAILER_LEN, h.offset)?;
     check_block_contents(path, h, buf)
 }
 
