@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use crate::cli::{BenchArgs, Given, SuiteArgs};
 use crate::record::Record;
 use crate::report::thousands;
-use crate::runner::{RunPlan, run};
+use crate::runner::{RunPlan, run_rounds};
 use crate::settings::{BenchSettings, CompressionKind, Distribution};
 use crate::workload::Workload;
 use crate::{Error, Result};
@@ -98,7 +98,7 @@ pub fn run_suite(sa: &SuiteArgs, plan_of: impl Fn(&BenchArgs) -> Result<RunPlan>
         );
     }
     let started = crate::sysinfo::unix_seconds();
-    let mut results: Vec<(String, Vec<Record>)> = Vec::new();
+    let mut results: Vec<CaseResult> = Vec::new();
     for case in cases(&base_plan.settings) {
         println!("production: {}", case.label);
         let plan = RunPlan {
@@ -109,9 +109,13 @@ pub fn run_suite(sa: &SuiteArgs, plan_of: impl Fn(&BenchArgs) -> Result<RunPlan>
             settle_reads: true,
             ..base_plan.clone()
         };
-        let medians = run(&plan)?;
+        let (medians, rounds) = run_rounds(&plan)?;
         println!("{}", crate::report::terminal_tables(&medians));
-        results.push((case.label, medians));
+        results.push(CaseResult {
+            label: case.label,
+            medians,
+            rounds,
+        });
     }
     let engines: Vec<String> = base_plan
         .engines
@@ -128,6 +132,58 @@ pub fn run_suite(sa: &SuiteArgs, plan_of: impl Fn(&BenchArgs) -> Result<RunPlan>
         crate::report::write_report(path, &text)?;
     }
     Ok(())
+}
+
+/// One configuration's records: the median round of each engine and
+/// workload, and every round.
+struct CaseResult {
+    label: String,
+    medians: Vec<Record>,
+    rounds: Vec<Record>,
+}
+
+/// Strata's ops/s over `peer`'s (the best peer's when `None`) for
+/// `workload`, round by round in round order. The host's speed drifts
+/// between rounds by more than engines differ, and every engine runs once
+/// per round, so a round's ratio is steadier than the ratio of medians
+/// taken per engine over different rounds.
+fn round_ratios(all: &[Record], workload: &str, peer: Option<&str>) -> Vec<f64> {
+    let mut rounds: Vec<u32> = all.iter().map(|r| r.round).collect();
+    rounds.sort_unstable();
+    rounds.dedup();
+    rounds
+        .into_iter()
+        .filter_map(|n| {
+            let ops: Vec<(&str, f64)> = all
+                .iter()
+                .filter(|r| r.round == n && r.workload == workload)
+                .map(|r| (r.engine.as_str(), r.ops_per_sec))
+                .collect();
+            match peer {
+                None => best_ratio(&ops).map(|(x, _)| x),
+                Some(p) => {
+                    let of = |e: &str| ops.iter().find(|(n, _)| *n == e).map(|x| x.1);
+                    Some(of("strata")? / of(p)?.max(1e-9))
+                }
+            }
+        })
+        .collect()
+}
+
+/// The middle value (the lower middle of an even count, as
+/// [`crate::record::median_of`] takes).
+fn median(mut xs: Vec<f64>) -> Option<f64> {
+    xs.sort_by(f64::total_cmp);
+    xs.get(xs.len().checked_sub(1)? / 2).copied()
+}
+
+/// A report cell of per-round ratios: each round's, then their median.
+fn rounds_cell(xs: Vec<f64>) -> String {
+    let each: Vec<String> = xs.iter().map(|x| format!("{x:.2}")).collect();
+    match median(xs) {
+        Some(m) => format!("{} → {m:.2}×", each.join(" / ")),
+        None => "—".into(),
+    }
 }
 
 /// Strata's ops/s over the best peer's in `recs` for `workload`, and
@@ -153,14 +209,14 @@ fn best_ratio(ops: &[(&str, f64)]) -> Option<(f64, String)> {
 }
 
 fn report(
-    results: &[(String, Vec<Record>)],
+    results: &[CaseResult],
     engines: &[String],
     started: u64,
     chart: Option<&Path>,
 ) -> String {
     let m = crate::sysinfo::machine();
     let mut t = format!(
-        "### production suite, {}\n\n```sh\n{}\n```\n\nMachine: {} CPUs ({}), {}. ops/s, one round per configuration unless `--repeat` (then medians).\n\n| configuration | workload | {} | Strata / best peer |\n|---|---|{}---|\n",
+        "### production suite, {}\n\n```sh\n{}\n```\n\nMachine: {} CPUs ({}), {}. ops/s, one round per configuration unless `--repeat` (then each engine's median round). The last two columns give Strata's ratio within each round, then the median of those.\n\n| configuration | workload | {} | Strata / best peer | Strata / rocksdb, per round | Strata / best peer, per round |\n|---|---|{}---|---|---|\n",
         crate::sysinfo::iso8601(started),
         crate::sysinfo::command_line(),
         m.cpus,
@@ -169,7 +225,12 @@ fn report(
         engines.join(" | "),
         "---|".repeat(engines.len()),
     );
-    for (label, recs) in results {
+    for CaseResult {
+        label,
+        medians: recs,
+        rounds,
+    } in results
+    {
         let mut workloads: Vec<&str> = Vec::new();
         for r in recs {
             if !workloads.contains(&r.workload.as_str()) {
@@ -187,8 +248,10 @@ fn report(
                 .collect();
             let ratio =
                 ratio(recs, w).map_or("—".into(), |(x, peer)| format!("{x:.2}× ({peer})"));
+            let vs_rocksdb = rounds_cell(round_ratios(rounds, w, Some("rocksdb")));
+            let vs_best = rounds_cell(round_ratios(rounds, w, None));
             t.push_str(&format!(
-                "| {label} | {w} | {} | {ratio} |\n",
+                "| {label} | {w} | {} | {ratio} | {vs_rocksdb} | {vs_best} |\n",
                 cells.join(" | ")
             ));
         }
@@ -202,20 +265,20 @@ fn report(
     t
 }
 
-fn ratio_chart(results: &[(String, Vec<Record>)], dir: &Path) -> Result<PathBuf> {
+fn ratio_chart(results: &[CaseResult], dir: &Path) -> Result<PathBuf> {
     std::fs::create_dir_all(dir).map_err(|e| Error(format!("{}: {e}", dir.display())))?;
     let path = dir.join("production-ratio.svg");
     let mut groups = Vec::new();
     let mut values = Vec::new();
-    for (label, recs) in results {
+    for c in results {
         for w in ["fillrandom", "readrandom", "seekrandom"] {
-            if let Some((x, _)) = ratio(recs, w) {
-                groups.push(format!("{label}: {w}"));
+            if let Some(x) = median(round_ratios(&c.rounds, w, None)) {
+                groups.push(format!("{}: {w}", c.label));
                 values.push(x);
             }
         }
     }
-    let series = vec!["Strata / best peer".to_string()];
+    let series = vec!["Strata / best peer (median of per-round ratios)".to_string()];
     crate::plot::plot_grouped_bars(
         &path,
         "Strata's throughput over the best peer's, per configuration",
@@ -265,5 +328,75 @@ mod tests {
         assert_eq!(peer, "fjall");
         assert!(best_ratio(&ops[..1]).is_none());
         assert!(best_ratio(&ops[1..]).is_none());
+    }
+
+    fn rec(engine: &str, workload: &str, round: u32, ops: f64) -> Record {
+        Record {
+            engine: engine.into(),
+            variant: "default".into(),
+            workload: workload.into(),
+            ops: 0,
+            seconds: 0.0,
+            ops_per_sec: ops,
+            mb_per_sec: 0.0,
+            p50_us: 0.0,
+            p99_us: 0.0,
+            p999_us: 0.0,
+            mean_us: 0.0,
+            max_us: 0.0,
+            latency_cdf_us: Vec::new(),
+            write_amp: None,
+            io_write_bytes: None,
+            disk_bytes: 0,
+            peak_rss_bytes: None,
+            settings: serde_json::Value::Null,
+            notes: Vec::new(),
+            round,
+            rounds: 3,
+            median: false,
+            suite: None,
+            run_id: String::new(),
+            timestamp: String::new(),
+            extra: serde_json::Map::new(),
+            bytes_per_entry: None,
+            flushes: None,
+        }
+    }
+
+    #[test]
+    fn ratios_are_taken_within_each_round_then_their_median() {
+        // The host halves its speed in round 2 for every engine: per-engine
+        // medians would pair Strata's round 3 with RocksDB's round 1.
+        let all = vec![
+            rec("strata", "readrandom", 1, 300.0),
+            rec("rocksdb", "readrandom", 1, 200.0),
+            rec("fjall", "readrandom", 1, 250.0),
+            rec("strata", "readrandom", 2, 150.0),
+            rec("rocksdb", "readrandom", 2, 110.0),
+            rec("fjall", "readrandom", 2, 100.0),
+            rec("strata", "readrandom", 3, 280.0),
+            rec("rocksdb", "readrandom", 3, 140.0),
+            rec("fjall", "readrandom", 3, 290.0),
+            rec("strata", "seekrandom", 1, 1.0),
+        ];
+        let vs_rocksdb = round_ratios(&all, "readrandom", Some("rocksdb"));
+        assert_eq!(vs_rocksdb.len(), 3);
+        for (got, want) in vs_rocksdb.iter().zip([1.5, 150.0 / 110.0, 2.0]) {
+            assert!((got - want).abs() < 1e-9, "{got} against {want}");
+        }
+        let vs_best = round_ratios(&all, "readrandom", None);
+        for (got, want) in vs_best.iter().zip([1.2, 150.0 / 110.0, 280.0 / 290.0]) {
+            assert!((got - want).abs() < 1e-9, "{got} against {want}");
+        }
+        assert_eq!(median(vs_best.clone()), Some(1.2));
+        assert_eq!(median(vec![2.0, 1.0]), Some(1.0));
+        assert_eq!(median(Vec::new()), None);
+        // A round without a peer gives no ratio.
+        assert!(round_ratios(&all, "seekrandom", None).is_empty());
+        assert_eq!(
+            rounds_cell(vec![1.5, 1.25]),
+            "1.50 / 1.25 → 1.25×".to_string()
+        );
+        assert_eq!(rounds_cell(Vec::new()), "—");
     }
 }

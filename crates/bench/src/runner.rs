@@ -252,6 +252,11 @@ pub fn summary_line(r: &Record) -> String {
 /// JSON file, and returns the median records (one per engine, variant and
 /// workload).
 pub fn run(plan: &RunPlan) -> Result<Vec<Record>> {
+    Ok(run_rounds(plan)?.0)
+}
+
+/// [`run`], returning every round's records as well as the medians.
+pub fn run_rounds(plan: &RunPlan) -> Result<(Vec<Record>, Vec<Record>)> {
     plan.settings.validate()?;
     if plan.repeat == 0 {
         return Err(Error::msg("--repeat must be at least 1"));
@@ -288,7 +293,8 @@ pub fn run(plan: &RunPlan) -> Result<Vec<Record>> {
                 .map(move |w| (t.engine.name(), t.variant(), w.name().to_string()))
         })
         .collect();
-    medians(&all, &groups, plan.repeat, plan.json.as_deref())
+    let medians = medians(&all, &groups, plan.repeat, plan.json.as_deref())?;
+    Ok((medians, all))
 }
 
 /// Workloads in first-seen order without repeats (a repeated workload's

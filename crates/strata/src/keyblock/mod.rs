@@ -134,7 +134,7 @@ pub fn cmp_prefixed(a: &[u8], pa: u64, b: &[u8], pb: u64) -> std::cmp::Ordering 
 /// and whole keys are compared only among blocks whose prefixes tie.
 ///
 /// The prefixes are searched in two steps: first `top`, the last prefix of
-/// every run of [`PREFIX_RUN`] (one sixteenth of the array, small enough
+/// every run of `PREFIX_RUN` (one sixteenth of the array, small enough
 /// to stay in the CPU caches across reads), then the one run of 16 (two
 /// cache lines) it points at. A plain binary search over the whole array
 /// of a large file missed the caches at most of its deep steps: with data
