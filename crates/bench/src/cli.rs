@@ -310,6 +310,11 @@ pub struct BenchArgs {
     /// 0: none; the memtable suite runs without one).
     #[arg(long, value_name = "RATIO")]
     pub memtable_filter: Option<f64>,
+    /// Read table files through memory mappings (default true: Strata's
+    /// `Options::mmap_reads`, and `allow_mmap_reads` in the matched RocksDB;
+    /// `rocksdb-defaults` keeps RocksDB's `pread`).
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    pub mmap_reads: bool,
     /// Strata: keep flushed memtables to serve their level-0 files
     /// (`retain_flushed_memtables`; the shortrange suite sets it per variant).
     #[arg(long)]
@@ -503,6 +508,7 @@ pub fn settings_from_args(a: &BenchArgs) -> Result<BenchSettings> {
         hash_buckets: a.hash_buckets,
         linklist_threshold: a.linklist_threshold,
         memtable_filter: a.memtable_filter,
+        mmap_reads: a.mmap_reads,
         retain_memtables: a.retain_memtables,
         iterator_reduction: a.iterator_reduction,
         level_filter_bytes: a.level_filter_bytes,

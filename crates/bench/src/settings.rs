@@ -151,6 +151,10 @@ pub struct BenchSettings {
     /// matched RocksDB; 0: no filter).
     #[serde(default)]
     pub memtable_filter: Option<f64>,
+    /// Table files read through memory mappings (Strata's
+    /// `Options::mmap_reads`, the matched RocksDB's `allow_mmap_reads`).
+    #[serde(default = "yes")]
+    pub mmap_reads: bool,
     /// Strata: keep flushed memtables to serve their level-0 files
     /// (`KeyspaceOptions::retain_flushed_memtables`; the `shortrange`
     /// suite's `retention` and `both` variants).
@@ -204,12 +208,17 @@ impl Default for BenchSettings {
             hash_buckets: None,
             linklist_threshold: None,
             memtable_filter: None,
+            mmap_reads: true,
             retain_memtables: false,
             iterator_reduction: strata::KeyspaceOptions::default().iterator_reduction,
             level_filter_bytes: None,
             reduction_gates: true,
         }
     }
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl BenchSettings {

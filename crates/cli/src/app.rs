@@ -99,6 +99,11 @@ pub struct GlobalArgs {
     /// --salvage).
     #[arg(long, global = true)]
     pub read_only: bool,
+    /// Read table files with a system call per block instead of through
+    /// memory mappings: slower, but a failing disk then gives read errors
+    /// instead of ending the process. `check` always reads this way.
+    #[arg(long, global = true)]
+    pub no_mmap: bool,
     /// What recovery does with damage in a write-ahead log: torn-tail (the
     /// default: drop only an incomplete last record; refuse any other
     /// damage), absolute (refuse any damage), point-in-time (stop at the
@@ -300,6 +305,7 @@ impl GlobalArgs {
             create_if_missing: !self.no_create,
             skip_corrupt_tables: self.salvage,
             read_only: self.read_only,
+            mmap_reads: !self.no_mmap,
             ..Options::default()
         };
         if self.read_only && self.salvage {
@@ -484,6 +490,9 @@ fn run_command(cli: &Cli, out: &mut impl Write) -> Result<i32, Failure> {
         // A checker must not create what it is asked to check.
         opts.create_if_missing = false;
         why = "check never creates a database";
+        // A checker reports a device error as an error, which a read
+        // through a mapping cannot.
+        opts.mmap_reads = false;
     }
     // Commands that only read change nothing: no replay into new files, no
     // cleanup, no compaction, no lock (another process may have it open).

@@ -47,6 +47,7 @@ mod db;
 mod db_iter;
 mod error;
 mod stitch;
+mod vfs_map;
 
 // The engine's internal modules: crate-private, or public (and hidden from
 // the documentation) with the `testing` feature, for the stress tool, the

@@ -66,6 +66,13 @@ pub struct Options {
     /// beside a process that holds the database open for writing (a reader
     /// then sees the state as of its open).
     pub read_only: bool,
+    /// Read table files through memory mappings rather than a `pread` per
+    /// block (default true; up to 4,096 files per process, the rest with
+    /// `pread`). Much faster for data larger than the block cache, but a
+    /// device error in a mapped file ends the process (`SIGBUS`) where
+    /// `pread` would return an error; salvage opens never map. See
+    /// `docs/design.md`, "Reads".
+    pub mmap_reads: bool,
     /// Options of the default keyspace.
     pub default_keyspace: KeyspaceOptions,
 }
@@ -86,6 +93,7 @@ impl Default for Options {
             skip_corrupt_tables: false,
             wal_recovery: crate::recovery::WalRecoveryMode::default(),
             read_only: false,
+            mmap_reads: true,
             default_keyspace: KeyspaceOptions::default(),
         }
     }
@@ -100,6 +108,7 @@ impl fmt::Debug for Options {
             .field("compaction_threads", &self.compaction_threads)
             .field("wal_recovery", &self.wal_recovery)
             .field("read_only", &self.read_only)
+            .field("mmap_reads", &self.mmap_reads)
             .field("default_keyspace", &self.default_keyspace)
             .finish_non_exhaustive()
     }
@@ -134,6 +143,13 @@ pub fn physical_memory_bytes() -> Option<u64> {
 }
 
 impl Options {
+    /// Whether table files are read through memory mappings: as asked, but
+    /// never in salvage mode, which expects damaged files and must report
+    /// a device error rather than end the process on it.
+    pub(crate) fn maps_tables(&self) -> bool {
+        self.mmap_reads && !self.skip_corrupt_tables
+    }
+
     /// Checks values that would make the engine misbehave.
     pub fn validate(&self) -> Result<()> {
         check_at_most(

@@ -89,6 +89,15 @@ pub trait Vfs: Send + Sync + fmt::Debug {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
     /// Opens a file for positional reads.
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    /// Opens a table file, which nothing writes again once it is opened,
+    /// for positional reads. With `map`, a file system may serve the reads
+    /// from a memory mapping of the file instead of a system call each
+    /// (see `docs/design.md`, "Reads"); by default it opens the file as
+    /// [`Vfs::open`] does.
+    fn open_table(&self, path: &Path, map: bool) -> Result<Arc<dyn RandomAccessFile>> {
+        let _ = map;
+        self.open(path)
+    }
     /// Renames atomically, replacing `to` if it exists.
     fn rename(&self, from: &Path, to: &Path) -> Result<()>;
     /// Removes a file.
@@ -334,6 +343,18 @@ impl Vfs for StdVfs {
             len,
             path: path.to_path_buf(),
         }))
+    }
+
+    fn open_table(&self, path: &Path, map: bool) -> Result<Arc<dyn RandomAccessFile>> {
+        if map {
+            let file = File::open(path).map_err(|e| io_err("open", path, e))?;
+            // A file the process may not map (its budget of mappings is
+            // spent, or the system refuses) is read with `pread`.
+            if let Some(m) = crate::vfs_map::MappedFile::map(&file, path) {
+                return Ok(Arc::new(m));
+            }
+        }
+        self.open(path)
     }
 
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {

@@ -510,3 +510,93 @@ fn compaction_does_not_fill_the_block_cache_and_reads_do() {
         "reads fill the cache"
     );
 }
+
+/// The real file system, noting whether each table file was asked to be
+/// mapped.
+#[derive(Debug, Default)]
+struct NotingVfs {
+    asked: std::sync::Mutex<Vec<bool>>,
+}
+
+impl strata::vfs::Vfs for NotingVfs {
+    fn create_dir_all(&self, path: &std::path::Path) -> strata::Result<()> {
+        strata::vfs::StdVfs.create_dir_all(path)
+    }
+    fn create(&self, path: &std::path::Path) -> strata::Result<Box<dyn strata::vfs::WritableFile>> {
+        strata::vfs::StdVfs.create(path)
+    }
+    fn open(
+        &self,
+        path: &std::path::Path,
+    ) -> strata::Result<Arc<dyn strata::vfs::RandomAccessFile>> {
+        strata::vfs::StdVfs.open(path)
+    }
+    fn open_table(
+        &self,
+        path: &std::path::Path,
+        map: bool,
+    ) -> strata::Result<Arc<dyn strata::vfs::RandomAccessFile>> {
+        self.asked.lock().expect("lock").push(map);
+        strata::vfs::StdVfs.open_table(path, map)
+    }
+    fn rename(&self, from: &std::path::Path, to: &std::path::Path) -> strata::Result<()> {
+        strata::vfs::StdVfs.rename(from, to)
+    }
+    fn remove(&self, path: &std::path::Path) -> strata::Result<()> {
+        strata::vfs::StdVfs.remove(path)
+    }
+    fn list(&self, dir: &std::path::Path) -> strata::Result<Vec<String>> {
+        strata::vfs::StdVfs.list(dir)
+    }
+    fn exists(&self, path: &std::path::Path) -> bool {
+        strata::vfs::StdVfs.exists(path)
+    }
+    fn sync_dir(&self, dir: &std::path::Path) -> strata::Result<()> {
+        strata::vfs::StdVfs.sync_dir(dir)
+    }
+    fn lock(&self, path: &std::path::Path) -> strata::Result<Box<dyn strata::vfs::FileLock>> {
+        strata::vfs::StdVfs.lock(path)
+    }
+    fn file_size(&self, path: &std::path::Path) -> strata::Result<u64> {
+        strata::vfs::StdVfs.file_size(path)
+    }
+    fn is_regular_file(&self, path: &std::path::Path) -> bool {
+        strata::vfs::StdVfs.is_regular_file(path)
+    }
+}
+
+#[test]
+fn table_files_are_mapped_unless_turned_off_or_salvaging() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // (mmap_reads, skip_corrupt_tables) -> whether tables may be mapped.
+    for (mmap, salvage, expect) in [
+        (true, false, true),
+        (false, false, false),
+        (true, true, false),
+    ] {
+        let vfs = Arc::new(NotingVfs::default());
+        let mut o = small_options();
+        o.vfs = Arc::clone(&vfs) as Arc<dyn strata::vfs::Vfs>;
+        o.mmap_reads = mmap;
+        o.skip_corrupt_tables = salvage;
+        let db = Db::open(dir.path(), o).expect("open");
+        for i in 0..2000u32 {
+            db.put(format!("key{i:06}").as_bytes(), &[b'v'; 100])
+                .expect("put");
+        }
+        db.flush().expect("flush");
+        for i in (0..2000u32).step_by(97) {
+            assert_eq!(
+                db.get(format!("key{i:06}").as_bytes()).expect("get"),
+                Some(vec![b'v'; 100])
+            );
+        }
+        drop(db);
+        let asked = vfs.asked.lock().expect("lock").clone();
+        assert!(!asked.is_empty(), "no table file was opened");
+        assert!(
+            asked.iter().all(|&m| m == expect),
+            "mmap_reads {mmap}, salvage {salvage}: asked {asked:?}"
+        );
+    }
+}

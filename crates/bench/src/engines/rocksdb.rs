@@ -13,6 +13,8 @@
 //! - block cache -> `BlockBasedOptions::set_block_cache(Cache::new_lru_cache)`
 //! - compression -> `Options::set_compression_type` (every level)
 //! - WAL off / sync -> `WriteOptions::disable_wal` / `set_sync`
+//! - mmap reads (Strata's default) -> `Options::set_allow_mmap_reads`; not
+//!   in `rocksdb-defaults`, which reads with `pread` as RocksDB ships
 //! - level-0 triggers 4/20/36, 7 levels, 64 MiB target files, 2 background
 //!   jobs: Strata's defaults (1 flush + 1 compaction thread)
 //! - memtable whole-key filter (Strata's default, 1/64 of the write buffer)
@@ -126,6 +128,13 @@ impl RocksEngine {
             opts.set_level_zero_slowdown_writes_trigger(20);
             opts.set_level_zero_stop_writes_trigger(36);
             opts.set_max_background_jobs(2);
+            // Strata reads its table files through mappings unless told
+            // not to (`Options::mmap_reads`); the matched RocksDB as well.
+            opts.set_allow_mmap_reads(s.mmap_reads);
+            notes.push(format!(
+                "rocksdb: allow_mmap_reads = {}, as Strata's mmap_reads",
+                s.mmap_reads
+            ));
             // Strata's memtables carry a whole-key Bloom filter of 1/64 of
             // the write buffer (`MemTableOptions::whole_key_filter`); the
             // matched RocksDB gets RocksDB's equivalent.

@@ -76,6 +76,7 @@ pub fn strata_options(s: &BenchSettings) -> Result<Options> {
     };
     Ok(Options {
         block_cache_bytes: s.cache_size,
+        mmap_reads: s.mmap_reads,
         default_keyspace: ks,
         ..Options::default()
     })

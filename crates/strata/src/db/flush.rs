@@ -159,7 +159,8 @@ pub(super) fn build_table(
 
 /// Opens table `file` of a keyspace: the core's format directly, another
 /// through the keyspace's layout (`plan`). With no plan (a keyspace waiting
-/// for registration), a file of another format is left unopened.
+/// for registration), a file of another format is left unopened. `map`:
+/// read it through a memory mapping (`Options::mmap_reads`).
 pub(super) fn open_table_meta(
     vfs: &Arc<dyn Vfs>,
     dir: &Path,
@@ -167,6 +168,7 @@ pub(super) fn open_table_meta(
     plan: Option<&GroupPlan>,
     cache: Option<Arc<BlockCache>>,
     stats: Arc<Statistics>,
+    map: bool,
 ) -> Result<FileMeta> {
     let p = filename::table_path(dir, file.number);
     if !vfs.exists(&p) {
@@ -177,7 +179,7 @@ pub(super) fn open_table_meta(
         ));
     }
     let handle = if file.format.is_empty() {
-        let f = vfs.open(&p)?;
+        let f = vfs.open_table(&p, map)?;
         check_table_size(&p, f.len(), file.size)?;
         TableHandle::Sst(Arc::new(TableReader::open(
             f,
@@ -197,7 +199,7 @@ pub(super) fn open_table_meta(
                         file.format
                     ))
                 })?;
-                let f = vfs.open(&p)?;
+                let f = vfs.open_table(&p, map)?;
                 check_table_size(&p, f.len(), file.size)?;
                 let ctx = OpenContext {
                     file_number: file.number,
@@ -237,6 +239,7 @@ impl DbInner {
             Some(plan),
             self.cache.clone(),
             Arc::clone(&self.stats),
+            self.maps_tables(),
         )?;
         Ok(Arc::new(meta))
     }

@@ -205,14 +205,21 @@ impl DbInner {
             let known_plan = (!pending.contains(&id)).then_some(&*plan);
             let mut added = Vec::new();
             for f in rk.files.values() {
-                let opened =
-                    open_table_meta(&vfs, path, f, known_plan, cache.clone(), Arc::clone(&stats))
-                        .and_then(|m| {
-                            if opts.skip_corrupt_tables {
-                                m.table.verify()?;
-                            }
-                            Ok(m)
-                        });
+                let opened = open_table_meta(
+                    &vfs,
+                    path,
+                    f,
+                    known_plan,
+                    cache.clone(),
+                    Arc::clone(&stats),
+                    opts.maps_tables(),
+                )
+                .and_then(|m| {
+                    if opts.skip_corrupt_tables {
+                        m.table.verify()?;
+                    }
+                    Ok(m)
+                });
                 match opened {
                     Ok(meta) => added.push((f.level, Arc::new(meta))),
                     Err(e) if opts.skip_corrupt_tables && is_damage(&e) => {
@@ -443,6 +450,7 @@ impl DbInner {
                     Some(&k.plan),
                     cache.clone(),
                     Arc::clone(&stats),
+                    opts.maps_tables(),
                 )?;
                 let v = versions
                     .remove(id)

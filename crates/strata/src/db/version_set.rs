@@ -121,6 +121,7 @@ impl DbInner {
                                 Some(&plan),
                                 self.cache.clone(),
                                 Arc::clone(&self.stats),
+                                self.maps_tables(),
                             )?;
                             *f = Arc::new(opened);
                         }

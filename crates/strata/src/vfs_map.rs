@@ -1,0 +1,213 @@
+//! Table files read through a memory mapping.
+//!
+//! A point read of a block larger than the cache is one `pread` of a few
+//! KiB from the page cache, and on a host that guards every system call
+//! against speculative execution the call costs more than copying the
+//! bytes: serving the read from a mapping of the file made LZ4 and Zstd
+//! `readrandom` 1.3-1.6× faster here (`docs/BENCHMARKS.md`, "Reads from
+//! mapped table files"). LevelDB maps its table files by default for the
+//! same reason.
+//!
+//! Every read still copies the block out of the mapping, into a buffer of
+//! its own, before the block's checksum is verified: no reference into the
+//! mapping outlives a read, and what is verified is what is decoded.
+//!
+//! The price is how a device error shows itself. `pread` of a bad sector
+//! returns `EIO`, which becomes an error naming the file; a read of the
+//! same page through a mapping raises `SIGBUS` and ends the process
+//! (nothing is lost: the read changes nothing on disk). A deployment that
+//! must survive failing media as errors turns mapping off
+//! (`Options::mmap_reads`); salvage opens never map.
+
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use memmap2::Mmap;
+
+use crate::error::{Error, Result};
+use crate::vfs::RandomAccessFile;
+
+/// Files the process keeps mapped at once; the files opened past it are
+/// read with `pread`. Linux allows 65,530 mappings per process by default
+/// (`vm.max_map_count`), shared with the allocator and everything else the
+/// process maps, so the tables take a small part of it (LevelDB keeps to
+/// 1,000 per database).
+pub(crate) const MAX_MAPPED_FILES: usize = 4096;
+
+/// A budget of mappings: at most `max` taken at once.
+pub(crate) struct Budget {
+    used: AtomicUsize,
+    max: usize,
+}
+
+impl Budget {
+    pub(crate) const fn new(max: usize) -> Budget {
+        Budget {
+            used: AtomicUsize::new(0),
+            max,
+        }
+    }
+
+    fn take(&'static self) -> Option<Slot> {
+        self.used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Slot(self))
+    }
+}
+
+/// The process's budget: every database's table files together.
+static PROCESS: Budget = Budget::new(MAX_MAPPED_FILES);
+
+/// A place in a budget of mappings, given back on drop.
+struct Slot(&'static Budget);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.used.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A table file read through a read-only mapping of the whole file.
+pub(crate) struct MappedFile {
+    map: Mmap,
+    path: PathBuf,
+    _slot: Slot,
+}
+
+impl MappedFile {
+    /// Maps `file`, or `None` when the process's budget of mappings is
+    /// spent, the file is empty, or the system refuses the mapping (the
+    /// caller then reads it with `pread`).
+    pub(crate) fn map(file: &File, path: &Path) -> Option<MappedFile> {
+        MappedFile::map_within(&PROCESS, file, path)
+    }
+
+    /// [`MappedFile::map`] within `budget`.
+    fn map_within(budget: &'static Budget, file: &File, path: &Path) -> Option<MappedFile> {
+        if cfg!(not(all(unix, target_pointer_width = "64"))) {
+            return None;
+        }
+        let slot = budget.take()?;
+        // SAFETY: a mapping is sound only while no one changes the file
+        // under it. The engine opens a table file this way only once the
+        // file is written, synced and named by the manifest; no writer
+        // opens it again, and its removal (an unlink) leaves the mapped
+        // pages in place until the mapping goes. A process outside the
+        // engine that rewrote or truncated a live table file would break
+        // the database whatever the read method.
+        let map = unsafe { Mmap::map(file) }.ok()?;
+        if map.is_empty() {
+            return None;
+        }
+        Some(MappedFile {
+            map,
+            path: path.to_path_buf(),
+            _slot: slot,
+        })
+    }
+
+    /// The `len` bytes at `offset`, or the error a short `pread` gives.
+    fn range(&self, len: usize, offset: u64) -> Result<&[u8]> {
+        usize::try_from(offset)
+            .ok()
+            .and_then(|o| self.map.get(o..o.checked_add(len)?))
+            .ok_or_else(|| {
+                Error::io(
+                    format!("read {len} bytes at {offset} from {}", self.path.display()),
+                    io::Error::new(io::ErrorKind::UnexpectedEof, "failed to fill whole buffer"),
+                )
+            })
+    }
+}
+
+impl RandomAccessFile for MappedFile {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        buf.copy_from_slice(self.range(buf.len(), offset)?);
+        Ok(())
+    }
+
+    fn read_into(&self, buf: &mut Vec<u8>, len: usize, offset: u64) -> Result<()> {
+        let bytes = self.range(len, offset)?;
+        buf.clear();
+        buf.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    fn len(&self) -> u64 {
+        self.map.len() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+    use crate::vfs::{StdVfs, Vfs};
+
+    fn file_with(bytes: &[u8]) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("000001.sst");
+        let mut f = File::create(&path).expect("create");
+        f.write_all(bytes).expect("write");
+        (dir, path)
+    }
+
+    #[test]
+    fn mapped_reads_return_the_bytes_pread_returns() {
+        let bytes: Vec<u8> = (0..10_000u32).map(|i| (i * 31 % 251) as u8).collect();
+        let (_dir, path) = file_with(&bytes);
+        let mapped = StdVfs.open_table(&path, true).expect("map");
+        let plain = StdVfs.open_table(&path, false).expect("open");
+        assert_eq!(mapped.len(), plain.len());
+        for (offset, len) in [(0u64, 1usize), (17, 4096), (9_000, 1_000), (0, 10_000)] {
+            let a = mapped.read_vec_at(len, offset).expect("mapped read");
+            let b = plain.read_vec_at(len, offset).expect("pread");
+            assert_eq!(a, b, "{len} bytes at {offset}");
+            let mut exact = vec![0u8; len];
+            mapped.read_exact_at(&mut exact, offset).expect("exact");
+            assert_eq!(exact, b);
+        }
+    }
+
+    #[test]
+    fn reads_past_the_end_are_errors_naming_the_file() {
+        let (_dir, path) = file_with(&[7u8; 100]);
+        let f = MappedFile::map(&File::open(&path).expect("open"), &path).expect("map");
+        for (len, offset) in [(1usize, 100u64), (50, 60), (usize::MAX, 1), (1, u64::MAX)] {
+            let e = f.read_vec_at(len, offset).expect_err("past the end");
+            let msg = e.to_string();
+            assert!(msg.contains("000001.sst"), "{msg}");
+            let mut buf = vec![0u8; 10];
+            assert!(f.read_exact_at(&mut buf, 95).is_err());
+        }
+    }
+
+    #[test]
+    fn an_empty_file_is_not_mapped_and_reads_as_empty() {
+        let (_dir, path) = file_with(&[]);
+        assert!(MappedFile::map(&File::open(&path).expect("open"), &path).is_none());
+        let f = StdVfs.open_table(&path, true).expect("falls back");
+        assert_eq!(f.len(), 0);
+    }
+
+    #[test]
+    fn a_budget_maps_at_most_its_files_and_takes_back_dropped_ones() {
+        static THREE: Budget = Budget::new(3);
+        let (_dir, path) = file_with(&[3u8; 64]);
+        let file = File::open(&path).expect("open");
+        let mut held: Vec<MappedFile> = (0..3)
+            .map(|_| MappedFile::map_within(&THREE, &file, &path).expect("within the budget"))
+            .collect();
+        assert!(MappedFile::map_within(&THREE, &file, &path).is_none());
+        held.pop();
+        let again = MappedFile::map_within(&THREE, &file, &path).expect("a place came back");
+        assert_eq!(again.read_vec_at(64, 0).expect("read"), vec![3u8; 64]);
+        assert!(MappedFile::map_within(&THREE, &file, &path).is_none());
+    }
+}
