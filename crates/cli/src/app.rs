@@ -101,7 +101,9 @@ pub struct GlobalArgs {
     pub read_only: bool,
     /// Read table files with a system call per block instead of through
     /// memory mappings: slower, but a failing disk then gives read errors
-    /// instead of ending the process. `check` always reads this way.
+    /// instead of ending the process. The `check` command always reads this
+    /// way (the shell's `check` reads the session's database as it was
+    /// opened).
     #[arg(long, global = true)]
     pub no_mmap: bool,
     /// What recovery does with damage in a write-ahead log: torn-tail (the
@@ -482,7 +484,9 @@ fn is_read_command(c: &CliCommand) -> bool {
     }
 }
 
-fn run_command(cli: &Cli, out: &mut impl Write) -> Result<i32, Failure> {
+/// The options `cli`'s command opens the database with, and what to say
+/// if it finds none there.
+fn command_options(cli: &Cli) -> Result<(Options, &'static str), Failure> {
     let g = &cli.global;
     let mut opts = g.options().map_err(Failure::Usage)?;
     let mut why = "--no-create is set";
@@ -503,6 +507,12 @@ fn run_command(cli: &Cli, out: &mut impl Write) -> Result<i32, Failure> {
     if opts.read_only && !g.no_create && why == "--no-create is set" {
         why = "commands that only read never create a database";
     }
+    Ok((opts, why))
+}
+
+fn run_command(cli: &Cli, out: &mut impl Write) -> Result<i32, Failure> {
+    let g = &cli.global;
+    let (opts, why) = command_options(cli)?;
     let wopts = g.write_options();
 
     if matches!(cli.command, CliCommand::Shell) {
@@ -952,6 +962,24 @@ mod tests {
             Ok(cli) => cli.global,
             Err(e) => panic!("{args:?}: {e}"),
         }
+    }
+
+    #[test]
+    fn table_files_are_mapped_unless_no_mmap_or_check() {
+        let opts = |args: &[&str]| {
+            let argv = ["strata"].iter().chain(args);
+            let cli = Cli::try_parse_from(argv).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+            match command_options(&cli) {
+                Ok((o, _)) => o,
+                Err(_) => panic!("{args:?}: no options"),
+            }
+        };
+        assert!(opts(&["stats"]).mmap_reads);
+        assert!(opts(&["put", "k", "v"]).mmap_reads);
+        assert!(!opts(&["--no-mmap", "stats"]).mmap_reads);
+        assert!(!opts(&["--no-mmap", "put", "k", "v"]).mmap_reads);
+        let check = opts(&["check"]);
+        assert!(!check.mmap_reads && !check.create_if_missing);
     }
 
     #[test]

@@ -128,7 +128,9 @@ pub trait TableWriter: Send {
     /// on it).
     fn estimated_file_size(&self) -> u64;
     /// Completes the file, syncs it and says what it holds. The summary's
-    /// keys and counts go into the manifest and must be exact.
+    /// keys and counts go into the manifest and must be exact. Nothing may
+    /// write the file once this returns: readers may map it into memory
+    /// (`Options::mmap_reads`).
     fn finish(self: Box<Self>) -> Result<TableSummary>;
 }
 

@@ -251,7 +251,13 @@ impl RandomAccessFile for StdRandomAccessFile {
         use std::os::fd::AsRawFd;
         let what = || format!("read {len} bytes at {offset} from");
         buf.clear();
-        buf.reserve(len);
+        buf.try_reserve(len).map_err(|_| {
+            io_err(
+                &what(),
+                &self.path,
+                io::Error::new(io::ErrorKind::OutOfMemory, "cannot allocate the buffer"),
+            )
+        })?;
         while buf.len() < len {
             let done = buf.len();
             let at = offset

@@ -6,7 +6,9 @@
 //! bytes: serving the read from a mapping of the file made `readrandom`
 //! with 1 % of the data cached 1.28-1.38× faster with LZ4 and 1.08-1.16×
 //! with Zstd here (`docs/BENCHMARKS.md`, "Reads from mapped table files").
-//! LevelDB maps its table files by default for the same reason.
+//! LevelDB maps its table files by default for the same reason. These
+//! figures are of files in the page cache; for files that are not, see
+//! `docs/design.md`, "Known gaps".
 //!
 //! Every read still copies the block out of the mapping, into a buffer of
 //! its own, before the block's checksum is verified: no reference into the
@@ -14,8 +16,10 @@
 //!
 //! The price is how a device error shows itself. `pread` of a bad sector
 //! returns `EIO`, which becomes an error naming the file; a read of the
-//! same page through a mapping raises `SIGBUS` and ends the process
-//! (nothing is lost: the read changes nothing on disk). A deployment that
+//! same page through a mapping raises `SIGBUS` and ends the process (the
+//! read changes nothing on disk; the process's end loses what any crash
+//! does, which is nothing acknowledged for keyspaces that keep their
+//! write-ahead log). A deployment that
 //! must survive failing media as errors turns mapping off
 //! (`Options::mmap_reads`); salvage opens never map.
 
@@ -33,7 +37,7 @@ use crate::vfs::RandomAccessFile;
 /// read with `pread`. Linux allows 65,530 mappings per process by default
 /// (`vm.max_map_count`), shared with the allocator and everything else the
 /// process maps, so the tables take a small part of it (LevelDB keeps to
-/// 1,000 per database).
+/// 1,000 per `Env`, which is process-wide for its default one).
 pub(crate) const MAX_MAPPED_FILES: usize = 4096;
 
 /// A budget of mappings: at most `max` taken at once.
@@ -94,12 +98,14 @@ impl MappedFile {
         }
         let slot = budget.take()?;
         // SAFETY: a mapping is sound only while no one changes the file
-        // under it. The engine opens a table file this way only once the
-        // file is written, synced and named by the manifest; no writer
-        // opens it again, and its removal (an unlink) leaves the mapped
-        // pages in place until the mapping goes. A process outside the
-        // engine that rewrote or truncated a live table file would break
-        // the database whatever the read method.
+        // under it. The engine opens a table file this way only once its
+        // writer has finished and synced it and been dropped (flush,
+        // compaction and recovery open their outputs before the manifest
+        // names them, but after that); files are created with `O_EXCL`, so
+        // a number is never written over, and a removal (an unlink or a
+        // rename) leaves the mapped pages in place until the mapping goes.
+        // A process outside the engine that rewrote or truncated a live
+        // table file would break the database whatever the read method.
         let map = unsafe { Mmap::map(file) }.ok()?;
         if map.is_empty() {
             return None;
@@ -158,42 +164,87 @@ mod tests {
         (dir, path)
     }
 
+    /// A mapping within a budget of the test's own, so that the tests
+    /// running beside it in the process cannot spend it.
+    fn mapped(path: &Path) -> MappedFile {
+        static OWN: Budget = Budget::new(64);
+        MappedFile::map_within(&OWN, &File::open(path).expect("open"), path).expect("map")
+    }
+
     #[test]
     fn mapped_reads_return_the_bytes_pread_returns() {
         let bytes: Vec<u8> = (0..10_000u32).map(|i| (i * 31 % 251) as u8).collect();
         let (_dir, path) = file_with(&bytes);
-        let mapped = StdVfs.open_table(&path, true).expect("map");
-        let plain = StdVfs.open_table(&path, false).expect("open");
-        assert_eq!(mapped.len(), plain.len());
+        let m = mapped(&path);
+        let plain = StdVfs.open(&path).expect("open");
+        assert_eq!(m.len(), plain.len());
         for (offset, len) in [(0u64, 1usize), (17, 4096), (9_000, 1_000), (0, 10_000)] {
-            let a = mapped.read_vec_at(len, offset).expect("mapped read");
+            let a = m.read_vec_at(len, offset).expect("mapped read");
             let b = plain.read_vec_at(len, offset).expect("pread");
             assert_eq!(a, b, "{len} bytes at {offset}");
             let mut exact = vec![0u8; len];
-            mapped.read_exact_at(&mut exact, offset).expect("exact");
+            m.read_exact_at(&mut exact, offset).expect("exact");
             assert_eq!(exact, b);
         }
     }
 
     #[test]
-    fn reads_past_the_end_are_errors_naming_the_file() {
+    fn reads_past_the_end_fail_as_pread_does() {
         let (_dir, path) = file_with(&[7u8; 100]);
-        let f = MappedFile::map(&File::open(&path).expect("open"), &path).expect("map");
-        for (len, offset) in [(1usize, 100u64), (50, 60), (usize::MAX, 1), (1, u64::MAX)] {
-            let e = f.read_vec_at(len, offset).expect_err("past the end");
-            let msg = e.to_string();
-            assert!(msg.contains("000001.sst"), "{msg}");
-            let mut buf = vec![0u8; 10];
-            assert!(f.read_exact_at(&mut buf, 95).is_err());
+        let m = mapped(&path);
+        let plain = StdVfs.open(&path).expect("open");
+        for (len, offset) in [(1usize, 100u64), (50, 60), (1, 1 << 40)] {
+            let mine = m.read_vec_at(len, offset).expect_err("past the end");
+            let theirs = plain.read_vec_at(len, offset).expect_err("past the end");
+            assert_eq!(mine.to_string(), theirs.to_string());
+            assert!(mine.to_string().contains("000001.sst"), "{mine}");
+            assert!(
+                matches!(&mine, Error::Io { source, .. } if source.kind() == io::ErrorKind::UnexpectedEof),
+                "{mine:?}"
+            );
+            let mut buf = vec![0u8; len];
+            assert!(m.read_exact_at(&mut buf, offset).is_err());
         }
+        // Lengths and offsets whose sum overflows are errors, not panics.
+        assert!(m.read_vec_at(usize::MAX, 1).is_err());
+        assert!(m.read_vec_at(1, u64::MAX).is_err());
     }
 
     #[test]
     fn an_empty_file_is_not_mapped_and_reads_as_empty() {
+        static OWN: Budget = Budget::new(1);
         let (_dir, path) = file_with(&[]);
-        assert!(MappedFile::map(&File::open(&path).expect("open"), &path).is_none());
+        let file = File::open(&path).expect("open");
+        assert!(MappedFile::map_within(&OWN, &file, &path).is_none());
+        // The refused mapping gave its place back.
+        let (_d2, other) = file_with(&[1]);
+        assert!(MappedFile::map_within(&OWN, &File::open(&other).expect("open"), &other).is_some());
         let f = StdVfs.open_table(&path, true).expect("falls back");
         assert_eq!(f.len(), 0);
+    }
+
+    /// Whether this process maps `path` now (Linux lists mappings in
+    /// `/proc/self/maps`).
+    #[cfg(target_os = "linux")]
+    fn process_maps(path: &Path) -> bool {
+        let maps = std::fs::read_to_string("/proc/self/maps").expect("maps");
+        let name = path.to_str().expect("utf-8 path");
+        maps.lines().any(|l| l.ends_with(name))
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_real_file_system_maps_table_files_only_when_asked() {
+        let (_dir, path) = file_with(&[5u8; 4096]);
+        let (_dir2, other) = file_with(&[6u8; 4096]);
+        let yes = StdVfs.open_table(&path, true).expect("open mapped");
+        let no = StdVfs.open_table(&other, false).expect("open");
+        assert!(process_maps(&path), "asked for a mapping and got none");
+        assert!(!process_maps(&other), "mapped a file opened without one");
+        assert_eq!(yes.read_vec_at(10, 100).expect("read"), vec![5u8; 10]);
+        assert_eq!(no.read_vec_at(10, 100).expect("read"), vec![6u8; 10]);
+        drop(yes);
+        assert!(!process_maps(&path), "the mapping outlived its file");
     }
 
     #[test]
