@@ -71,8 +71,10 @@ pub struct Options {
     /// `pread`). Faster for data larger than the block cache when its files
     /// are in the page cache (point reads 1.1-1.4× here), but a device
     /// error in a mapped file ends the process (`SIGBUS`) where `pread`
-    /// would return an error; salvage opens never map. See
-    /// `docs/design.md`, "Reads".
+    /// would return an error; salvage opens never map. From a cold page
+    /// cache the mappings read ahead far past each block: for data larger
+    /// than memory, turn this off. See `docs/design.md`, "Reads" and
+    /// "Known gaps".
     pub mmap_reads: bool,
     /// Options of the default keyspace.
     pub default_keyspace: KeyspaceOptions,
