@@ -229,6 +229,16 @@ impl WritableFile for StdWritableFile {
     }
 }
 
+/// `file`, open at `path`, read with `pread`.
+fn positional(file: File, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+    let len = file.metadata().map_err(|e| io_err("stat", path, e))?.len();
+    Ok(Arc::new(StdRandomAccessFile {
+        file,
+        len,
+        path: path.to_path_buf(),
+    }))
+}
+
 struct StdRandomAccessFile {
     file: File,
     len: u64,
@@ -343,24 +353,17 @@ impl Vfs for StdVfs {
 
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         let file = File::open(path).map_err(|e| io_err("open", path, e))?;
-        let len = file.metadata().map_err(|e| io_err("stat", path, e))?.len();
-        Ok(Arc::new(StdRandomAccessFile {
-            file,
-            len,
-            path: path.to_path_buf(),
-        }))
+        positional(file, path)
     }
 
     fn open_table(&self, path: &Path, map: bool) -> Result<Arc<dyn RandomAccessFile>> {
-        if map {
-            let file = File::open(path).map_err(|e| io_err("open", path, e))?;
-            // A file the process may not map (its budget of mappings is
-            // spent, or the system refuses) is read with `pread`.
-            if let Some(m) = crate::vfs_map::MappedFile::map(&file, path) {
-                return Ok(Arc::new(m));
-            }
+        let file = File::open(path).map_err(|e| io_err("open", path, e))?;
+        // A file the process may not map (its budget of mappings is spent,
+        // or the system refuses) is read with `pread`.
+        if map && let Some(m) = crate::vfs_map::MappedFile::map(&file, path) {
+            return Ok(Arc::new(m));
         }
-        self.open(path)
+        positional(file, path)
     }
 
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {

@@ -239,7 +239,7 @@ impl DbInner {
             Some(plan),
             self.cache.clone(),
             Arc::clone(&self.stats),
-            self.maps_tables(),
+            self.opts.maps_tables(),
         )?;
         Ok(Arc::new(meta))
     }

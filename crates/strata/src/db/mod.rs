@@ -311,11 +311,6 @@ impl Drop for DbInner {
 /// Publishes a keyspace's current memtables and version to readers.
 /// REQUIRES: the state lock is held (the caller has `&mut KeyspaceState`).
 impl DbInner {
-    /// Whether this database reads its table files through mappings.
-    fn maps_tables(&self) -> bool {
-        self.opts.maps_tables()
-    }
-
     /// The sequence number of the newest write.
     fn last_seqno(&self) -> SeqNo {
         SeqNo(self.last_seqno.load(Ordering::Acquire))
