@@ -315,6 +315,17 @@ pub struct BenchArgs {
     /// `rocksdb-defaults` keeps RocksDB's `pread`).
     #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
     pub mmap_reads: bool,
+    /// With zstd: Strata's dictionary trained per table file, in bytes
+    /// (`zstd_dictionary_bytes`; default 16384, Strata's default; 0: none).
+    #[arg(long, value_name = "BYTES", default_value_t = 16384)]
+    pub zstd_dict_bytes: usize,
+    /// With zstd: give the matched RocksDB a dictionary per file too, of
+    /// `--zstd-dict-bytes` (`max_dict_bytes`, trained on 16 times that,
+    /// `zstd_max_train_bytes`). Off by default: RocksDB read 0.67-0.75x as
+    /// fast with one (docs/BENCHMARKS.md), so the matched RocksDB keeps its
+    /// faster setting.
+    #[arg(long, value_name = "BOOL", default_value_t = false, action = clap::ArgAction::Set)]
+    pub rocksdb_zstd_dict: bool,
     /// Strata: keep flushed memtables to serve their level-0 files
     /// (`retain_flushed_memtables`; the shortrange suite sets it per variant).
     #[arg(long)]
@@ -509,6 +520,8 @@ pub fn settings_from_args(a: &BenchArgs) -> Result<BenchSettings> {
         linklist_threshold: a.linklist_threshold,
         memtable_filter: a.memtable_filter,
         mmap_reads: a.mmap_reads,
+        zstd_dict_bytes: a.zstd_dict_bytes,
+        rocksdb_zstd_dict: a.rocksdb_zstd_dict,
         retain_memtables: a.retain_memtables,
         iterator_reduction: a.iterator_reduction,
         level_filter_bytes: a.level_filter_bytes,

@@ -155,6 +155,13 @@ pub struct BenchSettings {
     /// `Options::mmap_reads`, the matched RocksDB's `allow_mmap_reads`).
     #[serde(default = "yes")]
     pub mmap_reads: bool,
+    /// With zstd: the dictionary trained per table file (Strata's
+    /// `zstd_dictionary_bytes`, the matched RocksDB's `max_dict_bytes`).
+    #[serde(default)]
+    pub zstd_dict_bytes: usize,
+    /// The matched RocksDB trains a dictionary of `zstd_dict_bytes` too.
+    #[serde(default)]
+    pub rocksdb_zstd_dict: bool,
     /// Strata: keep flushed memtables to serve their level-0 files
     /// (`KeyspaceOptions::retain_flushed_memtables`; the `shortrange`
     /// suite's `retention` and `both` variants).
@@ -209,6 +216,8 @@ impl Default for BenchSettings {
             linklist_threshold: None,
             memtable_filter: None,
             mmap_reads: true,
+            zstd_dict_bytes: strata::KeyspaceOptions::default().zstd_dictionary_bytes,
+            rocksdb_zstd_dict: false,
             retain_memtables: false,
             iterator_reduction: strata::KeyspaceOptions::default().iterator_reduction,
             level_filter_bytes: None,

@@ -213,6 +213,12 @@ pub struct KeyspaceOptions {
     pub bloom_bits_per_key: u32,
     /// Block compression (default none).
     pub compression: Compression,
+    /// With [`Compression::Zstd`]: the size of the dictionary trained for
+    /// each table file on its first data blocks (default 16 KiB; 0 trains
+    /// none; at most 1 MiB). Blocks then decompress without rebuilding
+    /// their entropy tables (`docs/design.md`, Compression dictionaries).
+    /// Files too small to train on get none.
+    pub zstd_dictionary_bytes: usize,
     /// Level-0 files that trigger a compaction (default 4).
     pub level0_compaction_trigger: usize,
     /// Level-0 files at which writes are slowed (default 20).
@@ -277,6 +283,7 @@ impl Default for KeyspaceOptions {
             block_restart_interval: 16,
             bloom_bits_per_key: 10,
             compression: Compression::None,
+            zstd_dictionary_bytes: 16 << 10,
             level0_compaction_trigger: 4,
             level0_slowdown_trigger: 20,
             level0_stop_trigger: 36,
@@ -319,6 +326,7 @@ impl fmt::Debug for KeyspaceOptions {
             .field("block_size", &self.block_size)
             .field("bloom_bits_per_key", &self.bloom_bits_per_key)
             .field("compression", &self.compression)
+            .field("zstd_dictionary_bytes", &self.zstd_dictionary_bytes)
             .field("level0_compaction_trigger", &self.level0_compaction_trigger)
             .field("size_ratio", &self.size_ratio)
             .field("num_levels", &self.num_levels)
@@ -376,6 +384,11 @@ impl KeyspaceOptions {
             MAX_WRITE_BUFFER_BYTES,
         )?;
         check_at_most("target_file_size", self.target_file_size, MAX_FILE_BYTES)?;
+        check_at_most(
+            "zstd_dictionary_bytes",
+            self.zstd_dictionary_bytes as u64,
+            1 << 20,
+        )?;
         check_at_most(
             "level_filter_bytes",
             self.level_filter_bytes as u64,
@@ -462,6 +475,7 @@ impl KeyspaceOptions {
             restart_interval: self.block_restart_interval,
             bloom_bits_per_key: self.bloom_bits_per_key,
             compression: self.compression,
+            zstd_dictionary_bytes: self.zstd_dictionary_bytes,
         };
         self.layout.table_options(level, &base)
     }

@@ -600,3 +600,67 @@ fn table_files_are_mapped_unless_turned_off_or_salvaging() {
         );
     }
 }
+
+/// A value like the benchmarks': printable text, its second half repeating
+/// its first.
+fn text_value(i: u32) -> Vec<u8> {
+    let mut x = i.wrapping_mul(2_654_435_761).max(1);
+    let half: Vec<u8> = (0..50)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            b' ' + (x % 95) as u8
+        })
+        .collect();
+    [half.as_slice(), half.as_slice()].concat()
+}
+
+/// The format version in a table file's footer (2: it has a zstd
+/// dictionary).
+fn footer_version(path: &std::path::Path) -> u32 {
+    let b = std::fs::read(path).expect("read table");
+    let n = b.len();
+    u32::from_le_bytes(b[n - 12..n - 8].try_into().expect("4 bytes"))
+}
+
+#[test]
+fn zstd_tables_train_dictionaries_and_read_back_after_reopen() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut o = small_options();
+    o.default_keyspace.write_buffer_size = 1 << 20;
+    o.default_keyspace.target_file_size = 1 << 20;
+    o.default_keyspace.compression = strata::Compression::Zstd;
+    o.default_keyspace.zstd_dictionary_bytes = 4096;
+    let n = 30_000u32;
+    let key = |i: u32| format!("key{:08}", i.wrapping_mul(7919) % 1_000_003).into_bytes();
+    {
+        let db = Db::open(dir.path(), o.clone()).expect("open");
+        for i in 0..n {
+            db.put(&key(i), &text_value(i)).expect("put");
+        }
+        db.flush().expect("flush");
+        db.compact().expect("compact");
+        db.close().expect("close");
+    }
+    let tables: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("list")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "sst"))
+        .collect();
+    assert!(!tables.is_empty());
+    assert!(
+        tables.iter().any(|p| footer_version(p) == 2),
+        "no table has a dictionary"
+    );
+    let db = Db::open(dir.path(), o).expect("reopen");
+    assert!(db.verify().is_empty(), "{:?}", db.verify());
+    for i in (0..n).step_by(7) {
+        assert_eq!(db.get(&key(i)).expect("get"), Some(text_value(i)), "{i}");
+    }
+    let all = db
+        .default_keyspace()
+        .scan(None, None, usize::MAX)
+        .expect("scan");
+    assert_eq!(all.len(), n as usize);
+}

@@ -11,7 +11,10 @@
 //!   filter, whole-key filtering); none for 0
 //! - block size -> `BlockBasedOptions::set_block_size`
 //! - block cache -> `BlockBasedOptions::set_block_cache(Cache::new_lru_cache)`
-//! - compression -> `Options::set_compression_type` (every level)
+//! - compression -> `Options::set_compression_type` (every level); with
+//!   zstd, Strata's per-file dictionary -> `max_dict_bytes` and
+//!   `zstd_max_train_bytes` only with `--rocksdb-zstd-dict` (RocksDB read
+//!   slower with one); never for `rocksdb-defaults`
 //! - WAL off / sync -> `WriteOptions::disable_wal` / `set_sync`
 //! - mmap reads (Strata's default) -> `Options::set_allow_mmap_reads`; not
 //!   in `rocksdb-defaults`, which reads with `pread` as RocksDB ships
@@ -135,6 +138,33 @@ impl RocksEngine {
                 "rocksdb: allow_mmap_reads = {}, as Strata's mmap_reads",
                 s.mmap_reads
             ));
+            // Strata trains a zstd dictionary per table file on its first
+            // blocks (16 times the dictionary's size). The matched RocksDB
+            // trains one only when asked: it read slower with one.
+            if s.compression == CompressionKind::Zstd
+                && s.zstd_dict_bytes > 0
+                && !s.rocksdb_zstd_dict
+            {
+                notes.push(
+                    "rocksdb: no zstd dictionary (Strata trains one per file; RocksDB read \
+                     slower with one, see --rocksdb-zstd-dict)"
+                        .into(),
+                );
+            }
+            if s.compression == CompressionKind::Zstd
+                && s.zstd_dict_bytes > 0
+                && s.rocksdb_zstd_dict
+            {
+                let bytes = i32::try_from(s.zstd_dict_bytes)
+                    .map_err(|_| Error::msg("--zstd-dict-bytes is too large"))?;
+                opts.set_compression_options(-14, 3, 0, bytes);
+                opts.set_zstd_max_train_bytes(bytes.saturating_mul(16));
+                notes.push(format!(
+                    "rocksdb: zstd dictionary of {bytes} bytes per file trained on {} bytes \
+                     (max_dict_bytes, zstd_max_train_bytes), as Strata's zstd_dictionary_bytes",
+                    bytes.saturating_mul(16)
+                ));
+            }
             // Strata's memtables carry a whole-key Bloom filter of 1/64 of
             // the write buffer (`MemTableOptions::whole_key_filter`); the
             // matched RocksDB gets RocksDB's equivalent.

@@ -64,6 +64,7 @@ pub fn strata_options(s: &BenchSettings) -> Result<Options> {
         block_size: s.block_size,
         bloom_bits_per_key: s.bloom_bits,
         compression,
+        zstd_dictionary_bytes: s.zstd_dict_bytes,
         size_ratio: s.size_ratio,
         disable_wal: s.disable_wal,
         retain_flushed_memtables: s.retain_memtables,

@@ -61,9 +61,9 @@ impl DictReader {
         ctx: &OpenContext,
     ) -> Result<DictReader> {
         let (footer, footer_offset) = Footer::read(&DICT_FOOTER, &*file, &path)?;
-        let props_raw = read_block_contents(&*file, &path, footer.properties, footer_offset)?;
+        let props_raw = read_block_contents(&*file, &path, footer.properties, footer_offset, None)?;
         let properties = TableProperties::decode(&props_raw, &path, footer.properties.offset)?;
-        let index_raw = read_block_contents(&*file, &path, footer.index, footer_offset)?;
+        let index_raw = read_block_contents(&*file, &path, footer.index, footer_offset, None)?;
         let index = Index::decode(&index_raw, &path, footer.index.offset)?;
         let bad = |why: String| Error::corruption(&path, footer.index.offset, why);
         // Data blocks end where the first meta block begins.
@@ -90,7 +90,7 @@ impl DictReader {
         let filter = if footer.filter.size == 0 {
             None
         } else {
-            let raw = read_block_contents(&*file, &path, footer.filter, footer_offset)?;
+            let raw = read_block_contents(&*file, &path, footer.filter, footer_offset, None)?;
             Some(
                 BloomFilter::from_block(raw)
                     .map_err(|r| Error::corruption(&path, footer.filter.offset, r))?,
@@ -282,7 +282,7 @@ impl RowSource for DictReader {
 
     fn read_block(&self, i: usize) -> Result<DictBlock> {
         let meta = &self.blocks[i];
-        let raw = read_block_contents(&*self.file, &self.path, meta.handle, self.data_end)?;
+        let raw = read_block_contents(&*self.file, &self.path, meta.handle, self.data_end, None)?;
         let dict = self.dictionary()?;
         self.parse_block(i, raw, dict.as_ref())
     }

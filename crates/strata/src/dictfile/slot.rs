@@ -98,7 +98,7 @@ impl DictionarySlot {
 /// Reads, checks and decodes the dictionary block at `h` (of `values`
 /// values).
 fn load(src: &SlotFile<'_>, h: BlockHandle, values: u64) -> Result<Dictionary> {
-    let raw = read_block_contents(src.file, src.path, h, src.footer_offset)?;
+    let raw = read_block_contents(src.file, src.path, h, src.footer_offset, None)?;
     let d = Dictionary::decode(&raw)
         .map_err(|r| Error::corruption(src.path, h.offset, format!("dictionary: {r}")))?;
     if d.len() as u64 != values {

@@ -9,6 +9,8 @@
 //! +--------------------------+---------+
 //! | data block n-1           | trailer |
 //! +--------------------------+---------+  <- properties.data_size
+//! | zstd dictionary (opt.)   | trailer |
+//! +--------------------------+---------+
 //! | filter block (optional)  | trailer |
 //! +--------------------------+---------+
 //! | index block              | trailer |
@@ -24,15 +26,21 @@
 //! between the block's last key and the next block's first key (the last
 //! block gets a short successor of its last key). Only data blocks are
 //! compressed; filter, index and properties blocks are stored uncompressed.
+//!
+//! With zstd and a dictionary size set, the first data blocks are held
+//! back (raw) until the file's dictionary is trained on them
+//! ([`super::compression_dict`]); they are then written in order, compressed
+//! with it, and their index entries added as their handles become known.
 
 use std::cmp::Ordering;
 use std::path::PathBuf;
 
 use super::block::BlockBuilder;
 use super::bloom::BloomFilterBuilder;
+use super::compression_dict;
 use super::format::{
-    BLOCK_TRAILER_LEN, BlockCompressor, BlockHandle, Compression, FORMAT_VERSION, Footer,
-    MAX_BLOCK_SIZE, TABLE_FOOTER, write_block,
+    BLOCK_TRAILER_LEN, BlockCompressor, BlockHandle, Compression, FORMAT_VERSION,
+    FORMAT_VERSION_DICT, Footer, MAX_BLOCK_SIZE, TABLE_FOOTER, write_block,
 };
 use super::properties::TableProperties;
 use crate::error::{Error, Result};
@@ -50,6 +58,9 @@ pub struct TableBuilderOptions {
     pub bloom_bits_per_key: u32,
     /// Compression of data blocks (default none).
     pub compression: Compression,
+    /// With zstd: the largest dictionary trained per file; 0 trains none
+    /// (default 0; the database's default is 16 KiB).
+    pub zstd_dictionary_bytes: usize,
 }
 
 impl Default for TableBuilderOptions {
@@ -59,6 +70,7 @@ impl Default for TableBuilderOptions {
             restart_interval: 16,
             bloom_bits_per_key: 10,
             compression: Compression::None,
+            zstd_dictionary_bytes: 0,
         }
     }
 }
@@ -93,9 +105,14 @@ pub struct TableBuilder {
     compressor: BlockCompressor,
     /// Bytes written so far.
     offset: u64,
-    /// Handle of the last data block, waiting for the next key to pick its
-    /// index separator.
-    pending_handle: Option<BlockHandle>,
+    /// The last data block, waiting for the next key to pick its index
+    /// separator.
+    pending_handle: Option<Pending>,
+    /// Data blocks held back for training the zstd dictionary (`None`
+    /// when not training, or once trained).
+    held: Option<Held>,
+    /// The file's zstd dictionary, once trained.
+    dictionary: Option<Vec<u8>>,
     last_key: Vec<u8>,
     props: TableProperties,
     /// Separator key being added to the index.
@@ -103,6 +120,23 @@ pub struct TableBuilder {
     /// Encoded handle being added to the index.
     handle_buf: Vec<u8>,
     failed: Option<Error>,
+}
+
+/// A data block whose index entry waits for the next key.
+#[derive(Clone, Copy)]
+enum Pending {
+    Written(BlockHandle),
+    /// The `i`-th held-back block.
+    Held(usize),
+}
+
+/// Raw data blocks held back until the dictionary is trained, with the
+/// index separators chosen for them so far.
+#[derive(Default)]
+struct Held {
+    blocks: Vec<Vec<u8>>,
+    separators: Vec<Option<Vec<u8>>>,
+    bytes: usize,
 }
 
 /// Sets `dst` to a short key `k` with `start <= k < limit` (internal-key
@@ -160,6 +194,8 @@ impl TableBuilder {
             bloom_bits_per_key: opts.bloom_bits_per_key,
             ..TableProperties::default()
         };
+        let held = (opts.compression == Compression::Zstd && opts.zstd_dictionary_bytes > 0)
+            .then(Held::default);
         TableBuilder {
             offset: file.len(),
             file,
@@ -169,6 +205,8 @@ impl TableBuilder {
             filter,
             compressor: BlockCompressor::default(),
             pending_handle: None,
+            held,
+            dictionary: None,
             last_key: Vec::new(),
             props,
             scratch: Vec::new(),
@@ -221,9 +259,9 @@ impl TableBuilder {
         {
             self.flush_data_block()?;
         }
-        if let Some(h) = self.pending_handle.take() {
+        if let Some(p) = self.pending_handle.take() {
             shortest_separator(&mut self.scratch, &self.last_key, internal_key);
-            self.add_index_entry(h);
+            self.add_pending_entry(p);
         }
         if let Some(f) = &mut self.filter
             && (self.props.num_entries == 0 || key::user_key(&self.last_key) != parsed.user_key)
@@ -264,11 +302,44 @@ impl TableBuilder {
         self.index_block.add(&self.scratch, &self.handle_buf);
     }
 
+    /// Adds the index entry, keyed by `self.scratch`, of a block whose
+    /// entry was waiting: now, or when a held-back block is written.
+    fn add_pending_entry(&mut self, p: Pending) {
+        match p {
+            Pending::Written(h) => self.add_index_entry(h),
+            Pending::Held(i) => {
+                if let Some(held) = &mut self.held {
+                    held.separators[i] = Some(self.scratch.clone());
+                }
+            }
+        }
+    }
+
     fn flush_data_block(&mut self) -> Result<()> {
         if self.data_block.is_empty() {
             return Ok(());
         }
         let raw = self.data_block.finish();
+        if let Some(held) = &mut self.held {
+            held.blocks.push(raw.to_vec());
+            held.separators.push(None);
+            held.bytes += raw.len();
+            self.pending_handle = Some(Pending::Held(held.blocks.len() - 1));
+            self.data_block.reset();
+            if held.bytes >= self.opts.zstd_dictionary_bytes * compression_dict::TRAINING_FACTOR {
+                self.release_held()?;
+            }
+            return Ok(());
+        }
+        let handle = self.write_data_block(None)?;
+        self.data_block.reset();
+        self.pending_handle = Some(Pending::Written(handle));
+        Ok(())
+    }
+
+    /// Writes a data block: `raw`, or the data block being built.
+    fn write_data_block(&mut self, raw: Option<&[u8]>) -> Result<BlockHandle> {
+        let raw = raw.unwrap_or_else(|| self.data_block.finish());
         let r = write_block(
             self.file.as_mut(),
             &mut self.offset,
@@ -277,11 +348,42 @@ impl TableBuilder {
             raw,
         );
         let (handle, compressed) = r.map_err(|e| self.fail(e))?;
-        self.data_block.reset();
-        self.pending_handle = Some(handle);
         self.props.num_data_blocks += 1;
         if compressed {
             self.props.num_compressed_blocks += 1;
+        }
+        Ok(handle)
+    }
+
+    /// Trains the dictionary on the held-back blocks (when they are enough
+    /// to learn from) and writes them, adding the index entries whose
+    /// separators are known.
+    fn release_held(&mut self) -> Result<()> {
+        let Some(held) = self.held.take() else {
+            return Ok(());
+        };
+        if let Some(dict) = compression_dict::train(&held.blocks, self.opts.zstd_dictionary_bytes)
+            && self.compressor.set_zstd_dictionary(&dict)
+        {
+            self.dictionary = Some(dict);
+        }
+        let last = held.blocks.len().checked_sub(1);
+        for (i, (block, sep)) in held.blocks.iter().zip(held.separators).enumerate() {
+            let handle = self.write_data_block(Some(block))?;
+            match sep {
+                Some(sep) => {
+                    self.scratch = sep;
+                    self.add_index_entry(handle);
+                }
+                // Only the last held block can still wait for its separator.
+                None if Some(i) == last => self.pending_handle = Some(Pending::Written(handle)),
+                None => {
+                    return Err(self.fail(Error::InvalidArgument(format!(
+                        "{}: held-back block {i} has no index separator",
+                        self.path.display()
+                    ))));
+                }
+            }
         }
         Ok(())
     }
@@ -291,14 +393,19 @@ impl TableBuilder {
         self.props.num_entries
     }
 
-    /// Bytes written so far plus the pending data block.
+    /// Bytes written so far plus the pending data block and the blocks
+    /// held back for training (at their raw size).
     pub fn estimated_file_size(&self) -> u64 {
         let pending = if self.data_block.is_empty() {
             0
         } else {
             self.data_block.current_size_estimate() + BLOCK_TRAILER_LEN
         };
-        self.offset + pending as u64
+        let held = self
+            .held
+            .as_ref()
+            .map_or(0, |h| h.bytes + h.blocks.len() * BLOCK_TRAILER_LEN);
+        self.offset + (pending + held) as u64
     }
 
     fn write_meta_block(&mut self, raw: &[u8]) -> Result<BlockHandle> {
@@ -317,12 +424,18 @@ impl TableBuilder {
     pub fn finish(mut self) -> Result<TableSummary> {
         self.check_failed()?;
         self.flush_data_block()?;
-        if let Some(h) = self.pending_handle.take() {
+        self.release_held()?;
+        if let Some(p) = self.pending_handle.take() {
             short_successor(&mut self.scratch, &self.last_key);
-            self.add_index_entry(h);
+            self.add_pending_entry(p);
         }
         self.props.data_size = self.offset;
         self.props.largest = self.last_key.clone();
+
+        if let Some(dict) = self.dictionary.take() {
+            let h = self.write_meta_block(&dict)?;
+            self.props.compression_dict = Some(h);
+        }
 
         let mut filter_handle = BlockHandle::default();
         if let Some(f) = self.filter.take()
@@ -351,7 +464,13 @@ impl TableBuilder {
             index: index_handle,
             filter: filter_handle,
             properties: props_handle,
-            version: FORMAT_VERSION,
+            // A reader without dictionaries must not take the file's
+            // blocks for plain zstd ones.
+            version: if self.props.compression_dict.is_some() {
+                FORMAT_VERSION_DICT
+            } else {
+                FORMAT_VERSION
+            },
         };
         let r = footer.write_and_sync(&TABLE_FOOTER, self.file.as_mut());
         self.offset += r.map_err(|e| self.fail(e))?;

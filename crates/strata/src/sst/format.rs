@@ -51,8 +51,14 @@ pub const BLOCK_TRAILER_LEN: usize = 5;
 /// Size of the fixed footer at the end of every table file.
 pub const FOOTER_LEN: usize = 64;
 
-/// The table format version this build writes and the newest it reads.
+/// The table format version this build writes for files without a
+/// compression dictionary.
 pub const FORMAT_VERSION: u32 = 1;
+
+/// The version written for files with a zstd compression dictionary (their
+/// blocks of type [`COMPRESSION_ZSTD_DICT`] cannot be read without it), and
+/// the newest this build reads.
+pub const FORMAT_VERSION_DICT: u32 = 2;
 
 /// Magic number in the last 8 bytes of every table file. Stored little-endian
 /// it reads `SRTATSST` in a hex dump.
@@ -64,6 +70,10 @@ pub const COMPRESSION_NONE: u8 = 0;
 pub const COMPRESSION_LZ4: u8 = 1;
 /// Compression type byte: one zstd frame with a varint length prefix.
 pub const COMPRESSION_ZSTD: u8 = 2;
+/// Compression type byte: one zstd frame compressed with the file's
+/// dictionary (its properties say where the dictionary block is), with a
+/// varint length prefix.
+pub const COMPRESSION_ZSTD_DICT: u8 = 3;
 
 /// The zstd level used for [`Compression::Zstd`].
 pub const ZSTD_LEVEL: i32 = 3;
@@ -183,7 +193,7 @@ pub(crate) struct FooterKind {
 /// The footer of the core's table files.
 pub(crate) const TABLE_FOOTER: FooterKind = FooterKind {
     magic: TABLE_MAGIC,
-    newest_version: FORMAT_VERSION,
+    newest_version: FORMAT_VERSION_DICT,
     name: "a Strata table file",
 };
 
@@ -332,9 +342,30 @@ impl Footer {
 pub(crate) struct BlockCompressor {
     scratch: Vec<u8>,
     zstd: Option<zstd::bulk::Compressor<'static>>,
+    /// The file's zstd dictionary, digested for compression, and the
+    /// context that compresses with it: zstd blocks are then stored as
+    /// [`COMPRESSION_ZSTD_DICT`].
+    dict: Option<(
+        zstd::zstd_safe::CCtx<'static>,
+        zstd::zstd_safe::CDict<'static>,
+    )>,
 }
 
 impl BlockCompressor {
+    /// Compresses zstd blocks from now on with `dict`
+    /// ([`super::compression_dict`]). False when zstd refuses it (the blocks are
+    /// then compressed without one).
+    pub(crate) fn set_zstd_dictionary(&mut self, dict: &[u8]) -> bool {
+        let Some(cdict) = zstd::zstd_safe::CDict::try_create(dict, ZSTD_LEVEL) else {
+            return false;
+        };
+        let Some(cctx) = zstd::zstd_safe::CCtx::try_create() else {
+            return false;
+        };
+        self.dict = Some((cctx, cdict));
+        true
+    }
+
     /// Compresses `raw`; returns the type byte and stored bytes, or `None`
     /// when the block should be stored uncompressed (compression off, failed,
     /// or saved less than 12.5%).
@@ -345,47 +376,71 @@ impl BlockCompressor {
         self.scratch.clear();
         put_varint64(&mut self.scratch, raw.len() as u64);
         let prefix = self.scratch.len();
-        let n = match c {
+        let (ctype, n) = match c {
             Compression::None => return None,
             Compression::Lz4 => {
                 self.scratch.resize(
                     prefix + lz4_flex::block::get_maximum_output_size(raw.len()),
                     0,
                 );
-                lz4_flex::block::compress_into(raw, &mut self.scratch[prefix..]).ok()?
+                let n = lz4_flex::block::compress_into(raw, &mut self.scratch[prefix..]).ok()?;
+                (COMPRESSION_LZ4, n)
             }
             Compression::Zstd => {
-                if self.zstd.is_none() {
-                    self.zstd = zstd::bulk::Compressor::new(ZSTD_LEVEL).ok();
-                }
-                let z = self.zstd.as_mut()?;
                 self.scratch
                     .resize(prefix + zstd::zstd_safe::compress_bound(raw.len()), 0);
-                z.compress_to_buffer(raw, &mut self.scratch[prefix..])
-                    .ok()?
+                if let Some((cctx, cdict)) = &mut self.dict {
+                    let n = cctx
+                        .compress_using_cdict(&mut self.scratch[prefix..], raw, cdict)
+                        .ok()?;
+                    (COMPRESSION_ZSTD_DICT, n)
+                } else {
+                    if self.zstd.is_none() {
+                        self.zstd = zstd::bulk::Compressor::new(ZSTD_LEVEL).ok();
+                    }
+                    let z = self.zstd.as_mut()?;
+                    let n = z
+                        .compress_to_buffer(raw, &mut self.scratch[prefix..])
+                        .ok()?;
+                    (COMPRESSION_ZSTD, n)
+                }
             }
         };
         self.scratch.truncate(prefix + n);
         if self.scratch.len() > raw.len() - raw.len() / 8 {
             return None;
         }
-        Some((c.code(), &self.scratch[..]))
+        Some((ctype, &self.scratch[..]))
     }
 }
 
 thread_local! {
-    static ZSTD_DCTX: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
+    static ZSTD_DCTX: RefCell<Option<zstd::zstd_safe::DCtx<'static>>> = const { RefCell::new(None) };
 }
 
 /// Turns stored block bytes of type `ctype` into the block contents. Errors
 /// are reasons for a corruption report.
 pub fn decompress_block(ctype: u8, stored: Vec<u8>) -> std::result::Result<Vec<u8>, String> {
+    decompress_block_with(ctype, stored, None)
+}
+
+/// [`decompress_block`] for a file whose zstd dictionary is `dict`.
+pub(crate) fn decompress_block_with(
+    ctype: u8,
+    stored: Vec<u8>,
+    dict: Option<&ReadDictionary>,
+) -> std::result::Result<Vec<u8>, String> {
     if ctype == COMPRESSION_NONE {
         return Ok(stored);
     }
-    if ctype != COMPRESSION_LZ4 && ctype != COMPRESSION_ZSTD {
+    if ctype != COMPRESSION_LZ4 && ctype != COMPRESSION_ZSTD && ctype != COMPRESSION_ZSTD_DICT {
         return Err(format!("unknown block compression type {ctype}"));
     }
+    let dict = if ctype == COMPRESSION_ZSTD_DICT {
+        Some(dict.ok_or("block compressed with a zstd dictionary in a file that has none")?)
+    } else {
+        None
+    };
     let mut src = &stored[..];
     let ulen = get_varint64(&mut src).ok_or("compressed block has a bad length prefix")?;
     if ulen > MAX_BLOCK_SIZE {
@@ -424,14 +479,20 @@ pub fn decompress_block(ctype: u8, stored: Vec<u8>) -> std::result::Result<Vec<u
             let mut slot = cell.borrow_mut();
             if slot.is_none() {
                 *slot = Some(
-                    zstd::bulk::Decompressor::new()
-                        .map_err(|e| format!("cannot create zstd context: {e}"))?,
+                    zstd::zstd_safe::DCtx::try_create().ok_or("cannot create a zstd context")?,
                 );
             }
             let d = slot.as_mut().ok_or("no zstd context")?;
-            d.decompress_to_buffer(src, &mut out)
-                .map(|_| ())
-                .map_err(|e| format!("zstd decompression failed: {e}"))
+            let r = match dict {
+                Some(dict) => d.decompress_using_ddict(&mut out, src, &dict.ddict),
+                None => d.decompress(&mut out, src),
+            };
+            r.map(|_| ()).map_err(|code| {
+                format!(
+                    "zstd decompression failed: {}",
+                    zstd::zstd_safe::get_error_name(code)
+                )
+            })
         })?;
     }
     super::buffers::give(stored);
@@ -442,6 +503,29 @@ pub fn decompress_block(ctype: u8, stored: Vec<u8>) -> std::result::Result<Vec<u
         ));
     }
     Ok(out)
+}
+
+/// A file's zstd dictionary, digested for decompression once, when the
+/// file is opened.
+pub(crate) struct ReadDictionary {
+    ddict: zstd::zstd_safe::DDict<'static>,
+    bytes: usize,
+}
+
+impl ReadDictionary {
+    /// Digests `dict`; `None` when zstd refuses it.
+    pub(crate) fn new(dict: &[u8]) -> Option<ReadDictionary> {
+        Some(ReadDictionary {
+            ddict: zstd::zstd_safe::DDict::try_create(dict)?,
+            bytes: dict.len(),
+        })
+    }
+}
+
+impl fmt::Debug for ReadDictionary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ReadDictionary({} bytes)", self.bytes)
+    }
 }
 
 /// Appends `raw` (compressed when asked and worthwhile) and its trailer to
@@ -549,12 +633,12 @@ mod tests {
             }
         }
         let mut b = bytes;
-        b[52..56].copy_from_slice(&2u32.to_le_bytes());
+        b[52..56].copy_from_slice(&3u32.to_le_bytes());
         assert!(matches!(
             Footer::decode(&b, p, 0),
             Err(Error::UnsupportedVersion {
-                found: 2,
-                supported: 1,
+                found: 3,
+                supported: 2,
                 ..
             })
         ));
@@ -624,6 +708,10 @@ mod tests {
             }
         }
         assert!(decompress_block(9, vec![1, 2, 3]).is_err());
+        // A block compressed with a dictionary, read without one.
+        let e = decompress_block(COMPRESSION_ZSTD_DICT, vec![4, 0x28, 0xb5, 0x2f, 0xfd])
+            .expect_err("no dictionary");
+        assert!(e.contains("dictionary"), "{e}");
         assert!(decompress_block(COMPRESSION_LZ4, vec![0xff]).is_err());
     }
 

@@ -14,6 +14,8 @@
 //! - [`format`](mod@format): block handles, trailers (compression type + CRC-32C),
 //!   compression and the footer.
 //! - [`builder`]: [`TableBuilder`] writes a table.
+//! - `compression_dict`: the per-file zstd dictionary, trained on the file's
+//!   first data blocks.
 //! - [`reader`]: [`TableReader`] opens, looks up, iterates and verifies one.
 //! - `separators`: finds a key's data block by its index entries' key
 //!   prefixes.
@@ -24,6 +26,7 @@ pub mod block;
 pub mod bloom;
 pub(crate) mod buffers;
 pub mod builder;
+pub(crate) mod compression_dict;
 pub mod format;
 pub mod properties;
 pub mod reader;

@@ -16,10 +16,12 @@
 //! 12 largest (bytes), 13 num_data_blocks, 14 compression (0/1/2),
 //! 15 num_compressed_blocks, 16 bloom_bits_per_key. Fields 1..=16 are all
 //! required in version 1; unknown field numbers are skipped by wire type.
+//! Optional: 17 owner_db_id (bytes) and 18 owner_file_number, together;
+//! 19 compression_dict (bytes: the zstd dictionary block's handle).
 
 use std::path::Path;
 
-use super::format::Compression;
+use super::format::{BlockHandle, Compression};
 use crate::coding::{get_length_prefixed, get_varint64, put_length_prefixed, put_varint64};
 use crate::error::{Error, Result};
 
@@ -62,12 +64,17 @@ pub struct TableProperties {
     /// database's own id.
     pub owner_db_id: Vec<u8>,
     pub owner_file_number: u64,
+    /// Where the file's zstd dictionary is, if it has one (its blocks of
+    /// type `COMPRESSION_ZSTD_DICT` need it).
+    pub compression_dict: Option<BlockHandle>,
 }
 
 /// Optional fields (absent in older tables): the owner's database id and
 /// the file number.
 const FIELD_OWNER_DB_ID: u64 = 17;
 const FIELD_OWNER_FILE_NUMBER: u64 = 18;
+/// Optional: the zstd dictionary block's handle.
+const FIELD_COMPRESSION_DICT: u64 = 19;
 
 const WIRE_VARINT: u64 = 0;
 const WIRE_BYTES: u64 = 1;
@@ -112,6 +119,12 @@ impl TableProperties {
             put_length_prefixed(dst, &self.owner_db_id);
             put_varint64(dst, FIELD_OWNER_FILE_NUMBER << 1 | WIRE_VARINT);
             put_varint64(dst, self.owner_file_number);
+        }
+        if let Some(h) = self.compression_dict {
+            let mut handle = Vec::new();
+            h.encode_to(&mut handle);
+            put_varint64(dst, FIELD_COMPRESSION_DICT << 1 | WIRE_BYTES);
+            put_length_prefixed(dst, &handle);
         }
     }
 
@@ -186,6 +199,13 @@ impl TableProperties {
                         continue;
                     }
                     12 => p.largest = b.to_vec(),
+                    FIELD_COMPRESSION_DICT => {
+                        p.compression_dict =
+                            Some(BlockHandle::decode_exact(b).ok_or_else(|| {
+                                corrupt("malformed compression dictionary handle".into())
+                            })?);
+                        continue;
+                    }
                     1..=NUM_PROPERTY_FIELDS => {
                         return Err(corrupt(format!("field {field} must hold a varint")));
                     }

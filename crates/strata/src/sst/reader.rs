@@ -15,7 +15,8 @@ use std::sync::Arc;
 use super::block::{Block, BlockIter};
 use super::bloom::BloomFilter;
 use super::format::{
-    BLOCK_TRAILER_LEN, BlockHandle, Footer, MAX_BLOCK_SIZE, TABLE_FOOTER, decompress_block,
+    BLOCK_TRAILER_LEN, BlockHandle, Footer, MAX_BLOCK_SIZE, ReadDictionary, TABLE_FOOTER,
+    decompress_block_with,
 };
 use super::properties::TableProperties;
 use super::separators::SeparatorSearch;
@@ -28,12 +29,13 @@ use crate::stats::Statistics;
 use crate::vfs::RandomAccessFile;
 
 /// Reads the block at `h`, which must end by `limit`; checks the trailer and
-/// decompresses.
+/// decompresses (with `dict`, the file's zstd dictionary, if it has one).
 pub(crate) fn read_block_contents(
     file: &dyn RandomAccessFile,
     path: &Path,
     h: BlockHandle,
     limit: u64,
+    dict: Option<&ReadDictionary>,
 ) -> Result<Vec<u8>> {
     let corrupt = |r: String| Error::corruption(path, h.offset, r);
     if h.size > MAX_BLOCK_SIZE {
@@ -54,15 +56,21 @@ pub(crate) fn read_block_contents(
     let n = h.size as usize;
     let mut buf = super::buffers::take(n + BLOCK_TRAILER_LEN);
     file.read_into(&mut buf, n + BLOCK_TRAILER_LEN, h.offset)?;
-    check_block_contents(path, h, buf)
+    check_block_with(path, h, buf, dict)
 }
 
 /// Checks the trailer of block `h` read into `buf` (its stored bytes and
 /// trailer) and decompresses it.
-pub(crate) fn check_block_contents(
+pub(crate) fn check_block_contents(path: &Path, h: BlockHandle, buf: Vec<u8>) -> Result<Vec<u8>> {
+    check_block_with(path, h, buf, None)
+}
+
+/// [`check_block_contents`] of a file whose zstd dictionary is `dict`.
+fn check_block_with(
     path: &Path,
     h: BlockHandle,
     mut buf: Vec<u8>,
+    dict: Option<&ReadDictionary>,
 ) -> Result<Vec<u8>> {
     let corrupt = |r: String| Error::corruption(path, h.offset, r);
     let n = h.size as usize;
@@ -81,7 +89,7 @@ pub(crate) fn check_block_contents(
         )));
     }
     buf.truncate(n);
-    decompress_block(ctype, buf).map_err(corrupt)
+    decompress_block_with(ctype, buf, dict).map_err(corrupt)
 }
 
 /// An open table file. Send + Sync; share it in an `Arc`.
@@ -99,6 +107,8 @@ pub struct TableReader {
     separators: Option<SeparatorSearch>,
     filter: Option<BloomFilter>,
     properties: TableProperties,
+    /// The file's zstd dictionary, digested once.
+    dictionary: Option<ReadDictionary>,
 }
 
 impl std::fmt::Debug for TableReader {
@@ -125,11 +135,15 @@ impl TableReader {
     ) -> Result<TableReader> {
         let (footer, footer_offset) = Footer::read(&TABLE_FOOTER, file.as_ref(), &path)?;
 
-        let raw = read_block_contents(file.as_ref(), &path, footer.properties, footer_offset)?;
+        let raw =
+            read_block_contents(file.as_ref(), &path, footer.properties, footer_offset, None)?;
         let properties = TableProperties::decode(&raw, &path, footer.properties.offset)?;
         let mut meta_start = footer.index.offset.min(footer.properties.offset);
         if footer.filter.size > 0 {
             meta_start = meta_start.min(footer.filter.offset);
+        }
+        if let Some(h) = properties.compression_dict {
+            meta_start = meta_start.min(h.offset);
         }
         if properties.data_size > meta_start {
             return Err(Error::corruption(
@@ -142,7 +156,7 @@ impl TableReader {
             ));
         }
 
-        let raw = read_block_contents(file.as_ref(), &path, footer.index, footer_offset)?;
+        let raw = read_block_contents(file.as_ref(), &path, footer.index, footer_offset, None)?;
         let index_block = Arc::new(Block::new(raw).map_err(|r| {
             Error::corruption(&path, footer.index.offset, format!("index block: {r}"))
         })?);
@@ -152,13 +166,29 @@ impl TableReader {
         let filter = if footer.filter.size == 0 {
             None
         } else {
-            let raw = read_block_contents(file.as_ref(), &path, footer.filter, footer_offset)?;
+            let raw =
+                read_block_contents(file.as_ref(), &path, footer.filter, footer_offset, None)?;
             Some(BloomFilter::from_block(raw).map_err(|r| {
                 Error::corruption(&path, footer.filter.offset, format!("filter block: {r}"))
             })?)
         };
 
+        let dictionary = match properties.compression_dict {
+            None => None,
+            Some(h) => {
+                let raw = read_block_contents(file.as_ref(), &path, h, footer_offset, None)?;
+                Some(ReadDictionary::new(&raw).ok_or_else(|| {
+                    Error::corruption(
+                        &path,
+                        h.offset,
+                        "compression dictionary block: zstd cannot load the dictionary",
+                    )
+                })?)
+            }
+        };
+
         Ok(TableReader {
+            dictionary,
             file,
             path,
             file_number,
@@ -260,7 +290,13 @@ impl TableReader {
     }
 
     fn read_uncached(&self, h: BlockHandle, limit: u64) -> Result<Vec<u8>> {
-        read_block_contents(self.file.as_ref(), &self.path, h, limit)
+        read_block_contents(
+            self.file.as_ref(),
+            &self.path,
+            h,
+            limit,
+            self.dictionary.as_ref(),
+        )
     }
 
     /// Reads a data block, from the cache when it is there; a block read

@@ -2,7 +2,7 @@ use super::*;
 use crate::coding::{put_length_prefixed, put_varint64};
 use crate::iter::InternalIterator;
 use crate::key::{MAX_SEQNO, make_internal_key, make_seek_key};
-use crate::sst::format::{Compression, FOOTER_LEN};
+use crate::sst::format::{COMPRESSION_ZSTD_DICT, Compression, FOOTER_LEN};
 use crate::sst::{TableBuilder, TableBuilderOptions, TableSummary};
 use crate::vfs::{StdVfs, Vfs};
 use proptest::prelude::*;
@@ -238,13 +238,17 @@ fn options_strategy() -> impl Strategy<Value = TableBuilderOptions> {
         prop::sample::select(vec![1usize, 64, 300, 4096]),
         1usize..18,
         prop::sample::select(vec![0u32, 10]),
+        prop::sample::select(vec![0usize, 256]),
     )
         .prop_map(
-            |(compression, block_size, restart_interval, bloom_bits_per_key)| TableBuilderOptions {
-                block_size,
-                restart_interval,
-                bloom_bits_per_key,
-                compression,
+            |(compression, block_size, restart_interval, bloom_bits_per_key, dict)| {
+                TableBuilderOptions {
+                    block_size,
+                    restart_interval,
+                    bloom_bits_per_key,
+                    compression,
+                    zstd_dictionary_bytes: dict,
+                }
             },
         )
 }
@@ -500,17 +504,149 @@ fn truncated_files_are_corrupt() {
 fn future_format_version_is_unsupported() {
     let (_, mut bytes) = small_table(Compression::None);
     let n = bytes.len();
-    bytes[n - 12..n - 8].copy_from_slice(&2u32.to_le_bytes());
+    bytes[n - 12..n - 8].copy_from_slice(&3u32.to_le_bytes());
     match open_bytes(bytes) {
         Err(Error::UnsupportedVersion {
             found,
             supported,
             file,
         }) => {
-            assert_eq!((found, supported), (2, 1));
+            assert_eq!((found, supported), (3, 2));
             assert_eq!(file, PathBuf::from("mem.sst"));
         }
         other => panic!("expected UnsupportedVersion, got {other:?}"),
+    }
+}
+
+/// Entries with values like the benchmarks' (printable text, half of each
+/// value repeating its other half), under distinct keys.
+fn text_entries(n: u32) -> Entries {
+    let mut x = 0x9e37_79b9_u32;
+    let mut e = Entries::new();
+    for i in 0..n {
+        let half: Vec<u8> = (0..50)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                b' ' + (x % 95) as u8
+            })
+            .collect();
+        let v = [half.as_slice(), half.as_slice()].concat();
+        let uk = format!("user{:08}", u64::from(i) * 7919 % 1_000_003).into_bytes();
+        e.push((make_internal_key(&uk, u64::from(i) + 1, ValueKind::Put), v));
+    }
+    sort_entries(e)
+}
+
+fn footer_version(bytes: &[u8]) -> u32 {
+    let n = bytes.len();
+    u32::from_le_bytes(bytes[n - 12..n - 8].try_into().expect("4 bytes"))
+}
+
+#[test]
+fn zstd_dictionary_is_trained_recorded_and_read_back() {
+    let e = text_entries(4000);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plain = TableBuilderOptions {
+        compression: Compression::Zstd,
+        ..TableBuilderOptions::default()
+    };
+    let with = TableBuilderOptions {
+        zstd_dictionary_bytes: 4096,
+        ..plain.clone()
+    };
+    let (pp, _) = write_table(dir.path(), "plain.sst", &e, plain);
+    let (pd, _) = write_table(dir.path(), "dict.sst", &e, with);
+    let tp = open_path(&pp, None, Arc::new(Statistics::default()));
+    let td = open_path(&pd, None, Arc::new(Statistics::default()));
+    assert_eq!(tp.properties().compression_dict, None);
+    let h = td.properties().compression_dict.expect("a dictionary");
+    assert!(h.size > 0 && h.size <= 4096, "{h:?}");
+    assert!(
+        h.offset >= td.properties().data_size,
+        "{h:?} inside the data"
+    );
+    assert_eq!(
+        td.properties().num_data_blocks,
+        tp.properties().num_data_blocks
+    );
+    let (bp, bd) = (
+        StdVfs.read_all(&pp).expect("read"),
+        StdVfs.read_all(&pd).expect("read"),
+    );
+    assert_eq!((footer_version(&bp), footer_version(&bd)), (1, 2));
+    // Every data block, the held-back ones included, went through the
+    // dictionary.
+    let handles = td.data_handles();
+    assert!(handles.len() > 64, "{} blocks", handles.len());
+    for h in &handles {
+        assert_eq!(
+            bd[(h.offset + h.size) as usize],
+            COMPRESSION_ZSTD_DICT,
+            "block at {}",
+            h.offset
+        );
+    }
+    let probes = vec![b"user".to_vec(), b"user0000".to_vec(), b"zz".to_vec()];
+    check_table(&td, &e, &probes);
+    assert!(!exercise(&td, &e));
+    td.verify().expect("verify");
+    // A file shorter than the training sample gets no dictionary.
+    let few = text_entries(100);
+    let (ps, _) = write_table(
+        dir.path(),
+        "small.sst",
+        &few,
+        TableBuilderOptions {
+            zstd_dictionary_bytes: 4096,
+            compression: Compression::Zstd,
+            ..TableBuilderOptions::default()
+        },
+    );
+    let ts = open_path(&ps, None, Arc::new(Statistics::default()));
+    assert_eq!(ts.properties().compression_dict, None);
+    check_table(&ts, &few, &probes);
+}
+
+#[test]
+fn a_damaged_dictionary_fails_the_open() {
+    let e = text_entries(3000);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = TableBuilderOptions {
+        compression: Compression::Zstd,
+        zstd_dictionary_bytes: 4096,
+        ..TableBuilderOptions::default()
+    };
+    let (path, _) = write_table(dir.path(), "d.sst", &e, opts);
+    let good = StdVfs.read_all(&path).expect("read");
+    let h = open_bytes(good.clone())
+        .expect("open")
+        .properties()
+        .compression_dict
+        .expect("a dictionary");
+    let (start, end) = (h.offset as usize, (h.offset + h.size) as usize);
+    for pos in [start, start + 7, end - 1, end + 2] {
+        let mut bad = good.clone();
+        bad[pos] ^= 0x10;
+        match open_bytes(bad) {
+            Err(Error::Corruption { offset, .. }) => assert_eq!(offset, h.offset, "flip at {pos}"),
+            other => panic!("flip at {pos}: {other:?}"),
+        }
+    }
+    // A dictionary with a sound checksum that zstd cannot load: the
+    // dictionary magic, then entropy tables of junk.
+    let mut bad = good;
+    bad[start..start + 4].copy_from_slice(&0xEC30_A437u32.to_le_bytes());
+    bad[start + 8..end].fill(0xff);
+    let crc = crate::coding::crc32c(&bad[start..=end]);
+    bad[end + 1..end + 5].copy_from_slice(&crc.to_le_bytes());
+    match open_bytes(bad) {
+        Err(Error::Corruption { offset, reason, .. }) => {
+            assert_eq!(offset, h.offset);
+            assert!(reason.contains("dictionary"), "{reason}");
+        }
+        other => panic!("junk dictionary: {other:?}"),
     }
 }
 
@@ -532,7 +668,7 @@ fn oversized_or_out_of_range_handles_are_corrupt() {
             size: 10,
         },
     ] {
-        let e = read_block_contents(&f, p, h, 1000).expect_err("bad handle accepted");
+        let e = read_block_contents(&f, p, h, 1000, None).expect_err("bad handle accepted");
         match e {
             Error::Corruption { offset, file, .. } => {
                 assert_eq!(offset, h.offset);
@@ -550,6 +686,7 @@ fn oversized_or_out_of_range_handles_are_corrupt() {
             size: 20,
         },
         1000,
+        None,
     )
     .expect_err("zero block accepted");
     assert!(e.to_string().contains("checksum"), "{e}");
@@ -699,6 +836,7 @@ fn properties_encoding_round_trips_and_is_strict() {
         bloom_bits_per_key: 10,
         owner_db_id: b"0123456789abcdef".to_vec(),
         owner_file_number: 77,
+        compression_dict: None,
     };
     let mut buf = Vec::new();
     p.encode_to(&mut buf);
@@ -734,6 +872,25 @@ fn properties_encoding_round_trips_and_is_strict() {
             assert!(r.is_err(), "truncated to {n}");
         }
     }
+    // The dictionary's handle, when there is one; a malformed one fails.
+    let with_dict = TableProperties {
+        compression_dict: Some(BlockHandle {
+            offset: 4101,
+            size: 16384,
+        }),
+        ..p.clone()
+    };
+    let mut dict = Vec::new();
+    with_dict.encode_to(&mut dict);
+    assert_eq!(
+        TableProperties::decode(&dict, path, 0).expect("decode"),
+        with_dict
+    );
+    let mut bad = buf.clone();
+    put_varint64(&mut bad, 19 << 1 | 1);
+    put_length_prefixed(&mut bad, &[0x80]);
+    let e = TableProperties::decode(&bad, path, 0).expect_err("malformed handle");
+    assert!(e.to_string().contains("dictionary"), "{e}");
     let mut newer = buf.clone();
     newer[0] = 2;
     assert!(matches!(

@@ -63,7 +63,7 @@ impl CgReader {
         ctx: &OpenContext,
     ) -> Result<CgReader> {
         let (footer, footer_offset) = Footer::read(&CG_FOOTER, &*file, &path)?;
-        let props_raw = read_block_contents(&*file, &path, footer.properties, footer_offset)?;
+        let props_raw = read_block_contents(&*file, &path, footer.properties, footer_offset, None)?;
         let properties = CgProperties::decode(&props_raw, &path, footer.properties.offset)?;
         let bad = |why: String| Error::corruption(&path, footer.properties.offset, why);
         let mut columns = Vec::with_capacity(properties.columns.len());
@@ -78,7 +78,7 @@ impl CgReader {
             }
             columns.push(v);
         }
-        let index_raw = read_block_contents(&*file, &path, footer.index, footer_offset)?;
+        let index_raw = read_block_contents(&*file, &path, footer.index, footer_offset, None)?;
         let blocks = decode_index(&index_raw, columns.len(), &path, footer.index.offset)?;
         // Data blocks end where the first meta block begins (a file written
         // without a filter has none: its handle is zero).
@@ -141,7 +141,7 @@ impl CgReader {
         let filter = if footer.filter.size == 0 {
             None
         } else {
-            let raw = read_block_contents(&*file, &path, footer.filter, footer_offset)?;
+            let raw = read_block_contents(&*file, &path, footer.filter, footer_offset, None)?;
             Some(
                 BloomFilter::from_block(raw)
                     .map_err(|r| Error::corruption(&path, footer.filter.offset, r))?,
@@ -234,7 +234,7 @@ impl CgReader {
     /// Reads, checks and parses block `i` from the file (not the cache).
     fn read_block(&self, i: usize) -> Result<CgBlock> {
         let meta = &self.blocks[i];
-        let raw = read_block_contents(&*self.file, &self.path, meta.handle, self.data_end)?;
+        let raw = read_block_contents(&*self.file, &self.path, meta.handle, self.data_end, None)?;
         let dicts = if self.dictionaries.iter().any(Option::is_some) {
             (0..self.columns.len())
                 .map(|i| self.dictionary(i))
