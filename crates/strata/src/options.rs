@@ -214,8 +214,9 @@ pub struct KeyspaceOptions {
     /// Block compression (default none).
     pub compression: Compression,
     /// With [`Compression::Zstd`]: the size of the dictionary trained for
-    /// each table file on its first data blocks (default 16 KiB; 0 trains
-    /// none; at most 1 MiB). Blocks then decompress without rebuilding
+    /// each table file on its first data blocks (default 16 KiB; 0, or less
+    /// than zstd's minimum of 256, trains none; at most 1 MiB). Blocks then
+    /// decompress without rebuilding
     /// their entropy tables (`docs/design.md`, Compression dictionaries).
     /// Files too small to train on get none.
     pub zstd_dictionary_bytes: usize,
@@ -387,7 +388,7 @@ impl KeyspaceOptions {
         check_at_most(
             "zstd_dictionary_bytes",
             self.zstd_dictionary_bytes as u64,
-            1 << 20,
+            crate::sst::compression_dict::MAX_DICT_BYTES as u64,
         )?;
         check_at_most(
             "level_filter_bytes",

@@ -267,16 +267,29 @@ fn fix_filter(data: &mut [u8], limit: usize, b: BlockHandle) {
 }
 
 /// Rewrites the checksums of a table image so that mutated bytes get past
-/// them: the footer gets the magic, version 1 and its CRC; every block the
+/// them: the footer gets the magic, its version (1, or 2 with a dictionary) and its CRC; every block the
 /// footer and the index point at (when in bounds) gets its trailer CRC
 /// recomputed for the compression byte found there.
 pub fn repair_table_checksums(data: &mut [u8]) {
-    let Some((fo, footer)) = footer_of(data, 1) else {
+    // The file's own version, if it is one a reader takes (2: it has a
+    // zstd dictionary), so that the dictionary's checks are reached too.
+    let version = data
+        .len()
+        .checked_sub(12)
+        .and_then(|at| data.get(at..at + 4))
+        .map_or(1, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .clamp(1, 2);
+    let Some((fo, footer)) = footer_of(data, version) else {
         return;
     };
     data[fo..].copy_from_slice(&footer.encode());
     fix_filter(data, fo, footer.filter);
-    fix_block(data, fo, footer.properties);
+    if let Some(props) = fix_block(data, fo, footer.properties)
+        && let Ok(p) = strata::sst::TableProperties::decode(&props, Path::new("fuzz.sst"), 0)
+        && let Some(h) = p.compression_dict
+    {
+        fix_block(data, fo, h);
+    }
     let Some(index) = fix_block(data, fo, footer.index) else {
         return;
     };

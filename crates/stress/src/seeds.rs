@@ -332,6 +332,7 @@ pub fn write_all(out: &Path) -> io::Result<usize> {
         restart_interval,
         bloom_bits_per_key,
         compression,
+        ..TableBuilderOptions::default()
     };
     files.push((
         "sst_table",
@@ -352,6 +353,22 @@ pub fn write_all(out: &Path) -> io::Result<usize> {
         "sst_table",
         "zstd-nofilter".into(),
         table(&vfs, "d", o(512, 2, 0, Compression::Zstd), 100, 1)?,
+    ));
+    files.push((
+        "sst_table",
+        "zstd-dictionary".into(),
+        table(
+            &vfs,
+            "f",
+            TableBuilderOptions {
+                block_size: 256,
+                compression: Compression::Zstd,
+                zstd_dictionary_bytes: 256,
+                ..TableBuilderOptions::default()
+            },
+            400,
+            1,
+        )?,
     ));
     files.push((
         "sst_table",

@@ -107,7 +107,7 @@ pub struct TableBuilder {
     offset: u64,
     /// The last data block, waiting for the next key to pick its index
     /// separator.
-    pending_handle: Option<Pending>,
+    pending_entry: Option<Pending>,
     /// Data blocks held back for training the zstd dictionary (`None`
     /// when not training, or once trained).
     held: Option<Held>,
@@ -194,6 +194,7 @@ impl TableBuilder {
             bloom_bits_per_key: opts.bloom_bits_per_key,
             ..TableProperties::default()
         };
+        opts.zstd_dictionary_bytes = compression_dict::dictionary_size(opts.zstd_dictionary_bytes);
         let held = (opts.compression == Compression::Zstd && opts.zstd_dictionary_bytes > 0)
             .then(Held::default);
         TableBuilder {
@@ -204,7 +205,7 @@ impl TableBuilder {
             index_block: BlockBuilder::new(1),
             filter,
             compressor: BlockCompressor::default(),
-            pending_handle: None,
+            pending_entry: None,
             held,
             dictionary: None,
             last_key: Vec::new(),
@@ -259,7 +260,7 @@ impl TableBuilder {
         {
             self.flush_data_block()?;
         }
-        if let Some(p) = self.pending_handle.take() {
+        if let Some(p) = self.pending_entry.take() {
             shortest_separator(&mut self.scratch, &self.last_key, internal_key);
             self.add_pending_entry(p);
         }
@@ -307,11 +308,12 @@ impl TableBuilder {
     fn add_pending_entry(&mut self, p: Pending) {
         match p {
             Pending::Written(h) => self.add_index_entry(h),
-            Pending::Held(i) => {
-                if let Some(held) = &mut self.held {
-                    held.separators[i] = Some(self.scratch.clone());
-                }
-            }
+            Pending::Held(i) => match &mut self.held {
+                Some(held) => held.separators[i] = Some(self.scratch.clone()),
+                // A block is `Held` only while `held` is, and releasing
+                // turns the last one into `Written`.
+                None => debug_assert!(false, "a held-back block outlived its release"),
+            },
         }
     }
 
@@ -324,16 +326,20 @@ impl TableBuilder {
             held.blocks.push(raw.to_vec());
             held.separators.push(None);
             held.bytes += raw.len();
-            self.pending_handle = Some(Pending::Held(held.blocks.len() - 1));
+            self.pending_entry = Some(Pending::Held(held.blocks.len() - 1));
             self.data_block.reset();
-            if held.bytes >= self.opts.zstd_dictionary_bytes * compression_dict::TRAINING_FACTOR {
+            if compression_dict::release_now(
+                held.blocks.len(),
+                held.bytes,
+                self.opts.zstd_dictionary_bytes,
+            ) {
                 self.release_held()?;
             }
             return Ok(());
         }
         let handle = self.write_data_block(None)?;
         self.data_block.reset();
-        self.pending_handle = Some(Pending::Written(handle));
+        self.pending_entry = Some(Pending::Written(handle));
         Ok(())
     }
 
@@ -376,11 +382,17 @@ impl TableBuilder {
                     self.add_index_entry(handle);
                 }
                 // Only the last held block can still wait for its separator.
-                None if Some(i) == last => self.pending_handle = Some(Pending::Written(handle)),
+                // Only the last held block can still wait for its
+                // separator (the next key, or the file's end, picks it).
+                None if Some(i) == last => self.pending_entry = Some(Pending::Written(handle)),
+                // Never: each held block's separator is picked when the
+                // next block starts. Failing the file beats an index that
+                // lacks a block.
                 None => {
                     return Err(self.fail(Error::InvalidArgument(format!(
-                        "{}: held-back block {i} has no index separator",
-                        self.path.display()
+                        "{}: internal error: held-back block {i} of {} has no index separator",
+                        self.path.display(),
+                        held.blocks.len()
                     ))));
                 }
             }
@@ -425,7 +437,7 @@ impl TableBuilder {
         self.check_failed()?;
         self.flush_data_block()?;
         self.release_held()?;
-        if let Some(p) = self.pending_handle.take() {
+        if let Some(p) = self.pending_entry.take() {
             short_successor(&mut self.scratch, &self.last_key);
             self.add_pending_entry(p);
         }

@@ -18,20 +18,55 @@
 //! block compressed with the dictionary. The dictionary is stored once
 //! in the file as a meta block (`docs/format/sst.md`).
 
-/// How many times the dictionary's size the held-back blocks must reach
-/// before training: 16 KiB trains on 256 KiB, 64 blocks of 4 KiB, in about
-/// 20 ms here. Files smaller than that get no dictionary.
+/// How many times the dictionary's size the held-back blocks (their raw
+/// contents) must reach before training: 16 KiB trains on 256 KiB, 64
+/// blocks of 4 KiB, in about 20 ms here. Files smaller than that get no
+/// dictionary.
 pub(crate) const TRAINING_FACTOR: usize = 16;
 
-/// Fewest blocks worth training on; zstd's trainer needs several samples.
-const MIN_SAMPLES: usize = 8;
+/// Fewest blocks worth training on: zstd's trainer takes each block as a
+/// sample and needs several. Large blocks are held until there are this
+/// many, up to [`MAX_HELD_FACTOR`] times the dictionary's size.
+pub(crate) const MIN_SAMPLES: usize = 8;
+
+/// The most raw bytes held back, in dictionary sizes: past it the blocks
+/// are written without a dictionary (blocks so large that eight of them
+/// pass it gain little from one).
+pub(crate) const MAX_HELD_FACTOR: usize = 64;
+
+/// The smallest and largest dictionary a file may have. zstd trains none
+/// below 256 bytes; a reader refuses one above 1 MiB (a digested dictionary
+/// stays in memory for as long as its file is open).
+pub(crate) const MIN_DICT_BYTES: usize = 256;
+pub(crate) const MAX_DICT_BYTES: usize = 1 << 20;
+
+/// The dictionary size a builder asked for `requested` bytes uses: none
+/// below zstd's minimum, at most [`MAX_DICT_BYTES`].
+pub(crate) fn dictionary_size(requested: usize) -> usize {
+    if requested < MIN_DICT_BYTES {
+        0
+    } else {
+        requested.min(MAX_DICT_BYTES)
+    }
+}
+
+/// Whether `blocks` held-back blocks of `bytes` raw bytes in all are enough
+/// to train a dictionary of `dict_bytes` on ([`train`] would try), or so
+/// many that holding more is pointless: either way they are released.
+pub(crate) fn release_now(blocks: usize, bytes: usize, dict_bytes: usize) -> bool {
+    let enough = blocks >= MIN_SAMPLES && bytes >= dict_bytes * TRAINING_FACTOR;
+    enough || bytes >= dict_bytes * MAX_HELD_FACTOR
+}
 
 /// Trains a dictionary of at most `max_bytes` on `blocks`; `None` when there
 /// is too little to learn from or zstd cannot train one (the file is then
 /// written without a dictionary).
 pub(crate) fn train(blocks: &[Vec<u8>], max_bytes: usize) -> Option<Vec<u8>> {
     let held: usize = blocks.iter().map(Vec::len).sum();
-    if max_bytes == 0 || blocks.len() < MIN_SAMPLES || held < max_bytes * TRAINING_FACTOR {
+    if max_bytes < MIN_DICT_BYTES
+        || blocks.len() < MIN_SAMPLES
+        || held < max_bytes.saturating_mul(TRAINING_FACTOR)
+    {
         return None;
     }
     zstd::dict::from_samples(blocks, max_bytes).ok()
@@ -61,7 +96,28 @@ mod tests {
             train(&blocks(16, 1024), 4096).is_none(),
             "less than the factor"
         );
+        assert!(
+            train(&blocks(64, 4096), 100).is_none(),
+            "below zstd's minimum"
+        );
         let d = train(&blocks(64, 4096), 4096).expect("enough samples");
         assert!(!d.is_empty() && d.len() <= 4096, "{} bytes", d.len());
+    }
+
+    #[test]
+    fn blocks_are_held_until_enough_samples_or_too_many_bytes() {
+        let d = 1024;
+        // Small blocks: released at 16 times the dictionary's size.
+        assert!(!release_now(15, 15 * 1024, d));
+        assert!(release_now(16, 16 * 1024, d));
+        // Large blocks: held until there are eight of them...
+        assert!(!release_now(2, 32 * 1024, d));
+        assert!(release_now(8, 32 * 1024 * 4, d));
+        // ...but never past 64 times the dictionary's size.
+        assert!(!release_now(3, 63 * 1024, d));
+        assert!(release_now(3, 64 * 1024, d));
+        assert_eq!(dictionary_size(100), 0);
+        assert_eq!(dictionary_size(16 << 10), 16 << 10);
+        assert_eq!(dictionary_size(usize::MAX), MAX_DICT_BYTES);
     }
 }

@@ -184,7 +184,9 @@ impl TableProperties {
                         seen |= 1 << 16;
                         continue;
                     }
-                    11 | 12 => return Err(corrupt(format!("field {field} must hold bytes"))),
+                    11 | 12 | FIELD_COMPRESSION_DICT => {
+                        return Err(corrupt(format!("field {field} must hold bytes")));
+                    }
                     _ => continue,
                 };
                 *slot = v;

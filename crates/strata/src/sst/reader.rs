@@ -14,9 +14,10 @@ use std::sync::Arc;
 
 use super::block::{Block, BlockIter};
 use super::bloom::BloomFilter;
+use super::compression_dict::MAX_DICT_BYTES;
 use super::format::{
-    BLOCK_TRAILER_LEN, BlockHandle, Footer, MAX_BLOCK_SIZE, ReadDictionary, TABLE_FOOTER,
-    decompress_block_with,
+    BLOCK_TRAILER_LEN, BlockHandle, FORMAT_VERSION_DICT, Footer, MAX_BLOCK_SIZE, ReadDictionary,
+    TABLE_FOOTER, decompress_block_with,
 };
 use super::properties::TableProperties;
 use super::separators::SeparatorSearch;
@@ -90,6 +91,63 @@ fn check_block_with(
     }
     buf.truncate(n);
     decompress_block_with(ctype, buf, dict).map_err(corrupt)
+}
+
+/// Reads and digests the zstd dictionary `properties` point at, if any. It
+/// must sit right after the data blocks, no larger than a writer makes
+/// one, in a file of format version 2 (and a version-2 file must have
+/// one): a handle pointing anywhere else would load some other block as a
+/// raw-content dictionary, and every read would fail later instead of the
+/// open now.
+fn open_dictionary(
+    file: &dyn RandomAccessFile,
+    path: &Path,
+    footer: &Footer,
+    properties: &TableProperties,
+    footer_offset: u64,
+) -> Result<Option<ReadDictionary>> {
+    let Some(h) = properties.compression_dict else {
+        if footer.version >= FORMAT_VERSION_DICT {
+            return Err(Error::corruption(
+                path,
+                footer.properties.offset,
+                format!(
+                    "format version {} promises a compression dictionary, the properties name none",
+                    footer.version
+                ),
+            ));
+        }
+        return Ok(None);
+    };
+    let bad = |reason: String| {
+        Error::corruption(
+            path,
+            h.offset,
+            format!("compression dictionary block: {reason}"),
+        )
+    };
+    if footer.version < FORMAT_VERSION_DICT {
+        return Err(bad(format!(
+            "present in a file of format version {}",
+            footer.version
+        )));
+    }
+    if h.offset != properties.data_size {
+        return Err(bad(format!(
+            "at offset {}, not right after the data blocks (which end at {})",
+            h.offset, properties.data_size
+        )));
+    }
+    if h.size > MAX_DICT_BYTES as u64 {
+        return Err(bad(format!(
+            "{} bytes, more than the {MAX_DICT_BYTES}-byte limit",
+            h.size
+        )));
+    }
+    let raw = read_block_contents(file, path, h, footer_offset, None)?;
+    let dict =
+        ReadDictionary::new(&raw).ok_or_else(|| bad("zstd cannot load the dictionary".into()))?;
+    Ok(Some(dict))
 }
 
 /// An open table file. Send + Sync; share it in an `Arc`.
@@ -173,19 +231,8 @@ impl TableReader {
             })?)
         };
 
-        let dictionary = match properties.compression_dict {
-            None => None,
-            Some(h) => {
-                let raw = read_block_contents(file.as_ref(), &path, h, footer_offset, None)?;
-                Some(ReadDictionary::new(&raw).ok_or_else(|| {
-                    Error::corruption(
-                        &path,
-                        h.offset,
-                        "compression dictionary block: zstd cannot load the dictionary",
-                    )
-                })?)
-            }
-        };
+        let dictionary =
+            open_dictionary(file.as_ref(), &path, &footer, &properties, footer_offset)?;
 
         Ok(TableReader {
             dictionary,
@@ -426,6 +473,15 @@ impl TableReader {
                     .map_err(|r| self.corruption(f.filter.offset, format!("filter block: {r}")))?,
             )
         };
+        if let Some(h) = props.compression_dict {
+            let raw = self.read_uncached(h, fo)?;
+            if ReadDictionary::new(&raw).is_none() {
+                return Err(self.corruption(
+                    h.offset,
+                    "compression dictionary block: zstd cannot load the dictionary",
+                ));
+            }
+        }
         let raw = self.read_uncached(f.index, fo)?;
         let index = Arc::new(Block::new(raw).map_err(|r| self.index_error(&r))?);
         index.check_restarts().map_err(|r| self.index_error(&r))?;

@@ -651,6 +651,85 @@ fn a_damaged_dictionary_fails_the_open() {
 }
 
 #[test]
+fn large_blocks_still_get_a_dictionary() {
+    // 8 KiB blocks: the first two pass 16 times a 1 KiB dictionary, but
+    // the builder holds on until it has eight samples.
+    let e = text_entries(3000);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = TableBuilderOptions {
+        block_size: 8192,
+        compression: Compression::Zstd,
+        zstd_dictionary_bytes: 1024,
+        ..TableBuilderOptions::default()
+    };
+    let (path, _) = write_table(dir.path(), "big.sst", &e, opts);
+    let t = open_path(&path, None, Arc::new(Statistics::default()));
+    assert!(t.properties().compression_dict.is_some());
+    check_table(&t, &e, &[b"user".to_vec()]);
+    t.verify().expect("verify");
+}
+
+#[test]
+fn a_dictionary_handle_must_be_where_the_writer_puts_it() {
+    let e = text_entries(3000);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = TableBuilderOptions {
+        compression: Compression::Zstd,
+        zstd_dictionary_bytes: 4096,
+        ..TableBuilderOptions::default()
+    };
+    let (path, _) = write_table(dir.path(), "d.sst", &e, opts);
+    let bytes = StdVfs.read_all(&path).expect("read");
+    let file = MemFile(bytes);
+    let p = Path::new("d.sst");
+    let (footer, fo) = Footer::read(&TABLE_FOOTER, &file, p).expect("footer");
+    let t = open_path(&path, None, Arc::new(Statistics::default()));
+    let props = t.properties().clone();
+    let h = props.compression_dict.expect("a dictionary");
+    assert!(
+        open_dictionary(&file, p, &footer, &props, fo)
+            .expect("sound")
+            .is_some()
+    );
+    let fails = |footer: &Footer, props: &TableProperties, what: &str| match open_dictionary(
+        &file, p, footer, props, fo,
+    ) {
+        Err(Error::Corruption { reason, .. }) => assert!(reason.contains(what), "{reason}"),
+        other => panic!("expected corruption naming {what:?}, got {other:?}"),
+    };
+    // Pointing at another block (the filter, which checksums fine).
+    let elsewhere = TableProperties {
+        compression_dict: Some(footer.filter),
+        ..props.clone()
+    };
+    fails(&footer, &elsewhere, "right after the data blocks");
+    let huge = TableProperties {
+        compression_dict: Some(BlockHandle {
+            offset: h.offset,
+            size: (MAX_DICT_BYTES + 1) as u64,
+        }),
+        ..props.clone()
+    };
+    fails(&footer, &huge, "limit");
+    let v1 = Footer {
+        version: 1,
+        ..footer
+    };
+    fails(&v1, &props, "format version 1");
+    let none = TableProperties {
+        compression_dict: None,
+        ..props.clone()
+    };
+    fails(&footer, &none, "promises a compression dictionary");
+    // A version-1 file without one is fine.
+    assert!(
+        open_dictionary(&file, p, &v1, &none, fo)
+            .expect("no dictionary")
+            .is_none()
+    );
+}
+
+#[test]
 fn oversized_or_out_of_range_handles_are_corrupt() {
     let f = MemFile(vec![0u8; 1000]);
     let p = Path::new("x.sst");
