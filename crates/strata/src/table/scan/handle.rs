@@ -120,9 +120,9 @@ impl TableScan {
         }
     }
 
-    /// How many key ranges the scan reads on threads of their own: 1 for
-    /// a single scan (also when [`ScanOptions::threads`] asked for more but
-    /// the range did not span enough files to cut).
+    /// How many key ranges the scan was cut into, read by up to
+    /// [`ScanOptions::threads`] threads in turn: 1 for a single scan (also
+    /// when more threads were asked for but the range could not be cut).
     pub fn parts(&self) -> usize {
         self.parallel.as_ref().map_or(1, ParallelScan::parts)
     }

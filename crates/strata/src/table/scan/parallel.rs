@@ -1,18 +1,24 @@
 //! Scans split into key ranges read on threads of their own
 //! ([`ScanOptions::threads`](super::ScanOptions)).
 //!
-//! The range is cut where the files of the table's largest sorted run
+//! The range is cut at block boundaries of the table's largest sorted run
 //! (the run holding the most bytes of the range: the bottom level's, as a
-//! tree settles) start, so that the parts hold about equal shares of the
-//! data; each part is an ordinary [`Scanner`] over the same super-version
-//! and read plan, so it sees exactly the rows a single scan would see in
-//! its range at the same sequence number. Batches reach the caller as
-//! parts produce them: each part's batches in key order, the parts
-//! interleaved. Memory is each part's (one chunk per source and one batch)
-//! plus [`QUEUED_PER_PART`] finished batches per part waiting in the queue.
+//! tree settles) into [`RANGES_PER_THREAD`] ranges per thread of about
+//! equal shares of its bytes, and the threads take the ranges in turn, so
+//! that a range holding more rows than its share of that run (other levels
+//! need not hold their keys where it does) does not keep one thread busy
+//! while the others wait. Each range is an ordinary [`Scanner`] over the
+//! same super-version and read plan, so it sees exactly the rows a single
+//! scan would see in its range at the same sequence number. Batches reach
+//! the caller as ranges produce them: each range's batches in key order,
+//! the ranges interleaved. Memory is each thread's range being read (one
+//! chunk per source and one batch) plus [`QUEUED_PER_THREAD`] finished
+//! batches per thread waiting in the queue; the ranges not yet read are
+//! opened but hold no chunk.
 
-use std::sync::Arc;
+use std::collections::VecDeque;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use arrow_array::RecordBatch;
@@ -26,8 +32,12 @@ use crate::table::schema::Schema;
 use crate::table::view::ReadPlan;
 use crate::version::FileMeta;
 
-/// Finished batches a part may have waiting before it pauses.
-const QUEUED_PER_PART: usize = 2;
+/// Finished batches a thread may have waiting before it pauses.
+const QUEUED_PER_THREAD: usize = 2;
+
+/// Key ranges per thread: a thread that finishes its range takes the next
+/// one left, so the threads end within about one range of each other.
+pub(crate) const RANGES_PER_THREAD: usize = 4;
 
 /// Where to cut `[lower, upper)` into at most `parts` ranges: the first
 /// keys of files of `run` (sorted, non-overlapping, with their sizes)
@@ -67,29 +77,28 @@ pub(super) fn split_points(
 }
 
 /// The files of the run holding the most bytes of `[lower, upper)` among
-/// the plan's deeper levels, with their first keys and sizes.
+/// the plan's deeper levels (counting whole files).
 fn largest_run<'a>(
     sv: &'a SuperVersion,
     plan: &ReadPlan,
     lower: Option<&[u8]>,
     upper: Option<&[u8]>,
-) -> Vec<(&'a [u8], u64)> {
+) -> Vec<&'a Arc<FileMeta>> {
     let in_range = |f: &FileMeta| {
         !(upper.is_some_and(|h| f.smallest_user_key() >= h)
             || lower.is_some_and(|l| f.largest_user_key() < l))
     };
-    let mut best: Vec<(&[u8], u64)> = Vec::new();
+    let mut best: Vec<&Arc<FileMeta>> = Vec::new();
     let mut best_bytes = 0u64;
     for (l, groups) in plan.levels.iter().enumerate().skip(1) {
         for (g, _) in groups {
-            let run: Vec<(&[u8], u64)> = sv
+            let run: Vec<&Arc<FileMeta>> = sv
                 .version
                 .run(Level::from_index(l), *g)
                 .iter()
                 .filter(|f| in_range(f))
-                .map(|f| (f.smallest_user_key(), f.size))
                 .collect();
-            let bytes = run.iter().map(|&(_, b)| b).sum();
+            let bytes = run.iter().map(|f| f.size).sum();
             if bytes > best_bytes {
                 best_bytes = bytes;
                 best = run;
@@ -99,26 +108,83 @@ fn largest_run<'a>(
     best
 }
 
-/// The blocks of the largest file holding keys of `[lower, upper)`, on
-/// any level, as (a key at or before the block's first, its bytes): where
-/// a range that one file holds can be cut.
-fn largest_file_anchors(
-    sv: &SuperVersion,
+/// Where to cut a sorted run into at most `parts` parts of about equal
+/// bytes, at block boundaries: `sizes[i]` is the run's `i`-th file's bytes
+/// in `[lower, upper)`, and `blocks(i)` gives that file's blocks holding
+/// keys of the range as (a key at or before the block's first, its bytes).
+/// Only the files a cut falls in are asked for their blocks. Cuts are
+/// ascending, distinct and strictly inside the range.
+pub(super) fn block_cuts(
+    sizes: &[u64],
+    mut blocks: impl FnMut(usize) -> Result<Vec<(Vec<u8>, u64)>>,
     lower: Option<&[u8]>,
     upper: Option<&[u8]>,
-) -> Result<Vec<(Vec<u8>, u64)>> {
-    let largest = sv
-        .version
+    parts: usize,
+) -> Result<Vec<Vec<u8>>> {
+    let total: u64 = sizes.iter().sum();
+    let mut cuts: Vec<Vec<u8>> = Vec::new();
+    if parts < 2 || total == 0 {
+        return Ok(cuts);
+    }
+    let inside = |k: &[u8]| lower.is_none_or(|l| k > l) && upper.is_none_or(|u| k < u);
+    let target = |k: usize| total * k as u64 / parts as u64;
+    let mut before = 0u64;
+    let mut next = 1usize;
+    for (i, &size) in sizes.iter().enumerate() {
+        if next < parts && before + size >= target(next) {
+            let list = blocks(i)?;
+            let in_file: u64 = list.iter().map(|&(_, b)| b).sum();
+            // The file's bytes and its blocks' may differ (its meta
+            // blocks): targets are placed in proportion.
+            let scale = |bytes: u64| {
+                (u128::from(bytes) * u128::from(size))
+                    .checked_div(u128::from(in_file))
+                    .map_or(0, |x| x as u64)
+            };
+            let mut seen = 0u64;
+            for (key, bytes) in &list {
+                // Cut before this block when that brings the share before
+                // the cut closer to `next` parts' worth than cutting after
+                // it would.
+                while next < parts && before + scale(seen + bytes / 2) >= target(next) {
+                    if inside(key) && cuts.last().is_none_or(|c| c < key) {
+                        cuts.push(key.clone());
+                    }
+                    next += 1;
+                }
+                seen += bytes;
+            }
+        }
+        before += size;
+    }
+    Ok(cuts)
+}
+
+/// The largest file holding keys of `[lower, upper)`, on any level: a
+/// range that one file holds is cut inside it.
+fn largest_file<'a>(
+    sv: &'a SuperVersion,
+    lower: Option<&[u8]>,
+    upper: Option<&[u8]>,
+) -> Option<&'a Arc<FileMeta>> {
+    sv.version
         .all_files()
         .map(|(_, f)| f)
         .filter(|f| {
             !(upper.is_some_and(|h| f.smallest_user_key() >= h)
                 || lower.is_some_and(|l| f.largest_user_key() < l))
         })
-        .max_by_key(|f| f.size);
-    let Some(f) = largest else {
-        return Ok(Vec::new());
-    };
+        .max_by_key(|f| f.size)
+}
+
+/// The blocks of `f` holding keys of `[lower, upper)`, as (a key at or
+/// before the block's first, its bytes): where a range can be cut inside
+/// the file. Its index is in memory, so no data block is read.
+fn file_anchors(
+    f: &FileMeta,
+    lower: Option<&[u8]>,
+    upper: Option<&[u8]>,
+) -> Result<Vec<(Vec<u8>, u64)>> {
     let all = if let Some(r) = CgReader::of(f) {
         // A block's first key is after the previous block's last; the
         // walk starts at the block holding `lower` and stops at `upper`.
@@ -170,35 +236,57 @@ enum Msg {
     Done(Box<ScanCounters>),
 }
 
-/// The parts of a running parallel scan.
+/// A running parallel scan: its threads and the ranges they read.
 pub(crate) struct ParallelScan {
     rx: Option<Receiver<Msg>>,
-    threads: Vec<JoinHandle<()>>,
+    handles: Vec<JoinHandle<()>>,
+    /// Key ranges the scan was cut into.
     parts: usize,
+    /// Threads that have not said they are done.
     running: usize,
-    /// The finished parts' counters, summed.
+    /// The finished threads' counters, summed.
     pub counters: ScanCounters,
 }
 
 impl ParallelScan {
-    /// Starts up to `parts` scans of `spec`'s range, or `None` when the
+    /// Starts a scan of `spec`'s range on up to `threads` threads, cut into
+    /// up to [`RANGES_PER_THREAD`] ranges per thread, or `None` when the
     /// range does not split (then a single scan serves).
     pub(crate) fn start(
         sv: &Arc<SuperVersion>,
         plan: &ReadPlan,
         schema: &Arc<Schema>,
         spec: &ScanSpec,
-        parts: usize,
+        threads: usize,
     ) -> Result<Option<ParallelScan>> {
         let lower = spec.lower.as_deref();
         let upper = spec.upper.as_deref();
-        let mut cuts = split_points(&largest_run(sv, plan, lower, upper), lower, upper, parts);
-        if cuts.is_empty() {
-            // No run of several files to cut at (a table that fits one
-            // file, often on level 0): cut inside its largest file.
-            let anchors = largest_file_anchors(sv, lower, upper)?;
+        let ranges = threads.saturating_mul(RANGES_PER_THREAD);
+        let run = largest_run(sv, plan, lower, upper);
+        // The first and last files may hold keys outside the range: they
+        // count their blocks in it.
+        let mut edges: Vec<Option<Vec<(Vec<u8>, u64)>>> = vec![None; run.len()];
+        let mut sizes: Vec<u64> = run.iter().map(|f| f.size).collect();
+        for i in [0, run.len().saturating_sub(1)] {
+            if i < run.len() && edges[i].is_none() {
+                let blocks = file_anchors(run[i], lower, upper)?;
+                sizes[i] = blocks.iter().map(|&(_, b)| b).sum();
+                edges[i] = Some(blocks);
+            }
+        }
+        let blocks = |i: usize| match edges[i].take() {
+            Some(b) => Ok(b),
+            None => file_anchors(run[i], lower, upper),
+        };
+        let mut cuts = block_cuts(&sizes, blocks, lower, upper, ranges)?;
+        if cuts.is_empty()
+            && let Some(f) = largest_file(sv, lower, upper)
+        {
+            // No deeper run to cut (a table that fits one file, often on
+            // level 0): cut inside its largest file.
+            let anchors = file_anchors(f, lower, upper)?;
             let run: Vec<(&[u8], u64)> = anchors.iter().map(|(k, b)| (k.as_slice(), *b)).collect();
-            cuts = split_points(&run, lower, upper, parts);
+            cuts = split_points(&run, lower, upper, ranges);
         }
         if cuts.is_empty() {
             return Ok(None);
@@ -225,21 +313,24 @@ impl ParallelScan {
                 part,
             )?);
         }
-        let (tx, rx) = sync_channel(QUEUED_PER_PART * scanners.len());
-        let mut threads = Vec::with_capacity(scanners.len());
-        let running = scanners.len();
-        for (i, scanner) in scanners.into_iter().enumerate() {
+        let parts = scanners.len();
+        let workers = threads.min(parts);
+        let queue = Arc::new(Mutex::new(VecDeque::from(scanners)));
+        let (tx, rx) = sync_channel(QUEUED_PER_THREAD * workers);
+        let mut handles = Vec::with_capacity(workers);
+        for i in 0..workers {
             let tx = tx.clone();
+            let queue = Arc::clone(&queue);
             let spawned = std::thread::Builder::new()
                 .name(format!("strata-scan-{i}"))
-                .spawn(move || run_part(scanner, &tx));
+                .spawn(move || run_worker(&queue, &tx));
             match spawned {
-                Ok(t) => threads.push(t),
+                Ok(t) => handles.push(t),
                 Err(e) => {
-                    // The parts already started stop at their next batch
+                    // The threads already started stop at their next batch
                     // once the receiver is gone.
                     drop(rx);
-                    for t in threads {
+                    for t in handles {
                         let _ = t.join();
                     }
                     return Err(Error::Io {
@@ -251,14 +342,14 @@ impl ParallelScan {
         }
         Ok(Some(ParallelScan {
             rx: Some(rx),
-            threads,
-            parts: running,
-            running,
+            handles,
+            parts,
+            running: workers,
             counters: ScanCounters::default(),
         }))
     }
 
-    /// How many parts the scan runs in.
+    /// How many key ranges the scan was cut into.
     pub(crate) fn parts(&self) -> usize {
         self.parts
     }
@@ -296,7 +387,7 @@ impl ParallelScan {
     fn stop(&mut self) {
         self.running = 0;
         self.rx = None;
-        for t in self.threads.drain(..) {
+        for t in self.handles.drain(..) {
             let _ = t.join();
         }
     }
@@ -308,19 +399,36 @@ impl Drop for ParallelScan {
     }
 }
 
-fn run_part(mut scanner: Scanner, tx: &SyncSender<Msg>) {
+/// One thread of a parallel scan: reads the ranges left in `queue`, one
+/// at a time, until none is left, then says what they did.
+fn run_worker(queue: &Mutex<VecDeque<Scanner>>, tx: &SyncSender<Msg>) {
+    let mut done = ScanCounters::default();
     loop {
-        let msg = match scanner.next_batch() {
-            Ok(Some(b)) => Msg::Batch(b),
-            Ok(None) => Msg::Done(Box::new(std::mem::take(&mut scanner.counters))),
-            Err(e) => Msg::Failed(e),
-        };
-        let last = !matches!(msg, Msg::Batch(_));
-        // A closed channel means the scan was dropped or failed: stop.
-        if tx.send(msg).is_err() || last {
-            return;
+        // (Nothing panics while holding the lock; a poisoned one ends the
+        // thread's work as an empty queue would.)
+        let next = queue.lock().ok().and_then(|mut q| q.pop_front());
+        let Some(mut scanner) = next else { break };
+        loop {
+            match scanner.next_batch() {
+                // A closed channel means the scan was dropped or failed:
+                // stop.
+                Ok(Some(b)) => {
+                    if tx.send(Msg::Batch(b)).is_err() {
+                        return;
+                    }
+                }
+                Ok(None) => {
+                    add_counters(&mut done, &scanner.counters);
+                    break;
+                }
+                Err(e) => {
+                    let _ = tx.send(Msg::Failed(e));
+                    return;
+                }
+            }
         }
     }
+    let _ = tx.send(Msg::Done(Box::new(done)));
 }
 
 fn add_counters(sum: &mut ScanCounters, c: &ScanCounters) {
@@ -338,7 +446,102 @@ fn add_counters(sum: &mut ScanCounters, c: &ScanCounters) {
 
 #[cfg(test)]
 mod tests {
-    use super::{split_points, within};
+    use super::{block_cuts, split_points, within};
+
+    /// A run of files of `blocks[i]` blocks of `bytes` each, keyed by their
+    /// global block number (four digits).
+    fn run_of_blocks(blocks: &[usize], bytes: u64) -> (Vec<u64>, Vec<Vec<(Vec<u8>, u64)>>) {
+        let mut n = 0;
+        let files: Vec<Vec<(Vec<u8>, u64)>> = blocks
+            .iter()
+            .map(|&b| {
+                (0..b)
+                    .map(|_| {
+                        n += 1;
+                        (format!("{:04}", n - 1).into_bytes(), bytes)
+                    })
+                    .collect()
+            })
+            .collect();
+        (
+            files.iter().map(|f| f.len() as u64 * bytes).collect(),
+            files,
+        )
+    }
+
+    #[test]
+    fn block_cuts_share_a_run_by_its_blocks() {
+        // One large file and small ones around it: cutting where files
+        // start could not share it out; its blocks can.
+        let (sizes, files) = run_of_blocks(&[2, 40, 3], 100);
+        let mut asked = Vec::new();
+        let cuts = block_cuts(
+            &sizes,
+            |i| {
+                asked.push(i);
+                Ok(files[i].clone())
+            },
+            None,
+            None,
+            2,
+        )
+        .expect("cuts");
+        assert_eq!(asked, vec![1], "only the file the cut falls in");
+        // Blocks 0-21 (2,200 bytes) and 22-44 (2,300).
+        assert_eq!(cuts, vec![b"0022".to_vec()]);
+        for parts in 2..9 {
+            let cuts =
+                block_cuts(&sizes, |i| Ok(files[i].clone()), None, None, parts).expect("cuts");
+            assert_eq!(cuts.len(), parts - 1, "{parts} parts");
+            assert!(cuts.windows(2).all(|w| w[0] < w[1]));
+            // Each part holds its share within a block.
+            let mut bounds: Vec<usize> = vec![0];
+            bounds.extend(cuts.iter().map(|c| {
+                std::str::from_utf8(c)
+                    .expect("digits")
+                    .parse::<usize>()
+                    .expect("number")
+            }));
+            bounds.push(45);
+            for w in bounds.windows(2) {
+                let share = (w[1] - w[0]) as f64;
+                assert!(
+                    (share - 45.0 / parts as f64).abs() <= 1.0,
+                    "{parts}: {bounds:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn block_cuts_stay_inside_the_range() {
+        let (sizes, files) = run_of_blocks(&[10], 10);
+        let lower = b"0004".as_slice();
+        let upper = b"0006".as_slice();
+        let cuts = block_cuts(
+            &sizes,
+            |i| Ok(files[i].clone()),
+            Some(lower),
+            Some(upper),
+            8,
+        )
+        .expect("cuts");
+        assert!(
+            cuts.iter()
+                .all(|c| c.as_slice() > lower && c.as_slice() < upper),
+            "{cuts:?}"
+        );
+        assert!(
+            block_cuts(&sizes, |i| Ok(files[i].clone()), None, None, 1)
+                .expect("one part")
+                .is_empty()
+        );
+        assert!(
+            block_cuts(&[], |_| Ok(Vec::new()), None, None, 4)
+                .expect("no run")
+                .is_empty()
+        );
+    }
 
     #[test]
     fn within_keeps_the_blocks_that_hold_keys_of_the_range() {
