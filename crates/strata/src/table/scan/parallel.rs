@@ -108,6 +108,10 @@ fn largest_run<'a>(
     best
 }
 
+/// A file's blocks in a range, as (a key at or before the block's first,
+/// its bytes).
+type Anchors = Vec<(Vec<u8>, u64)>;
+
 /// Where to cut a sorted run into at most `parts` parts of about equal
 /// bytes, at block boundaries: `sizes[i]` is the run's `i`-th file's bytes
 /// in `[lower, upper)`, and `blocks(i)` gives that file's blocks holding
@@ -116,7 +120,7 @@ fn largest_run<'a>(
 /// ascending, distinct and strictly inside the range.
 pub(super) fn block_cuts(
     sizes: &[u64],
-    mut blocks: impl FnMut(usize) -> Result<Vec<(Vec<u8>, u64)>>,
+    mut blocks: impl FnMut(usize) -> Result<Anchors>,
     lower: Option<&[u8]>,
     upper: Option<&[u8]>,
     parts: usize,
@@ -180,11 +184,7 @@ fn largest_file<'a>(
 /// The blocks of `f` holding keys of `[lower, upper)`, as (a key at or
 /// before the block's first, its bytes): where a range can be cut inside
 /// the file. Its index is in memory, so no data block is read.
-fn file_anchors(
-    f: &FileMeta,
-    lower: Option<&[u8]>,
-    upper: Option<&[u8]>,
-) -> Result<Vec<(Vec<u8>, u64)>> {
+fn file_anchors(f: &FileMeta, lower: Option<&[u8]>, upper: Option<&[u8]>) -> Result<Anchors> {
     let all = if let Some(r) = CgReader::of(f) {
         // A block's first key is after the previous block's last; the
         // walk starts at the block holding `lower` and stops at `upper`.
@@ -265,7 +265,7 @@ impl ParallelScan {
         let run = largest_run(sv, plan, lower, upper);
         // The first and last files may hold keys outside the range: they
         // count their blocks in it.
-        let mut edges: Vec<Option<Vec<(Vec<u8>, u64)>>> = vec![None; run.len()];
+        let mut edges: Vec<Option<Anchors>> = vec![None; run.len()];
         let mut sizes: Vec<u64> = run.iter().map(|f| f.size).collect();
         for i in [0, run.len().saturating_sub(1)] {
             if i < run.len() && edges[i].is_none() {
