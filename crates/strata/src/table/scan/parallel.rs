@@ -446,13 +446,13 @@ fn add_counters(sum: &mut ScanCounters, c: &ScanCounters) {
 
 #[cfg(test)]
 mod tests {
-    use super::{block_cuts, split_points, within};
+    use super::{Anchors, block_cuts, split_points, within};
 
     /// A run of files of `blocks[i]` blocks of `bytes` each, keyed by their
     /// global block number (four digits).
-    fn run_of_blocks(blocks: &[usize], bytes: u64) -> (Vec<u64>, Vec<Vec<(Vec<u8>, u64)>>) {
+    fn run_of_blocks(blocks: &[usize], bytes: u64) -> (Vec<u64>, Vec<Anchors>) {
         let mut n = 0;
-        let files: Vec<Vec<(Vec<u8>, u64)>> = blocks
+        let files: Vec<Anchors> = blocks
             .iter()
             .map(|&b| {
                 (0..b)
