@@ -29,7 +29,7 @@
 //!
 //! With zstd and a dictionary size set, the first data blocks are held
 //! back (raw) until the file's dictionary is trained on them
-//! ([`super::compression_dict`]); they are then written in order, compressed
+//! (`sst::compression_dict`); they are then written in order, compressed
 //! with it, and their index entries added as their handles become known.
 
 use std::cmp::Ordering;

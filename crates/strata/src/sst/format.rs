@@ -353,7 +353,7 @@ pub(crate) struct BlockCompressor {
 
 impl BlockCompressor {
     /// Compresses zstd blocks from now on with `dict`
-    /// ([`super::compression_dict`]). False when zstd refuses it (the blocks are
+    /// (`sst::compression_dict`). False when zstd refuses it (the blocks are
     /// then compressed without one).
     pub(crate) fn set_zstd_dictionary(&mut self, dict: &[u8]) -> bool {
         let Some(cdict) = zstd::zstd_safe::CDict::try_create(dict, ZSTD_LEVEL) else {
