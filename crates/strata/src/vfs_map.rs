@@ -14,6 +14,17 @@
 //! its own, before the block's checksum is verified: no reference into the
 //! mapping outlives a read, and what is verified is what is decoded.
 //!
+//! A mapping is advised `MADV_RANDOM`, as RocksDB advises the files it
+//! maps: otherwise a page fault on a file not in the page cache reads far
+//! around the faulting page (the kernel's read-around window), and 2,000
+//! point reads of a cold 115 MiB database read the whole of it, about
+//! 100 MiB more from the disk than `pread` did (`docs/BENCHMARKS.md`,
+//! "Reads from mapped table files"). Sequential reads (compaction, scans)
+//! then get their read-ahead from [`Sequential`]: a thread whose read of a
+//! file starts where its previous read of that file ended asks the kernel
+//! for the next [`READ_AHEAD`] bytes (`MADV_WILLNEED`) before it needs
+//! them, as the kernel's own read-ahead does for `pread`.
+//!
 //! The price is how a device error shows itself. `pread` of a bad sector
 //! returns `EIO`, which becomes an error naming the file; a read of the
 //! same page through a mapping raises `SIGBUS` and ends the process (the
@@ -23,12 +34,13 @@
 //! must survive failing media as errors turns mapping off
 //! (`Options::mmap_reads`); salvage opens never map.
 
+use std::cell::RefCell;
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use memmap2::Mmap;
+use memmap2::{Advice, Mmap};
 
 use crate::error::{Error, Result};
 use crate::vfs::RandomAccessFile;
@@ -76,6 +88,68 @@ impl Drop for Slot {
     }
 }
 
+/// Bytes asked for ahead of a sequential reader of a mapped file (RocksDB
+/// reads ahead 2 MiB for compaction and up to 256 KiB for iterators).
+pub(crate) const READ_AHEAD: usize = 1 << 20;
+
+/// Mapped files a thread follows at once for sequential reads: a
+/// compaction or a scan reads several files in turn, block by block.
+const FOLLOWED: usize = 16;
+
+/// Per thread, the mapped files it read last: where its last read of each
+/// ended and how far ahead pages were asked for. A read that starts where
+/// the last one ended is sequential. (A fixed table searched linearly and
+/// replaced in turn: every read, point reads too, passes through it.)
+#[derive(Default)]
+struct Sequential {
+    /// (the mapping's address, where the last read ended, the end of what
+    /// was asked for ahead); address 0 is a free slot.
+    files: [(usize, usize, usize); FOLLOWED],
+    /// The slot a file not in the table takes next.
+    next: usize,
+}
+
+impl Sequential {
+    /// Records a read of `[offset, end)` of the mapping at `addr`, which
+    /// is `len` bytes long; returns the range to ask for ahead, if the read
+    /// continues the previous one and the pages asked for run out within
+    /// half a window.
+    fn read(
+        &mut self,
+        addr: usize,
+        offset: usize,
+        end: usize,
+        len: usize,
+    ) -> Option<(usize, usize)> {
+        let slot = match self.files.iter().position(|f| f.0 == addr) {
+            Some(i) => i,
+            None => {
+                let i = self.next;
+                self.next = (i + 1) % FOLLOWED;
+                self.files[i] = (addr, usize::MAX, 0);
+                i
+            }
+        };
+        let (_, last_end, ahead) = self.files[slot];
+        let sequential = last_end == offset;
+        // A read elsewhere starts over: what was asked for ahead of the
+        // last one is not ahead of this one.
+        let mut ahead = if sequential { ahead.max(end) } else { end };
+        let mut want = None;
+        if sequential && ahead < end.saturating_add(READ_AHEAD / 2) && ahead < len {
+            let to = ahead.saturating_add(READ_AHEAD).min(len);
+            want = Some((ahead, to));
+            ahead = to;
+        }
+        self.files[slot] = (addr, end, ahead);
+        want
+    }
+}
+
+thread_local! {
+    static SEQUENTIAL: RefCell<Sequential> = RefCell::new(Sequential::default());
+}
+
 /// A table file read through a read-only mapping of the whole file.
 pub(crate) struct MappedFile {
     map: Mmap,
@@ -110,6 +184,10 @@ impl MappedFile {
         if map.is_empty() {
             return None;
         }
+        // Point reads should fault in the pages they touch and no more;
+        // sequential readers ask for theirs ahead (`Sequential`). Advice
+        // is a hint: a refusal leaves the kernel's default.
+        let _ = map.advise(Advice::Random);
         Some(MappedFile {
             map,
             path: path.to_path_buf(),
@@ -118,16 +196,30 @@ impl MappedFile {
     }
 
     /// The `len` bytes at `offset`, or the error a short `pread` gives.
+    /// Asks for pages ahead when the read continues this thread's last
+    /// read of the file.
     fn range(&self, len: usize, offset: u64) -> Result<&[u8]> {
-        usize::try_from(offset)
+        let bytes = usize::try_from(offset)
             .ok()
-            .and_then(|o| self.map.get(o..o.checked_add(len)?))
-            .ok_or_else(|| {
-                Error::io(
-                    format!("read {len} bytes at {offset} from {}", self.path.display()),
-                    io::Error::new(io::ErrorKind::UnexpectedEof, "failed to fill whole buffer"),
-                )
-            })
+            .and_then(|o| Some((o, self.map.get(o..o.checked_add(len)?)?)));
+        if let Some((o, b)) = bytes {
+            let addr = self.map.as_ptr() as usize;
+            let ahead = SEQUENTIAL.with(|s| {
+                s.try_borrow_mut()
+                    .ok()
+                    .and_then(|mut s| s.read(addr, o, o + b.len(), self.map.len()))
+            });
+            if let Some((from, to)) = ahead {
+                // A hint: a refusal only loses the read-ahead.
+                let _ = self.map.advise_range(Advice::WillNeed, from, to - from);
+            }
+        }
+        bytes.map(|(_, b)| b).ok_or_else(|| {
+            Error::io(
+                format!("read {len} bytes at {offset} from {}", self.path.display()),
+                io::Error::new(io::ErrorKind::UnexpectedEof, "failed to fill whole buffer"),
+            )
+        })
     }
 }
 
@@ -169,6 +261,61 @@ mod tests {
     fn mapped(path: &Path) -> MappedFile {
         static OWN: Budget = Budget::new(64);
         MappedFile::map_within(&OWN, &File::open(path).expect("open"), path).expect("map")
+    }
+
+    #[test]
+    fn sequential_reads_ask_for_pages_ahead_and_point_reads_do_not() {
+        let mut s = Sequential::default();
+        let len = 10 * READ_AHEAD;
+        // A first read, and reads elsewhere, ask for nothing.
+        assert_eq!(s.read(1, 0, 4096, len), None);
+        assert_eq!(s.read(1, 50_000, 54_096, len), None);
+        assert_eq!(s.read(1, 8_192, 12_288, len), None);
+        // A read where the last ended asks for a window past it...
+        assert_eq!(
+            s.read(1, 12_288, 16_384, len),
+            Some((16_384, 16_384 + READ_AHEAD))
+        );
+        // ...and nothing more until half of it is read.
+        let mut at = 16_384;
+        let mut asked = vec![];
+        while at < 3 * READ_AHEAD {
+            if let Some(r) = s.read(1, at, at + 4096, len) {
+                asked.push(r);
+            }
+            at += 4096;
+        }
+        for w in asked.windows(2) {
+            assert_eq!(w[0].1, w[1].0, "windows follow each other: {asked:?}");
+        }
+        assert!(asked.len() >= 2 && asked.len() <= 4, "{asked:?}");
+        // Never past the end of the file.
+        let mut t = Sequential::default();
+        t.read(2, 0, 100, 1000);
+        assert_eq!(t.read(2, 100, 200, 1000), Some((200, 1000)));
+        assert_eq!(t.read(2, 200, 300, 1000), None);
+    }
+
+    #[test]
+    fn interleaved_files_are_followed_each_on_its_own() {
+        let mut s = Sequential::default();
+        let len = 1 << 30;
+        // A merge of three files reads a block of each in turn.
+        let mut hinted = [0usize; 3];
+        for step in 0..10 {
+            for f in 0..3usize {
+                let off = step * 4096;
+                if s.read(100 + f, off, off + 4096, len).is_some() {
+                    hinted[f] += 1;
+                }
+            }
+        }
+        assert_eq!(hinted, [1, 1, 1]);
+        // More files than the table follows: the oldest is forgotten.
+        for f in 0..FOLLOWED {
+            s.read(1000 + f, 0, 10, len);
+        }
+        assert_eq!(s.read(100, 40_960, 45_056, len), None, "forgotten");
     }
 
     #[test]
