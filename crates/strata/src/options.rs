@@ -71,10 +71,12 @@ pub struct Options {
     /// `pread`). Faster for data larger than the block cache when its files
     /// are in the page cache (point reads 1.1-1.4× here), but a device
     /// error in a mapped file ends the process (`SIGBUS`) where `pread`
-    /// would return an error; salvage opens never map. From a cold page
-    /// cache the mappings read ahead far past each block: for data larger
-    /// than memory, turn this off. See `docs/design.md`, "Reads" and
-    /// "Known gaps".
+    /// would return an error; salvage opens never map. Mappings are advised
+    /// random access, so a read from a cold page cache brings in only the
+    /// pages it touches (one disk read per page, where `pread` reads a
+    /// block at once: for data larger than memory `pread` is the faster of
+    /// the two), and sequential readers ask for their pages ahead. See
+    /// `docs/design.md`, "Reads" and "Known gaps".
     pub mmap_reads: bool,
     /// Options of the default keyspace.
     pub default_keyspace: KeyspaceOptions,
