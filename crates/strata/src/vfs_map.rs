@@ -355,10 +355,10 @@ mod tests {
         // A merge of three files reads a block of each in turn.
         let mut hinted = [0usize; 3];
         for step in 0..20 {
-            for f in 0..3usize {
+            for (f, h) in hinted.iter_mut().enumerate() {
                 let off = step * 4096;
                 if s.read(100 + f, off, off + 4096, len).is_some() {
-                    hinted[f] += 1;
+                    *h += 1;
                 }
             }
         }
