@@ -381,7 +381,6 @@ impl TableBuilder {
                     self.scratch = sep;
                     self.add_index_entry(handle);
                 }
-                // Only the last held block can still wait for its separator.
                 // Only the last held block can still wait for its
                 // separator (the next key, or the file's end, picks it).
                 None if Some(i) == last => self.pending_entry = Some(Pending::Written(handle)),

@@ -13,9 +13,9 @@
 //! 4 % smaller (`docs/design.md`, Compression dictionaries).
 //!
 //! The builder holds back the first data blocks of a file, raw, until
-//! [`TRAINING_FACTOR`] times the dictionary size is held (or the file
-//! ends), trains on them ([`train`]), then writes them and every later
-//! block compressed with the dictionary. The dictionary is stored once
+//! [`release_now`] says they are enough to train on (or too many to hold,
+//! or the file ends), trains on them ([`train`]), then writes them and
+//! every later block compressed with the dictionary. The dictionary is stored once
 //! in the file as a meta block (`docs/format/sst.md`).
 
 /// How many times the dictionary's size the held-back blocks (their raw
@@ -54,8 +54,13 @@ pub(crate) fn dictionary_size(requested: usize) -> usize {
 /// to train a dictionary of `dict_bytes` on ([`train`] would try), or so
 /// many that holding more is pointless: either way they are released.
 pub(crate) fn release_now(blocks: usize, bytes: usize, dict_bytes: usize) -> bool {
-    let enough = blocks >= MIN_SAMPLES && bytes >= dict_bytes * TRAINING_FACTOR;
-    enough || bytes >= dict_bytes * MAX_HELD_FACTOR
+    enough_to_train(blocks, bytes, dict_bytes) || bytes >= dict_bytes * MAX_HELD_FACTOR
+}
+
+/// Whether `blocks` samples of `bytes` in all are enough to train a
+/// dictionary of `dict_bytes` on.
+fn enough_to_train(blocks: usize, bytes: usize, dict_bytes: usize) -> bool {
+    blocks >= MIN_SAMPLES && bytes >= dict_bytes.saturating_mul(TRAINING_FACTOR)
 }
 
 /// Trains a dictionary of at most `max_bytes` on `blocks`; `None` when there
@@ -63,10 +68,7 @@ pub(crate) fn release_now(blocks: usize, bytes: usize, dict_bytes: usize) -> boo
 /// written without a dictionary).
 pub(crate) fn train(blocks: &[Vec<u8>], max_bytes: usize) -> Option<Vec<u8>> {
     let held: usize = blocks.iter().map(Vec::len).sum();
-    if max_bytes < MIN_DICT_BYTES
-        || blocks.len() < MIN_SAMPLES
-        || held < max_bytes.saturating_mul(TRAINING_FACTOR)
-    {
+    if max_bytes < MIN_DICT_BYTES || !enough_to_train(blocks.len(), held, max_bytes) {
         return None;
     }
     zstd::dict::from_samples(blocks, max_bytes).ok()

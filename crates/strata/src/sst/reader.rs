@@ -200,9 +200,6 @@ impl TableReader {
         if footer.filter.size > 0 {
             meta_start = meta_start.min(footer.filter.offset);
         }
-        if let Some(h) = properties.compression_dict {
-            meta_start = meta_start.min(h.offset);
-        }
         if properties.data_size > meta_start {
             return Err(Error::corruption(
                 &path,
@@ -473,15 +470,8 @@ impl TableReader {
                     .map_err(|r| self.corruption(f.filter.offset, format!("filter block: {r}")))?,
             )
         };
-        if let Some(h) = props.compression_dict {
-            let raw = self.read_uncached(h, fo)?;
-            if ReadDictionary::new(&raw).is_none() {
-                return Err(self.corruption(
-                    h.offset,
-                    "compression dictionary block: zstd cannot load the dictionary",
-                ));
-            }
-        }
+        // The dictionary is re-read and checked as the open checked it.
+        open_dictionary(self.file.as_ref(), &self.path, f, &props, fo)?;
         let raw = self.read_uncached(f.index, fo)?;
         let index = Arc::new(Block::new(raw).map_err(|r| self.index_error(&r))?);
         index.check_restarts().map_err(|r| self.index_error(&r))?;
