@@ -62,6 +62,23 @@ pub trait InternalIterator: Send {
     fn seek_reads(&self, _target: &[u8]) -> bool {
         true
     }
+    /// Hands `f` the current entry (internal key, value) and each entry
+    /// after it, moving past each one `f` accepts, until `f` returns false
+    /// (the iterator then stays on that entry) or the entries end (then
+    /// check [`InternalIterator::status`]). Settles before reading a
+    /// value. The default steps through the trait's methods; sources that
+    /// hold entries in blocks walk a whole block per call, which spares a
+    /// scan that stages many entries the calls through the layers of
+    /// iterators for each one.
+    fn visit_forward(&mut self, f: &mut dyn FnMut(&[u8], &[u8]) -> bool) {
+        while self.valid() {
+            self.settle();
+            if !self.valid() || !f(self.key(), self.value()) {
+                return;
+            }
+            self.next();
+        }
+    }
     /// The first error met, if any.
     fn status(&self) -> Result<()>;
 }

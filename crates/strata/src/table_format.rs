@@ -387,6 +387,9 @@ impl InternalIterator for TableHandleIter {
     fn settle(&mut self) {
         each!(self, it => it.settle(), ())
     }
+    fn visit_forward(&mut self, f: &mut dyn FnMut(&[u8], &[u8]) -> bool) {
+        each!(self, it => it.visit_forward(f), ())
+    }
     fn seek_reads(&self, target: &[u8]) -> bool {
         each!(self, it => it.seek_reads(target), false)
     }

@@ -550,6 +550,18 @@ impl InternalIterator for LevelIter {
     fn settle(&mut self) {
         self.load_pending();
     }
+    fn visit_forward(&mut self, f: &mut dyn FnMut(&[u8], &[u8]) -> bool) {
+        self.load_pending();
+        while let Some(c) = self.current.as_mut() {
+            c.visit_forward(f);
+            if c.valid() || c.status().is_err() {
+                // `f` stopped on an entry, or the file failed (reported by
+                // `status`).
+                return;
+            }
+            self.skip_forward();
+        }
+    }
     fn seek_reads(&self, target: &[u8]) -> bool {
         matches!(self.seek_plan(target), SeekPlan::Read(_))
     }
@@ -592,10 +604,14 @@ mod tests {
             .enumerate()
             .map(|(n, &lo)| {
                 let path = dir.join(format!("{n}.sst"));
+                // Small blocks, so that a file holds several.
                 let mut b = TableBuilder::new(
                     vfs.create(&path).expect("create"),
                     path.clone(),
-                    TableBuilderOptions::default(),
+                    TableBuilderOptions {
+                        block_size: 64,
+                        ..Default::default()
+                    },
                 );
                 for k in lo..lo + 10 {
                     for seq in [9, 3] {
@@ -678,6 +694,59 @@ mod tests {
         lazy.settle();
         assert!(!lazy.pending);
         assert_eq!(lazy.value(), b"v40-9");
+    }
+
+    /// Entries from `it`'s position on, stepping one at a time.
+    fn rest_by_steps(it: &mut LevelIter) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        while it.valid() {
+            it.settle();
+            out.push((it.key().to_vec(), it.value().to_vec()));
+            it.next();
+        }
+        out
+    }
+
+    #[test]
+    fn visiting_forward_stops_where_asked_across_blocks_and_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let files = level(dir.path(), false);
+        let all = rest_by_steps(&mut {
+            let mut it = LevelIter::new(files.clone());
+            it.seek_to_first();
+            it
+        });
+        assert_eq!(all.len(), 60);
+        for lazy in [false, true] {
+            for start in [0usize, 7, 20, 33] {
+                for take in 0..=all.len() - start {
+                    let mut it = if lazy {
+                        LevelIter::new_lazy(files.clone())
+                    } else {
+                        LevelIter::new(files.clone())
+                    };
+                    it.seek(&all[start].0);
+                    let mut seen = Vec::new();
+                    it.visit_forward(&mut |k, v| {
+                        if seen.len() == take {
+                            return false;
+                        }
+                        seen.push((k.to_vec(), v.to_vec()));
+                        true
+                    });
+                    it.status().expect("status");
+                    assert_eq!(
+                        seen,
+                        all[start..start + take],
+                        "lazy {lazy}, {start}+{take}"
+                    );
+                    // The iterator stays on the entry it was not given, and
+                    // goes on from there.
+                    let rest = rest_by_steps(&mut it);
+                    assert_eq!(rest, all[start + take..], "lazy {lazy}, {start}+{take}");
+                }
+            }
+        }
     }
 
     #[test]

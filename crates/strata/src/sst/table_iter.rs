@@ -217,6 +217,22 @@ impl InternalIterator for TableIter {
         self.table.may_contain(user_key)
     }
 
+    fn visit_forward(&mut self, f: &mut dyn FnMut(&[u8], &[u8]) -> bool) {
+        while self.valid() {
+            // The block's entries without going back through the trait.
+            loop {
+                if !f(self.data.key(), self.data.value()) {
+                    return;
+                }
+                self.data.next();
+                if !self.data.valid() {
+                    break;
+                }
+            }
+            self.skip_forward();
+        }
+    }
+
     fn status(&self) -> Result<()> {
         match &self.err {
             Some(e) => Err(e.duplicate()),

@@ -279,26 +279,45 @@ impl PieceRun {
             return Ok(None);
         }
         let mut rows = 0usize;
-        while !self.exhausted() {
-            self.it.settle();
-            let k = self.it.key();
+        let mut failed = None;
+        let PieceRun {
+            it,
+            pieces,
+            builder,
+            upper,
+            slots,
+            ..
+        } = self;
+        it.visit_forward(&mut |k, value| {
             let uk = user_key(k);
-            if rows >= STAGE_ROWS && uk != self.builder.last_key() {
-                break;
+            if upper.as_deref().is_some_and(|u| at_or_after(uk, u))
+                || (rows >= STAGE_ROWS && uk != builder.last_key())
+            {
+                return false;
             }
             let t = trailer(k);
-            if (t & 0xff) as u8 != KIND_SEEK {
-                if t & 0xff == ValueKind::Delete as u64 {
-                    self.builder.add(uk, t, None);
-                } else {
-                    let slots = std::mem::take(&mut self.slots);
-                    let view = PieceView::parse_reusing(&self.pieces, self.it.value(), slots)?;
-                    self.builder.add(uk, t, Some((&self.pieces, &view)));
-                    self.slots = view.into_slots();
-                }
-                rows += 1;
+            if (t & 0xff) as u8 == KIND_SEEK {
+                return true;
             }
-            self.it.next();
+            if t & 0xff == ValueKind::Delete as u64 {
+                builder.add(uk, t, None);
+            } else {
+                match PieceView::parse_reusing(pieces, value, std::mem::take(slots)) {
+                    Ok(view) => {
+                        builder.add(uk, t, Some((pieces, &view)));
+                        *slots = view.into_slots();
+                    }
+                    Err(e) => {
+                        failed = Some(e);
+                        return false;
+                    }
+                }
+            }
+            rows += 1;
+            true
+        });
+        if let Some(e) = failed {
+            return Err(e);
         }
         self.it.status()?;
         if rows == 0 {
