@@ -315,3 +315,50 @@ fn damage_recovered_past_in_a_kept_log_stays_dropped_after_reopens() {
     let lost = kept_log_recovers_once(strata::WalRecoveryMode::SkipDamagedRecords, |len| len / 2);
     assert_eq!(lost, 1, "the damaged record alone");
 }
+
+fn log_count(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .expect("read_dir")
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".log"))
+        })
+        .count()
+}
+
+/// A keyspace whose replayed entries wait in its memtable until it is
+/// registered flushes them then, as recovery flushes the others': a
+/// database reopened more often than its memtables fill does not keep one
+/// more log per open.
+#[test]
+fn reopening_does_not_pile_up_logs_for_a_keyspace_that_waited_for_its_options() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut expected: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
+    let mut logs = Vec::new();
+    for round in 0..8u32 {
+        let db = Db::open(dir.path(), options()).expect("open");
+        let counters = db
+            .keyspace("counters", counters_options())
+            .expect("keyspace");
+        for (k, v) in &expected {
+            let got = counters.get(k).expect("get").expect("a counter");
+            assert_eq!(got, v.to_le_bytes(), "round {round}");
+        }
+        // A few operands (far from filling the memtable) and a write to
+        // the default keyspace, as an application's open and close would.
+        for i in 0..20u32 {
+            let k = counter_key(i);
+            counters.merge(&k, &1u64.to_le_bytes()).expect("merge");
+            *expected.entry(k).or_default() += 1;
+        }
+        db.put(format!("opened{round}").as_bytes(), b"x")
+            .expect("put");
+        db.wait_for_background_work().expect("background");
+        db.close().expect("close");
+        logs.push(log_count(dir.path()));
+    }
+    assert!(
+        logs.iter().all(|&n| n <= 3),
+        "logs on disk after each close: {logs:?}"
+    );
+}

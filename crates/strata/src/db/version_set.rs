@@ -154,13 +154,26 @@ impl DbInner {
                 self.log_edit(&mut manifest, &edit)?;
                 st = self.state.lock();
             }
+            // What recovery replayed for a keyspace that waited for its
+            // options is still only in its memtable, and keeps every log
+            // from the one it came from on disk: flushed now, as recovery
+            // flushes the other keyspaces, so that the logs retire instead
+            // of piling up one per open of a database that is reopened
+            // more often than its memtables fill.
+            let mut replayed = false;
             if let Some(ks) = st.keyspaces.get_mut(&id) {
                 if changed {
                     ks.identity = given;
                 }
+                replayed = !ks.registered && !ks.mem.is_empty() && !self.opts.read_only;
                 ks.registered = true;
             }
             self.bg_cv.notify_all();
+            drop(st);
+            drop(manifest);
+            if replayed {
+                self.submit(Request::Switch(vec![id]))?;
+            }
             return Ok(shared);
         }
         self.check_writable("create a keyspace")?;
