@@ -402,7 +402,7 @@ impl Window {
                 }
             {
                 self.push_whole(Ref::at(first.seg, first.row));
-            } else {
+            } else if !self.split_insert(&items[i..j], snap) {
                 self.resolve_key(&items[i..j], snap, resolver);
             }
             i = j;
@@ -648,6 +648,39 @@ impl Window {
             let row = e.row as usize;
             self.event_cols.iter().any(|&v| seg.chunk.carries(v, row))
         })
+    }
+
+    /// A key whose entries are the pieces of one visible insert, each from
+    /// a segment without partners whose rows all carry its group's columns:
+    /// the common key of a scan over groups that compaction moved down
+    /// apart (their segments hold different rows, so they do not zip). Its
+    /// row is stitched from the pieces' slots directly, as
+    /// [`Self::resolve_entries`] would stitch it; false, having done
+    /// nothing, for any other key.
+    fn split_insert(&mut self, entries: &[Item], snap: SeqNo) -> bool {
+        let t = entries[0].trailer;
+        if t & 0xff != ValueKind::Put as u64 || SeqNo(t >> 8) > snap || self.want.len() > 64 {
+            return false;
+        }
+        let mut event = None;
+        for &e in entries {
+            let seg = &self.segs[e.seg as usize];
+            // (`slots` is known only for segments without partial rows,
+            // whose `events` is then known too.)
+            if e.trailer != t || !seg.partners.is_empty() || seg.slots.is_none() {
+                return false;
+            }
+            if event.is_none() && seg.events == Some(true) {
+                event = Some(e);
+            }
+        }
+        let Some(first) = event else {
+            return false;
+        };
+        self.materialize();
+        self.stitch(entries, t >> 8);
+        self.push_row(first);
+        true
     }
 
     /// Resolves one key from its entries, newest first.
