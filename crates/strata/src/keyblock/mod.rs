@@ -109,9 +109,13 @@ pub fn u32_at(d: &[u8], at: usize) -> u32 {
 /// The first eight bytes of `key` as a big-endian integer, zero-padded.
 #[inline]
 pub fn prefix_of(key: &[u8]) -> u64 {
+    // Keys of eight bytes or more (the common case) load directly: a copy
+    // of a variable length would be a call to `memmove` per key.
+    if let Some(head) = key.first_chunk::<8>() {
+        return u64::from_be_bytes(*head);
+    }
     let mut b = [0u8; 8];
-    let n = key.len().min(8);
-    b[..n].copy_from_slice(&key[..n]);
+    b[..key.len()].copy_from_slice(key);
     u64::from_be_bytes(b)
 }
 
