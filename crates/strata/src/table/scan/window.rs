@@ -646,7 +646,10 @@ impl Window {
         let seg = &self.segs[e.seg as usize];
         seg.events.unwrap_or_else(|| {
             let row = e.row as usize;
-            self.event_cols.iter().any(|&v| seg.chunk.carries(v, row))
+            // Most rows of a partial block carry every column of it: one
+            // bit says so.
+            (seg.holds_event && seg.chunk.block.row_whole(row))
+                || self.event_cols.iter().any(|&v| seg.chunk.carries(v, row))
         })
     }
 
