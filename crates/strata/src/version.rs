@@ -784,5 +784,20 @@ mod tests {
         let e = it.status().expect_err("corruption");
         assert!(e.is_corruption(), "{e}");
         assert!(e.to_string().contains("manifest"), "{e}");
+
+        // A visit from that lazy position hands over nothing and reports
+        // the same corruption.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut it = LevelIter::new_lazy(level(dir.path(), true));
+        it.seek(&make_seek_key(b"k0030", crate::key::MAX_SEQNO));
+        let mut seen = 0;
+        it.visit_forward(&mut |_, _| {
+            seen += 1;
+            true
+        });
+        assert_eq!(seen, 0);
+        assert!(!it.valid());
+        let e = it.status().expect_err("corruption");
+        assert!(e.is_corruption(), "{e}");
     }
 }

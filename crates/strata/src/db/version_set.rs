@@ -156,10 +156,11 @@ impl DbInner {
             }
             // What recovery replayed for a keyspace that waited for its
             // options is still only in its memtable, and keeps every log
-            // from the one it came from on disk: flushed now, as recovery
-            // flushes the other keyspaces, so that the logs retire instead
-            // of piling up one per open of a database that is reopened
-            // more often than its memtables fill.
+            // from the one it came from on disk: its memtable is switched
+            // now, so that a background flush writes it out as recovery
+            // flushes the other keyspaces and the logs retire instead of
+            // piling up one per open of a database that is reopened more
+            // often than its memtables fill.
             let mut replayed = false;
             if let Some(ks) = st.keyspaces.get_mut(&id) {
                 if changed {
@@ -172,7 +173,12 @@ impl DbInner {
             drop(st);
             drop(manifest);
             if replayed {
-                self.submit(Request::Switch(vec![id]))?;
+                // Best effort: the registration stands either way. A switch
+                // refused (a background error, a close under way) leaves
+                // the entries where recovery put them, in the memtable and
+                // its logs, as before, and the error is the database's to
+                // report on its next write.
+                let _ = self.submit(Request::Switch(vec![id]));
             }
             return Ok(shared);
         }

@@ -449,6 +449,9 @@ impl DbInner {
     pub(super) fn switch_memtables(&self, ids: &[KeyspaceId]) -> Result<()> {
         {
             let st = self.state.lock();
+            if st.closed {
+                return Err(Error::Closed);
+            }
             Self::bg_error(&st)?;
             if !ids
                 .iter()
@@ -471,6 +474,16 @@ impl DbInner {
         }
         let old_log = {
             let mut wal = self.wal.lock();
+            // No log writer: a close took it since the check above (it
+            // owns the directory's last word, so no new writer goes in
+            // after it; the empty log just made is replayed as empty by
+            // the next open), or a failed append dropped it and set the
+            // background error.
+            if wal.writer.is_none() {
+                drop(wal);
+                Self::bg_error(&self.state.lock())?;
+                return Err(Error::Closed);
+            }
             // The old log's bytes go to the OS now; the next synced write
             // fsyncs it before its own (found by strata-stress; test
             // engine_regressions::synced_write_after_a_log_switch_keeps_earlier_acknowledged_writes).

@@ -264,7 +264,7 @@ impl PieceRun {
         self.it.status()
     }
 
-    /// Whether entries remain (before the upper bound).
+    /// Whether no entry remains before the upper bound.
     pub fn exhausted(&self) -> bool {
         !self.it.valid()
             || self
