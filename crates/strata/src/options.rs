@@ -73,10 +73,12 @@ pub struct Options {
     /// error in a mapped file ends the process (`SIGBUS`) where `pread`
     /// would return an error; salvage opens never map. Mappings are advised
     /// random access, so a read from a cold page cache brings in only the
-    /// pages it touches (one disk read per page, where `pread` reads a
-    /// block at once: for data larger than memory `pread` is the faster of
-    /// the two), and sequential readers ask for their pages ahead. See
-    /// `docs/design.md`, "Reads" and "Known gaps".
+    /// pages it touches; once a file's reads are seen waiting for the disk,
+    /// its blocks that span pages are asked for whole first (one disk read
+    /// each, as `pread`'s), and sequential readers ask for their pages
+    /// ahead. `pread` still warms a cold cache faster (its read-ahead
+    /// brings in neighbouring blocks). See `docs/design.md`, "Reads" and
+    /// "Known gaps".
     pub mmap_reads: bool,
     /// Options of the default keyspace.
     pub default_keyspace: KeyspaceOptions,
