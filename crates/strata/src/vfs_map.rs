@@ -23,10 +23,10 @@
 //! then get their read-ahead from [`Sequential`]: a thread whose read of a
 //! file starts where its previous read of that file ended asks the kernel
 //! for the next [`READ_AHEAD`] bytes (`MADV_WILLNEED`) before it needs
-//! them, as the kernel's own read-ahead does for `pread`. Point reads of a
-//! file whose pages are on disk ask for a block that spans pages before
-//! they copy it ([`ColdReads`]), so that it comes in one disk read, not a
-//! fault per page.
+//! them, as the kernel's own read-ahead does for `pread`. Once a file's
+//! reads are seen waiting for the disk, its point reads ask for a block
+//! that spans pages before they copy it ([`ColdReads`]), so that it comes
+//! in one disk read, not a fault per page.
 //!
 //! The price is how a device error shows itself. `pread` of a bad sector
 //! returns `EIO`, which becomes an error naming the file; a read of the
@@ -141,14 +141,15 @@ impl Sequential {
     /// Records a read of `[offset, end)` of the mapping at `addr`, which
     /// is `len` bytes long; returns the range to ask for ahead, if the read
     /// continues the previous one and the pages asked for run out within
-    /// half a window.
+    /// half a window, and whether the file is being read ahead (its pages
+    /// were asked for already: a read of it need not ask for its own).
     fn read(
         &mut self,
         addr: usize,
         offset: usize,
         end: usize,
         len: usize,
-    ) -> Option<(usize, usize)> {
+    ) -> (Option<(usize, usize)>, bool) {
         let slot = match self.files.iter().position(|f| f.addr == addr) {
             Some(i) => i,
             None => {
@@ -176,7 +177,7 @@ impl Sequential {
                 run: 0,
                 window: FIRST_WINDOW,
             };
-            return None;
+            return (None, false);
         }
         f.end = end;
         let mut want = None;
@@ -187,7 +188,7 @@ impl Sequential {
             f.ahead = to;
             f.window = (f.window * 2).min(READ_AHEAD);
         }
-        want
+        (want, f.run > RUN_BEFORE_AHEAD)
     }
 }
 
@@ -210,14 +211,22 @@ thread_local! {
     static SPANNING_READS: Cell<u32> = const { Cell::new(0) };
 }
 
-/// The assumed page size: a read within one page gains nothing from
-/// asking for it (a larger real page only makes this ask more often).
-const PAGE: usize = 4096;
+/// The system's page size: a read within one page gains nothing from
+/// asking for it (4,096 if the system will not say).
+fn page_size() -> usize {
+    static PAGE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *PAGE.get_or_init(|| {
+        // SAFETY: `sysconf` only reads a configuration value.
+        let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        usize::try_from(n).ok().filter(|&n| n > 0).unwrap_or(4096)
+    })
+}
 
 /// Whether `[offset, offset + len)` lies on more than one page.
 #[inline]
 fn spans_pages(offset: usize, len: usize) -> bool {
-    len > 1 && offset / PAGE != (offset + len - 1) / PAGE
+    let page = page_size();
+    len > 1 && offset / page != (offset + len - 1) / page
 }
 
 /// Whether a mapped file's pages are likely on disk, judged by how long
@@ -226,9 +235,10 @@ fn spans_pages(offset: usize, len: usize) -> bool {
 /// `pread` issues one (20,000 cold point reads ran at 0.66× `pread`'s
 /// speed). After a read that waited for the disk, the next
 /// [`COLD_READS`] reads of the file that span pages ask the kernel for
-/// their pages first (`MADV_WILLNEED`: one read for the whole block);
-/// reads of a file in the page cache, which never wait that long, make no
-/// system call.
+/// their pages first (`MADV_WILLNEED`: one read for the whole block),
+/// unless the file is being read ahead already ([`Sequential`]). Reads of
+/// a file in the page cache rarely take that long (a thread descheduled
+/// mid-copy can), so they make no system call but for such a stretch.
 #[derive(Default)]
 struct ColdReads {
     /// Reads left that ask first.
@@ -242,13 +252,9 @@ impl ColdReads {
         if !spans_pages(offset, len) {
             return false;
         }
-        let c = self.credit.load(Ordering::Relaxed);
-        if c == 0 {
-            return false;
-        }
-        // Racing readers may both take the last credit: one extra ask.
-        self.credit.store(c - 1, Ordering::Relaxed);
-        true
+        self.credit
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| c.checked_sub(1))
+            .is_ok()
     }
 
     /// Runs `copy`, the copy of `[offset, offset + len)` out of the
@@ -336,15 +342,15 @@ impl MappedFile {
             .and_then(|o| Some((o, self.map.get(o..o.checked_add(len)?)?)));
         if let Some((o, b)) = bytes {
             let addr = self.map.as_ptr() as usize;
-            let ahead = SEQUENTIAL.with(|s| {
-                s.try_borrow_mut()
-                    .ok()
-                    .and_then(|mut s| s.read(addr, o, o + b.len(), self.map.len()))
+            let (ahead, streaming) = SEQUENTIAL.with(|s| {
+                s.try_borrow_mut().map_or((None, false), |mut s| {
+                    s.read(addr, o, o + b.len(), self.map.len())
+                })
             });
             if let Some((from, to)) = ahead {
                 // A hint: a refusal only loses the read-ahead.
                 let _ = self.map.advise_range(Advice::WillNeed, from, to - from);
-            } else if self.cold.ask_first(o, b.len()) {
+            } else if !streaming && self.cold.ask_first(o, b.len()) {
                 let _ = self.map.advise_range(Advice::WillNeed, o, b.len());
             }
         }
@@ -410,7 +416,7 @@ mod tests {
         len: usize,
     ) -> Vec<(usize, usize)> {
         (0..n)
-            .filter_map(|i| s.read(addr, from + i * 4096, from + (i + 1) * 4096, len))
+            .filter_map(|i| s.read(addr, from + i * 4096, from + (i + 1) * 4096, len).0)
             .collect()
     }
 
@@ -421,7 +427,7 @@ mod tests {
         // Scattered reads, and short runs (a seek reading a block or two),
         // ask for nothing.
         for at in [0, 50_000, 8_192, 900_000, 12_288] {
-            assert_eq!(s.read(1, at, at + 4096, len), None);
+            assert_eq!(s.read(1, at, at + 4096, len), (None, false));
         }
         assert!(read_run(&mut s, 1, 2_000_000, 1 + RUN_BEFORE_AHEAD as usize - 1, len).is_empty());
         // A long run asks from its fifth read on, windows that follow each
@@ -453,7 +459,7 @@ mod tests {
         for step in 0..20 {
             for (f, h) in hinted.iter_mut().enumerate() {
                 let off = step * 4096;
-                if s.read(100 + f, off, off + 4096, len).is_some() {
+                if s.read(100 + f, off, off + 4096, len).0.is_some() {
                     *h += 1;
                 }
             }
@@ -464,7 +470,7 @@ mod tests {
         for f in 0..FOLLOWED {
             s.read(1000 + f, 0, 10, len);
         }
-        assert_eq!(s.read(100, 20 * 4096, 21 * 4096, len), None, "forgotten");
+        assert_eq!(s.read(100, 20 * 4096, 21 * 4096, len).0, None, "forgotten");
     }
 
     #[test]
@@ -475,16 +481,44 @@ mod tests {
         assert!(!c.ask_first(100, 8000));
         c.copied(COLD_COPY);
         // Reads within one page never ask; they leave the credit alone.
-        assert!(!c.ask_first(0, PAGE));
-        assert!(!c.ask_first(PAGE + 10, 100));
+        let page = page_size();
+        assert!(!c.ask_first(0, page));
+        assert!(!c.ask_first(page + 10, 100));
         assert!(!c.ask_first(5, 0));
         let asked = (0..COLD_READS as usize + 10)
-            .filter(|&i| c.ask_first(i * PAGE + PAGE - 100, 200))
+            .filter(|&i| c.ask_first(i * page + page - 100, 200))
             .count();
         assert_eq!(asked as u32, COLD_READS);
         // Another slow read renews the credit.
         c.copied(COLD_COPY * 100);
-        assert!(c.ask_first(PAGE - 1, 2));
+        assert!(c.ask_first(page - 1, 2));
+    }
+
+    #[test]
+    fn one_in_so_many_copies_that_span_pages_is_timed() {
+        let page = page_size() as u64;
+        let slow = || std::thread::sleep(COLD_COPY * 2);
+        let c = ColdReads::default();
+        // Slow copies within a page are never timed.
+        for _ in 0..TIMED_EVERY * 2 {
+            c.timed(page + 8, 100, slow);
+        }
+        assert_eq!(c.credit.load(Ordering::Relaxed), 0);
+        // Bring this thread's count of spanning copies to a multiple of
+        // `TIMED_EVERY`, whatever it was.
+        let c = ColdReads::default();
+        while c.credit.load(Ordering::Relaxed) == 0 {
+            c.timed(page - 8, 100, slow);
+        }
+        // The next `TIMED_EVERY - 1` slow spanning copies go untimed; the
+        // one after them is timed.
+        let c = ColdReads::default();
+        for _ in 0..TIMED_EVERY - 1 {
+            c.timed(page - 8, 100, slow);
+        }
+        assert_eq!(c.credit.load(Ordering::Relaxed), 0);
+        c.timed(page - 8, 100, slow);
+        assert_eq!(c.credit.load(Ordering::Relaxed), COLD_READS);
     }
 
     #[test]
