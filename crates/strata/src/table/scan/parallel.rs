@@ -39,43 +39,6 @@ const QUEUED_PER_THREAD: usize = 2;
 /// one left, so the threads end within about one range of each other.
 pub(crate) const RANGES_PER_THREAD: usize = 4;
 
-/// Where to cut `[lower, upper)` into at most `parts` ranges: the first
-/// keys of files of `run` (sorted, non-overlapping, with their sizes)
-/// chosen so that the bytes before each cut are closest to an equal share.
-/// Cuts are ascending, distinct and strictly inside the range; none when
-/// the run gives no key to cut at.
-pub(super) fn split_points(
-    run: &[(&[u8], u64)],
-    lower: Option<&[u8]>,
-    upper: Option<&[u8]>,
-    parts: usize,
-) -> Vec<Vec<u8>> {
-    let inside = |k: &[u8]| lower.is_none_or(|l| k > l) && upper.is_none_or(|u| k < u);
-    let total: u64 = run.iter().map(|&(_, b)| b).sum();
-    if parts < 2 || total == 0 {
-        return Vec::new();
-    }
-    let mut cuts: Vec<Vec<u8>> = Vec::with_capacity(parts - 1);
-    let mut before = 0u64;
-    let mut next = 1usize;
-    for &(first, bytes) in run {
-        // Cut before this file when that brings the share before the cut
-        // closer to `next` parts' worth than cutting after it would.
-        let target = total * next as u64 / parts as u64;
-        if next < parts
-            && before > 0
-            && before + bytes / 2 >= target
-            && inside(first)
-            && cuts.last().is_none_or(|c| c.as_slice() < first)
-        {
-            cuts.push(first.to_vec());
-            next += 1;
-        }
-        before += bytes;
-    }
-    cuts
-}
-
 /// The files of the run holding the most bytes of `[lower, upper)` among
 /// the plan's deeper levels (counting whole files).
 fn largest_run<'a>(
@@ -117,7 +80,8 @@ type Anchors = Vec<(Vec<u8>, u64)>;
 /// in `[lower, upper)`, and `blocks(i)` gives that file's blocks holding
 /// keys of the range as (a key at or before the block's first, its bytes).
 /// Only the files a cut falls in are asked for their blocks. Cuts are
-/// ascending, distinct and strictly inside the range.
+/// ascending, distinct, strictly inside the range and after the run's
+/// first block. A run of one file cuts a range that file holds alone.
 pub(super) fn block_cuts(
     sizes: &[u64],
     mut blocks: impl FnMut(usize) -> Result<Anchors>,
@@ -149,8 +113,12 @@ pub(super) fn block_cuts(
             for (key, bytes) in &list {
                 // Cut before this block when that brings the share before
                 // the cut closer to `next` parts' worth than cutting after
-                // it would.
-                while next < parts && before + scale(seen + bytes / 2) >= target(next) {
+                // it would (never before the first: that part would be
+                // empty).
+                while next < parts
+                    && before + seen > 0
+                    && before + scale(seen + bytes / 2) >= target(next)
+                {
                     if inside(key) && cuts.last().is_none_or(|c| c < key) {
                         cuts.push(key.clone());
                     }
@@ -285,8 +253,10 @@ impl ParallelScan {
             // No deeper run to cut (a table that fits one file, often on
             // level 0): cut inside its largest file.
             let anchors = file_anchors(f, lower, upper)?;
-            let run: Vec<(&[u8], u64)> = anchors.iter().map(|(k, b)| (k.as_slice(), *b)).collect();
-            cuts = split_points(&run, lower, upper, ranges);
+            let size = anchors.iter().map(|&(_, b)| b).sum();
+            let mut anchors = Some(anchors);
+            let blocks = |_| Ok(anchors.take().unwrap_or_default());
+            cuts = block_cuts(&[size], blocks, lower, upper, ranges)?;
         }
         if cuts.is_empty() {
             return Ok(None);
@@ -446,7 +416,7 @@ fn add_counters(sum: &mut ScanCounters, c: &ScanCounters) {
 
 #[cfg(test)]
 mod tests {
-    use super::{Anchors, block_cuts, split_points, within};
+    use super::{Anchors, block_cuts, within};
 
     /// A run of files of `blocks[i]` blocks of `bytes` each, keyed by their
     /// global block number (four digits).
@@ -576,16 +546,29 @@ mod tests {
         keys.iter().map(|&k| (k, bytes)).collect()
     }
 
+    /// [`block_cuts`] of one file whose blocks start at `blocks`' keys,
+    /// as a scan of a table that fits one file cuts it.
+    fn cuts_of_one_file(
+        blocks: &[(&[u8], u64)],
+        lower: Option<&[u8]>,
+        upper: Option<&[u8]>,
+        parts: usize,
+    ) -> Vec<Vec<u8>> {
+        let anchors: Anchors = blocks.iter().map(|&(k, b)| (k.to_vec(), b)).collect();
+        let size = blocks.iter().map(|&(_, b)| b).sum();
+        block_cuts(&[size], |_| Ok(anchors.clone()), lower, upper, parts).expect("cuts")
+    }
+
     #[test]
-    fn cuts_split_the_bytes_evenly_at_file_starts() {
+    fn one_file_is_cut_evenly_at_block_starts() {
         let r = run(&[b"a", b"c", b"e", b"g"], 10);
-        assert_eq!(split_points(&r, None, None, 2), vec![b"e".to_vec()]);
+        assert_eq!(cuts_of_one_file(&r, None, None, 2), vec![b"e".to_vec()]);
         assert_eq!(
-            split_points(&r, None, None, 4),
+            cuts_of_one_file(&r, None, None, 4),
             vec![b"c".to_vec(), b"e".to_vec(), b"g".to_vec()]
         );
-        // More parts than files: one cut per file start after the first.
-        assert_eq!(split_points(&r, None, None, 9).len(), 3);
+        // More parts than blocks: one cut per block start after the first.
+        assert_eq!(cuts_of_one_file(&r, None, None, 9).len(), 3);
     }
 
     #[test]
@@ -597,7 +580,7 @@ mod tests {
             (None, Some(b"b")),
         ] {
             for parts in 1..6 {
-                let cuts = split_points(&r, lo, hi, parts);
+                let cuts = cuts_of_one_file(&r, lo, hi, parts);
                 assert!(cuts.len() < parts.max(1));
                 assert!(cuts.windows(2).all(|w| w[0] < w[1]), "{cuts:?}");
                 for c in &cuts {
@@ -609,17 +592,17 @@ mod tests {
     }
 
     #[test]
-    fn one_part_an_empty_run_or_one_file_give_no_cut() {
+    fn one_part_an_empty_file_or_one_block_give_no_cut() {
         let r = run(&[b"a", b"c"], 10);
-        assert!(split_points(&r, None, None, 1).is_empty());
-        assert!(split_points(&[], None, None, 4).is_empty());
-        assert!(split_points(&run(&[b"a"], 10), None, None, 4).is_empty());
-        assert!(split_points(&run(&[b"a", b"c"], 0), None, None, 4).is_empty());
+        assert!(cuts_of_one_file(&r, None, None, 1).is_empty());
+        assert!(cuts_of_one_file(&[], None, None, 4).is_empty());
+        assert!(cuts_of_one_file(&run(&[b"a"], 10), None, None, 4).is_empty());
+        assert!(cuts_of_one_file(&run(&[b"a", b"c"], 0), None, None, 4).is_empty());
     }
 
     #[test]
-    fn an_uneven_run_is_cut_by_bytes_not_by_files() {
-        // One big file, then many small ones: the cut falls after the big one.
+    fn an_uneven_file_is_cut_by_bytes_not_by_blocks() {
+        // One big block, then many small ones: the cut falls after the big one.
         let r: Vec<(&[u8], u64)> = vec![
             (b"a", 100),
             (b"b", 10),
@@ -628,6 +611,6 @@ mod tests {
             (b"e", 10),
             (b"f", 10),
         ];
-        assert_eq!(split_points(&r, None, None, 2), vec![b"b".to_vec()]);
+        assert_eq!(cuts_of_one_file(&r, None, None, 2), vec![b"b".to_vec()]);
     }
 }
