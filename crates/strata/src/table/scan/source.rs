@@ -266,11 +266,7 @@ impl PieceRun {
 
     /// Whether no entry remains before the upper bound.
     pub fn exhausted(&self) -> bool {
-        !self.it.valid()
-            || self
-                .upper
-                .as_deref()
-                .is_some_and(|u| at_or_after(user_key(self.it.key()), u))
+        !self.it.valid() || past(&self.upper, user_key(self.it.key()))
     }
 
     /// Stages the next chunk.
@@ -290,9 +286,7 @@ impl PieceRun {
         } = self;
         it.visit_forward(&mut |k, value| {
             let uk = user_key(k);
-            if upper.as_deref().is_some_and(|u| at_or_after(uk, u))
-                || (rows >= STAGE_ROWS && uk != builder.last_key())
-            {
+            if past(upper, uk) || (rows >= STAGE_ROWS && uk != builder.last_key()) {
                 return false;
             }
             let t = trailer(k);
@@ -339,6 +333,12 @@ impl PieceRun {
             map: Arc::clone(&self.map),
         }))
     }
+}
+
+/// Whether user key `uk` is at or past the exclusive upper bound `upper`.
+#[inline]
+fn past(upper: &Option<Vec<u8>>, uk: &[u8]) -> bool {
+    upper.as_deref().is_some_and(|u| at_or_after(uk, u))
 }
 
 /// `a >= b`, deciding on the keys' eight-byte prefixes when they differ
