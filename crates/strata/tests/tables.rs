@@ -1165,3 +1165,65 @@ fn parallel_scans_read_at_snapshots_and_stop_when_dropped() {
     drop(t);
     db.close().expect("close");
 }
+
+/// A damaged block fails a scan in parts with a corruption error, whichever
+/// thread reads it (the caller's own or a helper), and no rows past the
+/// damage are returned as data.
+#[test]
+fn a_damaged_block_fails_a_scan_in_parts() {
+    let dir = tempfile::tempdir().expect("dir");
+    {
+        let (db, t) = table_in(dir.path(), "groups:2");
+        let mut rng = StdRng::seed_from_u64(9);
+        for k in 0..4000 {
+            t.upsert_row(&full(k, &random_row(&mut rng)))
+                .expect("insert");
+        }
+        t.compact().expect("compact");
+        db.close().expect("close");
+    }
+    // One byte in the middle of every table file: a data block's.
+    let mut damaged = 0;
+    for e in std::fs::read_dir(dir.path()).expect("dir") {
+        let path = e.expect("entry").path();
+        if path.extension().is_some_and(|x| x == "sst") {
+            let mut bytes = std::fs::read(&path).expect("read");
+            let mid = bytes.len() / 2;
+            bytes[mid] ^= 0x40;
+            std::fs::write(&path, bytes).expect("write");
+            damaged += 1;
+        }
+    }
+    assert!(damaged > 2, "only {damaged} table files");
+    let db = Db::open(dir.path(), opts()).expect("reopen");
+    let t = db.table("t").expect("table");
+    for threads in [1, 2, 3] {
+        let mut scan = t
+            .scan(ScanOptions {
+                batch_rows: 64,
+                ..ScanOptions::default().threads(threads)
+            })
+            .expect("scan");
+        assert_eq!(scan.parts() > 1, threads > 1, "{threads} threads");
+        let mut rows = 0;
+        let err = loop {
+            match scan.next() {
+                Some(Ok(b)) => rows += b.num_rows(),
+                Some(Err(e)) => break e,
+                None => panic!("{threads} threads: the scan ended after {rows} rows"),
+            }
+        };
+        assert!(
+            matches!(err, Error::Corruption { .. }),
+            "{threads} threads: {err}"
+        );
+        assert!(rows < 4000, "{threads} threads: {rows} rows");
+        // After the error the scan is over.
+        assert!(
+            scan.next().is_none(),
+            "{threads} threads: more after the error"
+        );
+    }
+    drop(t);
+    db.close().expect("close");
+}
