@@ -44,6 +44,12 @@ pub struct DictBlock {
     stats: CodeStats,
 }
 
+impl crate::cache::Recyclable for DictBlock {
+    fn into_buffer(self) -> Vec<u8> {
+        self.data
+    }
+}
+
 impl DictBlock {
     /// Parses a block of a file whose dictionary is `dict` (`None`: a file
     /// of plain values). Every code of a row with a value is checked to be
@@ -141,7 +147,9 @@ impl DictBlock {
 
     /// Bytes held (the cache's weight).
     pub fn size_bytes(&self) -> usize {
-        self.data.len() + std::mem::size_of::<DictBlock>()
+        // (The buffer's capacity: a recycled one may be larger than the
+        // block.)
+        self.data.capacity() + std::mem::size_of::<DictBlock>()
     }
 
     /// Row `r`'s value (empty for a tombstone).

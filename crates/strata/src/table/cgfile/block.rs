@@ -202,6 +202,12 @@ pub struct CgBlock {
     whole: Vec<u8>,
 }
 
+impl crate::cache::Recyclable for CgBlock {
+    fn into_buffer(self) -> Vec<u8> {
+        self.data
+    }
+}
+
 impl CgBlock {
     /// Parses block contents for a group whose columns are `group` (value
     /// column numbers, ascending) of types from `schema`; `dicts[i]` is the file's
@@ -335,7 +341,9 @@ impl CgBlock {
 
     /// Bytes held (for the cache's weight).
     pub fn size_bytes(&self) -> usize {
-        self.data.len()
+        // (The buffer's capacity: a recycled one may be larger than the
+        // block.)
+        self.data.capacity()
             + self.whole.len()
             + self.columns.len() * std::mem::size_of::<ColumnSlices>()
     }
