@@ -542,7 +542,9 @@ impl Scanner {
                 gather::append_slot(&self.window, slot, &self.window.refs(slot)[from..to], b)?;
             }
         }
-        if self.outputs.iter().any(|o| matches!(o, Output::Key(_))) {
+        if self.outputs.iter().any(|o| matches!(o, Output::Key(_)))
+            && !self.gather_int_keys(from, to)?
+        {
             for i in from..to {
                 self.decode_key(i)?;
                 for (o, b) in self.outputs.iter().zip(self.builders.iter_mut()) {
@@ -553,6 +555,45 @@ impl Scanner {
             }
         }
         Ok(())
+    }
+
+    /// Appends output rows `from..to`'s keys to the key outputs' builders
+    /// straight from the key bytes when the key is one integer column (the
+    /// common primary key), without decoding each key into cells; false,
+    /// having appended nothing, for any other key.
+    fn gather_int_keys(&mut self, from: usize, to: usize) -> Result<bool> {
+        let keys = self.schema.key_indices();
+        if keys.len() != 1 {
+            return Ok(false);
+        }
+        let ty = self.schema.columns()[keys[0]].ty;
+        for (o, b) in self.outputs.iter().zip(self.builders.iter_mut()) {
+            if !matches!(o, Output::Key(_)) {
+                continue;
+            }
+            let w = &self.window;
+            match (ty, b) {
+                (ColumnType::Int64, ColumnBuilder::I64(b)) => {
+                    for i in from..to {
+                        b.append_value(KeyDecoder::new(w.key(i)).i64()?);
+                    }
+                }
+                (ColumnType::Timestamp, ColumnBuilder::Ts(b)) => {
+                    for i in from..to {
+                        b.append_value(KeyDecoder::new(w.key(i)).i64()?);
+                    }
+                }
+                (ColumnType::Int32, ColumnBuilder::I32(b)) => {
+                    for i in from..to {
+                        b.append_value(KeyDecoder::new(w.key(i)).i32()?);
+                    }
+                }
+                // (Every key output has the key column's builder, so this
+                // is decided at the first and nothing has been appended.)
+                _ => return Ok(false),
+            }
+        }
+        Ok(true)
     }
 
     /// The next batch, or `None` when the scan is done.
