@@ -290,6 +290,17 @@ mod tests {
         }
     }
 
+    /// Empties this thread's pool of 4,000-byte buffers, returning them.
+    fn drain_pool() -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        while buffers::pooled() > 0 {
+            let before = buffers::pooled();
+            out.push(buffers::take(4000));
+            assert_eq!(buffers::pooled(), before - 1, "a pooled buffer did not fit");
+        }
+        out
+    }
+
     #[test]
     fn evicted_blocks_of_other_formats_return_their_buffers_too() {
         // Tests run on their own threads, so the pool starts empty here.
@@ -308,28 +319,47 @@ mod tests {
             )
             .expect("load")
         };
-        let held = load(0);
-        for off in 1..12u64 {
+        // A block a reader holds while the cache evicts it: its buffer must
+        // not come back. The pool is drained after each load, so that a full
+        // pool cannot hide one that did. (The first blocks fill the cache's
+        // hot part, from which churn does not evict: the held block comes
+        // after them.)
+        for off in 1..4u64 {
             load(off * 4096);
         }
-        assert!(c.num_blocks() < 12);
-        let pooled = buffers::pooled();
-        assert!(pooled > 0, "no evicted block's buffer came back");
-        // The block a reader still holds stayed whole, and a cached one is
-        // found as its type.
-        assert!(held.0.iter().all(|&b| b == 0));
+        let held = load(0);
+        let held_at = held.0.as_ptr();
+        let mut back = drain_pool();
+        let mut off = 4u64;
+        while c.inner.as_ref().is_some_and(|i| i.contains_key(&(id, 0))) {
+            assert!(off < 1000, "block 0 was never evicted");
+            load(off * 4096);
+            back.extend(drain_pool());
+            off += 1;
+        }
+        for _ in 0..4 {
+            load(off * 4096);
+            back.extend(drain_pool());
+            off += 1;
+        }
+        assert!(!back.is_empty(), "no evicted block's buffer came back");
+        assert!(
+            back.iter().all(|b| b.as_ptr() != held_at),
+            "the buffer of a block a reader holds came back"
+        );
+        assert!(held.0.iter().all(|&b| b == 0), "the held block changed");
         let last = c
-            .get_other(id, 11 * 4096)
+            .get_other(id, (off - 1) * 4096)
             .expect("the last block is cached");
         assert!(last.downcast::<Other>().is_ok());
-        // A block inserted without a way to give up its buffer is dropped
-        // when evicted, and its buffer does not come back.
-        let before = buffers::pooled();
-        c.insert_other(id, 1 << 40, Arc::new(vec![0u8; 4000]), 4000);
-        for off in 12..30u64 {
+        // Blocks inserted without a way to give up their buffers are dropped
+        // when evicted: nothing comes back.
+        let c = BlockCache::new(16 * 1024);
+        for off in 0..30u64 {
             c.insert_other(id, off * 4096, Arc::new(vec![0u8; 4000]), 4000);
         }
-        assert_eq!(buffers::pooled(), before);
+        assert!(c.num_blocks() < 30);
+        assert_eq!(buffers::pooled(), 0);
     }
 
     #[test]

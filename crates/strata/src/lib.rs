@@ -199,7 +199,7 @@ mod vfs_mem;
 pub use arrow_array;
 pub use arrow_schema;
 pub use batch::WriteBatch;
-pub use cache::BlockCache;
+pub use cache::{BlockCache, Recyclable};
 pub use database::Db;
 pub use db::{DEFAULT_KEYSPACE, DbStats, Keyspace, KeyspaceStats, Snapshot};
 pub use db_iter::DbIter;

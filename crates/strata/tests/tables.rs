@@ -1167,8 +1167,8 @@ fn parallel_scans_read_at_snapshots_and_stop_when_dropped() {
 }
 
 /// A damaged block fails a scan in parts with a corruption error, whichever
-/// thread reads it (the caller's own or a helper), and no rows past the
-/// damage are returned as data.
+/// thread reads it (the caller's own or a helper): when the scan opens (a
+/// range's first block is read as its scanner seeks) or as it reads.
 #[test]
 fn a_damaged_block_fails_a_scan_in_parts() {
     let dir = tempfile::tempdir().expect("dir");
@@ -1198,30 +1198,34 @@ fn a_damaged_block_fails_a_scan_in_parts() {
     let db = Db::open(dir.path(), opts()).expect("reopen");
     let t = db.table("t").expect("table");
     for threads in [1, 2, 3] {
-        let mut scan = t
-            .scan(ScanOptions {
-                batch_rows: 64,
-                ..ScanOptions::default().threads(threads)
-            })
-            .expect("scan");
-        assert_eq!(scan.parts() > 1, threads > 1, "{threads} threads");
-        let mut rows = 0;
-        let err = loop {
-            match scan.next() {
-                Some(Ok(b)) => rows += b.num_rows(),
-                Some(Err(e)) => break e,
-                None => panic!("{threads} threads: the scan ended after {rows} rows"),
+        let opened = t.scan(ScanOptions {
+            batch_rows: 64,
+            ..ScanOptions::default().threads(threads)
+        });
+        let err = match opened {
+            Err(e) => e,
+            Ok(mut scan) => {
+                assert_eq!(scan.parts() > 1, threads > 1, "{threads} threads");
+                let mut rows = 0;
+                let err = loop {
+                    match scan.next() {
+                        Some(Ok(b)) => rows += b.num_rows(),
+                        Some(Err(e)) => break e,
+                        None => panic!("{threads} threads: the scan ended after {rows} rows"),
+                    }
+                };
+                assert!(rows < 4000, "{threads} threads: {rows} rows");
+                // After the error the scan is over.
+                assert!(
+                    scan.next().is_none(),
+                    "{threads} threads: more after the error"
+                );
+                err
             }
         };
         assert!(
             matches!(err, Error::Corruption { .. }),
             "{threads} threads: {err}"
-        );
-        assert!(rows < 4000, "{threads} threads: {rows} rows");
-        // After the error the scan is over.
-        assert!(
-            scan.next().is_none(),
-            "{threads} threads: more after the error"
         );
     }
     drop(t);
@@ -1279,8 +1283,10 @@ fn scanned_keys_round_trip_for_each_key_type() {
                 t.flush().expect("flush");
             }
         }
+        // Row n (in writing order) has x = n: the key that was written n-th.
+        let mut written: Vec<i64> = keys.iter().rev().copied().collect();
         keys.sort_unstable();
-        for cols in [vec!["k"], vec!["x", "k"]] {
+        for cols in [vec!["k"], vec!["x", "k"], vec!["k", "x", "k"]] {
             let mut got = Vec::new();
             for b in t.scan(ScanOptions::default().columns(&cols)).expect("scan") {
                 let b = b.expect("batch");
@@ -1305,6 +1311,32 @@ fn scanned_keys_round_trip_for_each_key_type() {
             }
             assert_eq!(got, keys, "{ty:?} keys under {layout}, columns {cols:?}");
         }
+        // Each key with its own value, the key output twice alike.
+        let mut pairs = Vec::new();
+        for b in t
+            .scan(ScanOptions::default().columns(&["k", "x", "k"]))
+            .expect("scan")
+        {
+            let b = b.expect("batch");
+            let x = column_as::<Int32Array>(&b, 1, "x");
+            for r in 0..b.num_rows() {
+                let key = |c: usize| match ty {
+                    ColumnType::Int32 => i64::from(column_as::<Int32Array>(&b, c, "k").value(r)),
+                    ColumnType::Timestamp => b
+                        .column(c)
+                        .as_any()
+                        .downcast_ref::<TimestampMicrosecondArray>()
+                        .expect("timestamps")
+                        .value(r),
+                    _ => column_as::<Int64Array>(&b, c, "k").value(r),
+                };
+                assert_eq!(key(0), key(2), "{ty:?}: the key output twice");
+                pairs.push((x.value(r) as usize, key(0)));
+            }
+        }
+        pairs.sort_unstable();
+        let want: Vec<(usize, i64)> = written.drain(..).enumerate().collect();
+        assert_eq!(pairs, want, "{ty:?}: each key's value");
     }
     // Two key columns: each part as written.
     let dir = tempfile::tempdir().expect("tempdir");

@@ -344,7 +344,8 @@ impl CgBlock {
         // (The buffer's capacity: a recycled one may be larger than the
         // block.)
         self.data.capacity()
-            + self.whole.len()
+            + self.whole.capacity()
+            + self.numbers.capacity() * std::mem::size_of::<usize>()
             + self.columns.len() * std::mem::size_of::<ColumnSlices>()
     }
 

@@ -38,7 +38,7 @@ use crate::table::schema::Schema;
 use crate::table::view::ReadPlan;
 use crate::version::FileMeta;
 
-/// Finished batches a thread may have waiting before it pauses.
+/// Finished batches a helper may have waiting before it pauses.
 const QUEUED_PER_THREAD: usize = 2;
 
 /// Key ranges per thread: a thread that finishes its range takes the next
@@ -223,7 +223,8 @@ pub(crate) struct ParallelScan {
     parts: usize,
     /// Helpers that have not said they are done.
     running: usize,
-    /// The finished threads' counters, summed.
+    /// The counters of the finished helpers and of the ranges the caller
+    /// finished, summed.
     pub counters: ScanCounters,
 }
 
@@ -298,19 +299,22 @@ impl ParallelScan {
         // The caller's thread is one of the `threads`.
         let helpers = threads.min(parts).saturating_sub(1);
         let queue = Arc::new(Mutex::new(VecDeque::from(scanners)));
-        let (tx, rx) = sync_channel(QUEUED_PER_THREAD * helpers.max(1));
+        let (tx, rx) = sync_channel(QUEUED_PER_THREAD * helpers);
         let mut handles = Vec::with_capacity(helpers);
         for i in 0..helpers {
             let tx = tx.clone();
-            let queue = Arc::clone(&queue);
+            let ranges = Arc::clone(&queue);
             let spawned = std::thread::Builder::new()
                 .name(format!("strata-scan-{i}"))
-                .spawn(move || run_worker(&queue, &tx));
+                .spawn(move || run_worker(&ranges, &tx));
             match spawned {
                 Ok(t) => handles.push(t),
                 Err(e) => {
-                    // The threads already started stop at their next batch
-                    // once the receiver is gone.
+                    // The threads already started find no range left, or
+                    // stop at their next batch once the receiver is gone.
+                    if let Ok(mut q) = queue.lock() {
+                        q.clear();
+                    }
                     drop(rx);
                     for t in handles {
                         let _ = t.join();
@@ -344,8 +348,8 @@ impl ParallelScan {
     /// when no range is left to take, the helpers' next.
     pub(crate) fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
         loop {
-            // Helpers' batches first, so that no helper waits on a full
-            // queue while the caller reads.
+            // A helper's waiting batch first: a helper whose batches wait
+            // in the channel pauses once it holds `QUEUED_PER_THREAD`.
             if self.running > 0 {
                 match self.rx.as_ref().map(Receiver::try_recv) {
                     Some(Ok(msg)) => match self.take(msg)? {
@@ -419,12 +423,14 @@ impl ParallelScan {
 
     /// Stops the parts (each at its next batch) and waits for them.
     fn stop(&mut self) {
-        self.running = 0;
-        self.rx = None;
-        self.own = None;
+        // The ranges left go first, so that no helper starts one after the
+        // receiver is gone.
         if let Ok(mut q) = self.queue.lock() {
             q.clear();
         }
+        self.running = 0;
+        self.rx = None;
+        self.own = None;
         for t in self.handles.drain(..) {
             let _ = t.join();
         }
