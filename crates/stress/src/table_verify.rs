@@ -2,7 +2,9 @@
 //! run, and the table mode's crash drivers.
 //!
 //! Per table: one full scan (every column; rows must come in key order and
-//! be rows of the table's key space), then for every row two projected
+//! be rows of the table's key space), the same scan in parts on three
+//! threads (which must return the same rows, each once), then for every
+//! row two projected
 //! `get`s on random column subsets (sometimes every column), which must
 //! agree with the scan. The row the scan returned must be one of the row's
 //! acceptable states ([`TableState::candidates`]): its committed state
@@ -217,6 +219,60 @@ fn full_scan(
     Some(rows)
 }
 
+/// Reads table `t` whole again in parts on three threads and reports any
+/// difference from `rows`, what the one-thread scan returned (the parts
+/// interleave their ranges, so rows are compared by key).
+fn check_scan_in_parts(
+    h: &TableHandles,
+    space: &TableSpace,
+    t: u32,
+    rows: &[Option<Vec<Value>>],
+    failures: &Failures,
+) {
+    let name = table_name(t);
+    let scan = match h.tables[t as usize].scan(ScanOptions::default().threads(3)) {
+        Ok(s) => s,
+        Err(e) => {
+            failures.report(format!("full scan of {name} in parts failed: {e}"));
+            return;
+        }
+    };
+    let mut seen: Vec<Option<Vec<Value>>> = vec![None; rows.len()];
+    for b in scan {
+        let vals = match b.map_err(|e| e.to_string()).and_then(|b| batch_values(&b)) {
+            Ok(v) => v,
+            Err(m) => {
+                failures.report(format!("full scan of {name} in parts: {m}"));
+                return;
+            }
+        };
+        for row in vals {
+            let k = match row.first() {
+                Some(Value::Int64(id)) => space.parse_row_id(*id),
+                _ => None,
+            };
+            let Some(k) = k.filter(|&k| (k as usize) < seen.len()) else {
+                failures.report(format!(
+                    "full scan of {name} in parts: {row:?} is no row of the table"
+                ));
+                continue;
+            };
+            if seen[k as usize].replace(row).is_some() {
+                failures.report(format!(
+                    "full scan of {name} in parts: row {k} returned twice"
+                ));
+            }
+        }
+    }
+    if let Some(k) = (0..rows.len()).find(|&k| seen[k] != rows[k]) {
+        failures.report(format!(
+            "full scan of {name} in parts differs from the one-thread scan at row {k}: \
+             {:?} against {:?}",
+            seen[k], rows[k]
+        ));
+    }
+}
+
 /// Checks each index of table `t` against the rows a full scan returned:
 /// a lookup of every value returns exactly the rows holding one (id, the
 /// indexed column and the covered one), and a synchronous index holds one
@@ -305,6 +361,7 @@ pub fn verify_tables(
         let table = &h.tables[t as usize];
         let mut scanned = full_scan(h, &space, t, failures);
         if let Some(rows) = &scanned {
+            check_scan_in_parts(h, &space, t, rows, failures);
             rep.index_checks += verify_indexes(table, t, rows, failures);
         }
         for k in 0..space.rows {
