@@ -161,17 +161,24 @@ fn mismatch(
     )
 }
 
-/// Reads a whole table (every column); reports order and key-space
-/// problems; returns each row by index, `None` if the scan failed.
+/// Reads a whole table (every column) on `threads` threads; reports
+/// key-space problems, rows out of order (one thread) or returned twice
+/// (in parts, whose ranges interleave); returns each row by index, `None`
+/// if the scan failed.
 fn full_scan(
     h: &TableHandles,
     space: &TableSpace,
     t: u32,
+    threads: usize,
     failures: &Failures,
 ) -> Option<Vec<Option<Vec<Value>>>> {
-    let name = table_name(t);
+    let name = if threads > 1 {
+        format!("{} in parts", table_name(t))
+    } else {
+        table_name(t)
+    };
     let mut rows: Vec<Option<Vec<Value>>> = vec![None; space.rows as usize];
-    let scan = match h.tables[t as usize].scan(ScanOptions::default()) {
+    let scan = match h.tables[t as usize].scan(ScanOptions::default().threads(threads)) {
         Ok(s) => s,
         Err(e) => {
             failures.report(format!("full scan of {name} failed: {e}"));
@@ -202,14 +209,19 @@ fn full_scan(
                     continue;
                 }
             };
-            if prev.is_some_and(|p| p >= id) {
+            if threads == 1 && prev.is_some_and(|p| p >= id) {
                 failures.report(format!(
                     "full scan of {name}: key {id} follows key {prev:?}: out of order"
                 ));
             }
             prev = Some(id);
             match space.parse_row_id(id) {
-                Some(k) => rows[k as usize] = Some(row),
+                Some(k) => {
+                    // (One thread's duplicate is reported as out of order.)
+                    if rows[k as usize].replace(row).is_some() && threads > 1 {
+                        failures.report(format!("full scan of {name}: key {id} returned twice"));
+                    }
+                }
                 None => failures.report(format!(
                     "full scan of {name}: key {id} is no row of the table"
                 )),
@@ -219,9 +231,8 @@ fn full_scan(
     Some(rows)
 }
 
-/// Reads table `t` whole again in parts on three threads and reports any
-/// difference from `rows`, what the one-thread scan returned (the parts
-/// interleave their ranges, so rows are compared by key).
+/// Reads table `t` whole again in parts on three threads and reports the
+/// first row that differs from `rows`, what the one-thread scan returned.
 fn check_scan_in_parts(
     h: &TableHandles,
     space: &TableSpace,
@@ -229,46 +240,16 @@ fn check_scan_in_parts(
     rows: &[Option<Vec<Value>>],
     failures: &Failures,
 ) {
-    let name = table_name(t);
-    let scan = match h.tables[t as usize].scan(ScanOptions::default().threads(3)) {
-        Ok(s) => s,
-        Err(e) => {
-            failures.report(format!("full scan of {name} in parts failed: {e}"));
-            return;
-        }
+    let Some(seen) = full_scan(h, space, t, 3, failures) else {
+        return;
     };
-    let mut seen: Vec<Option<Vec<Value>>> = vec![None; rows.len()];
-    for b in scan {
-        let vals = match b.map_err(|e| e.to_string()).and_then(|b| batch_values(&b)) {
-            Ok(v) => v,
-            Err(m) => {
-                failures.report(format!("full scan of {name} in parts: {m}"));
-                return;
-            }
-        };
-        for row in vals {
-            let k = match row.first() {
-                Some(Value::Int64(id)) => space.parse_row_id(*id),
-                _ => None,
-            };
-            let Some(k) = k.filter(|&k| (k as usize) < seen.len()) else {
-                failures.report(format!(
-                    "full scan of {name} in parts: {row:?} is no row of the table"
-                ));
-                continue;
-            };
-            if seen[k as usize].replace(row).is_some() {
-                failures.report(format!(
-                    "full scan of {name} in parts: row {k} returned twice"
-                ));
-            }
-        }
-    }
     if let Some(k) = (0..rows.len()).find(|&k| seen[k] != rows[k]) {
         failures.report(format!(
-            "full scan of {name} in parts differs from the one-thread scan at row {k}: \
+            "full scan of {} in parts differs from the one-thread scan at row {k}: \
              {:?} against {:?}",
-            seen[k], rows[k]
+            table_name(t),
+            seen[k],
+            rows[k]
         ));
     }
 }
@@ -359,7 +340,7 @@ pub fn verify_tables(
     for t in 0..space.tables {
         let name = table_name(t);
         let table = &h.tables[t as usize];
-        let mut scanned = full_scan(h, &space, t, failures);
+        let mut scanned = full_scan(h, &space, t, 1, failures);
         if let Some(rows) = &scanned {
             check_scan_in_parts(h, &space, t, rows, failures);
             rep.index_checks += verify_indexes(table, t, rows, failures);

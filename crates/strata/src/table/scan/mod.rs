@@ -30,7 +30,8 @@ pub(crate) use self::parallel::ParallelScan;
 
 use std::sync::Arc;
 
-use arrow_array::RecordBatch;
+use arrow_array::builder::PrimitiveBuilder;
+use arrow_array::{ArrowPrimitiveType, RecordBatch};
 use arrow_schema::Schema as ArrowSchema;
 
 use self::source::{CgRun, Chunk, PieceRun, at_or_after, is_cg};
@@ -124,6 +125,21 @@ enum Output {
     Value(usize),
     /// A key column's position in the key.
     Key(usize),
+}
+
+/// Appends the keys of output rows `from..to` of `w`, each one integer
+/// read by `part`, to `b`.
+fn append_keys<T: ArrowPrimitiveType>(
+    w: &Window,
+    from: usize,
+    to: usize,
+    b: &mut PrimitiveBuilder<T>,
+    part: impl Fn(&mut KeyDecoder<'_>) -> Result<T::Native>,
+) -> Result<()> {
+    for i in from..to {
+        b.append_value(part(&mut KeyDecoder::new(w.key(i)))?);
+    }
+    Ok(())
 }
 
 /// A running scan; yields Arrow batches.
@@ -574,19 +590,13 @@ impl Scanner {
             let w = &self.window;
             match (ty, b) {
                 (ColumnType::Int64, ColumnBuilder::I64(b)) => {
-                    for i in from..to {
-                        b.append_value(KeyDecoder::new(w.key(i)).i64()?);
-                    }
+                    append_keys(w, from, to, b, |d| d.i64())?
                 }
                 (ColumnType::Timestamp, ColumnBuilder::Ts(b)) => {
-                    for i in from..to {
-                        b.append_value(KeyDecoder::new(w.key(i)).i64()?);
-                    }
+                    append_keys(w, from, to, b, |d| d.i64())?
                 }
                 (ColumnType::Int32, ColumnBuilder::I32(b)) => {
-                    for i in from..to {
-                        b.append_value(KeyDecoder::new(w.key(i)).i32()?);
-                    }
+                    append_keys(w, from, to, b, |d| d.i32())?
                 }
                 // (Every key output has the key column's builder, so this
                 // is decided at the first and nothing has been appended.)

@@ -312,9 +312,7 @@ impl ParallelScan {
                 Err(e) => {
                     // The threads already started find no range left, or
                     // stop at their next batch once the receiver is gone.
-                    if let Ok(mut q) = queue.lock() {
-                        q.clear();
-                    }
+                    drop_ranges(&queue);
                     drop(rx);
                     for t in handles {
                         let _ = t.join();
@@ -373,10 +371,7 @@ impl ParallelScan {
                     }
                 }
             }
-            // (Nothing panics while holding the lock; a poisoned one ends
-            // the caller's reading as an empty queue would.)
-            let next = self.queue.lock().ok().and_then(|mut q| q.pop_front());
-            if let Some(scanner) = next {
+            if let Some(scanner) = next_range(&self.queue) {
                 self.own = Some(scanner);
                 continue;
             }
@@ -425,9 +420,7 @@ impl ParallelScan {
     fn stop(&mut self) {
         // The ranges left go first, so that no helper starts one after the
         // receiver is gone.
-        if let Ok(mut q) = self.queue.lock() {
-            q.clear();
-        }
+        drop_ranges(&self.queue);
         self.running = 0;
         self.rx = None;
         self.own = None;
@@ -443,15 +436,24 @@ impl Drop for ParallelScan {
     }
 }
 
-/// One thread of a parallel scan: reads the ranges left in `queue`, one
+/// The next range no thread has taken, if any. (Nothing panics while
+/// holding the lock; a poisoned one reads as an empty queue.)
+fn next_range(queue: &Mutex<VecDeque<Scanner>>) -> Option<Scanner> {
+    queue.lock().ok().and_then(|mut q| q.pop_front())
+}
+
+/// Drops the ranges no thread has taken, so that none is started.
+fn drop_ranges(queue: &Mutex<VecDeque<Scanner>>) {
+    if let Ok(mut q) = queue.lock() {
+        q.clear();
+    }
+}
+
+/// One helper of a parallel scan: reads the ranges left in `queue`, one
 /// at a time, until none is left, then says what they did.
 fn run_worker(queue: &Mutex<VecDeque<Scanner>>, tx: &SyncSender<Msg>) {
     let mut done = ScanCounters::default();
-    loop {
-        // (Nothing panics while holding the lock; a poisoned one ends the
-        // thread's work as an empty queue would.)
-        let next = queue.lock().ok().and_then(|mut q| q.pop_front());
-        let Some(mut scanner) = next else { break };
+    while let Some(mut scanner) = next_range(queue) {
         loop {
             match scanner.next_batch() {
                 // A closed channel means the scan was dropped or failed:
