@@ -1,6 +1,8 @@
 //! A harness for profiling the join operators: loads R(id, a, pad) and
 //! SP(id, pad) as the `joins` suite does for its `unif` dataset (64-byte
-//! entries, join values drawn uniformly, about 80 % of R's matching), and
+//! entries unless `--entry` says otherwise, join values drawn uniformly,
+//! about 80 % of R's matching; `--layout` and `--pread` vary the tables'
+//! layout and how their files are read), and
 //! S(id, b, pad) with a composite synchronous index on `b`, then times one
 //! method's join `R.a = SP.id` (or `R.a = S.b` with `--secondary`), counting
 //! rows as the suite does, and prints the median and the fastest.
@@ -42,12 +44,21 @@ struct Args {
     /// Joins timed.
     #[arg(long, default_value_t = 10)]
     reps: usize,
+    /// The tables' layout (a preset or levels, as `strata table
+    /// set-layout` takes them).
+    #[arg(long, default_value = "row")]
+    layout: String,
+    /// Bytes per entry (the key, the join value and the padding).
+    #[arg(long, default_value_t = 64)]
+    entry: usize,
+    /// Read table files with `pread` instead of through mappings.
+    #[arg(long)]
+    pread: bool,
     /// The database directory (made anew).
     #[arg(long, default_value = "./data/join-prof")]
     dir: PathBuf,
 }
 
-const ENTRY: usize = 64;
 const BATCH: usize = 10_000;
 
 fn schema(join: Option<&str>) -> Result<Schema, Box<dyn Error>> {
@@ -59,7 +70,12 @@ fn schema(join: Option<&str>) -> Result<Schema, Box<dyn Error>> {
     Ok(Schema::new(cols, &["id"])?)
 }
 
-fn load(t: &Table, ids: &[i64], joins: Option<&[i64]>) -> Result<(), Box<dyn Error>> {
+fn load(
+    t: &Table,
+    ids: &[i64],
+    joins: Option<&[i64]>,
+    entry: usize,
+) -> Result<(), Box<dyn Error>> {
     for (n, chunk) in ids.chunks(BATCH).enumerate() {
         let mut cols: Vec<ArrayRef> = vec![Arc::new(Int64Array::from(chunk.to_vec()))];
         if let Some(j) = joins {
@@ -67,7 +83,7 @@ fn load(t: &Table, ids: &[i64], joins: Option<&[i64]>) -> Result<(), Box<dyn Err
                 j[n * BATCH..n * BATCH + chunk.len()].to_vec(),
             )));
         }
-        let pad = vec![b'x'; ENTRY - 16];
+        let pad = vec![b'x'; entry.saturating_sub(16)];
         cols.push(Arc::new(BinaryArray::from_iter_values(
             chunk.iter().map(|_| pad.as_slice()),
         )));
@@ -81,11 +97,18 @@ fn main() -> Result<(), Box<dyn Error>> {
     let args = Args::parse();
     let method = JoinMethod::parse(&args.method)?;
     let _ = std::fs::remove_dir_all(&args.dir);
-    let db = Db::open(&args.dir, Options::default())?;
+    let db = Db::open(
+        &args.dir,
+        Options {
+            mmap_reads: !args.pread,
+            ..Options::default()
+        },
+    )?;
     let opts = TableOptions {
         write_buffer_size: 16 << 20,
         size_ratio: 5,
         block_size: 4096,
+        layout: args.layout.clone(),
         ..TableOptions::default()
     };
     let r = db.create_table("r", schema(Some("a"))?, opts.clone())?;
@@ -97,9 +120,9 @@ fn main() -> Result<(), Box<dyn Error>> {
     let ids: Vec<i64> = (0..n as i64).collect();
     let a: Vec<i64> = (0..n).map(|_| rng.random_range(0..domain)).collect();
     let b: Vec<i64> = (0..n).map(|_| rng.random_range(0..domain)).collect();
-    load(&r, &ids, Some(&a))?;
-    load(&s, &ids, Some(&b))?;
-    load(&sp, &b, None)?;
+    load(&r, &ids, Some(&a), args.entry)?;
+    load(&s, &ids, Some(&b), args.entry)?;
+    load(&sp, &b, None, args.entry)?;
     s.create_index(IndexSpec::new("b_comp", "b").kind(IndexKind::Composite))?;
     db.wait_for_background_work()?;
 
