@@ -70,12 +70,7 @@ fn schema(join: Option<&str>) -> Result<Schema, Box<dyn Error>> {
     Ok(Schema::new(cols, &["id"])?)
 }
 
-fn load(
-    t: &Table,
-    ids: &[i64],
-    joins: Option<&[i64]>,
-    entry: usize,
-) -> Result<(), Box<dyn Error>> {
+fn load(t: &Table, ids: &[i64], joins: Option<&[i64]>, entry: usize) -> Result<(), Box<dyn Error>> {
     for (n, chunk) in ids.chunks(BATCH).enumerate() {
         let mut cols: Vec<ArrayRef> = vec![Arc::new(Int64Array::from(chunk.to_vec()))];
         if let Some(j) = joins {

@@ -56,7 +56,7 @@ fn err(e: strata::Error) -> Error {
     Error(e.to_string())
 }
 
-/// The study's table settings.
+/// The study's table settings, with whole rows on every level.
 fn table_options() -> TableOptions {
     TableOptions {
         write_buffer_size: 16 << 20,
@@ -67,6 +67,14 @@ fn table_options() -> TableOptions {
         ..TableOptions::default()
     }
 }
+
+/// The layout of the entry part's second run: whole rows on level 0, a
+/// group per column below (the layout an analytical user picks for a table
+/// whose padding no join reads; the study's entries have no such choice).
+const COLUMNS_BELOW: &str = "row-then-column:1";
+
+/// The suffix of the methods run on tables in [`COLUMNS_BELOW`].
+pub const COLUMNS_SUFFIX: &str = " (columns below L0)";
 
 fn schema(join: Option<&str>) -> Schema {
     let mut cols = vec![Column::new("id", ColumnType::Int64)];
@@ -115,17 +123,19 @@ struct Tables {
 
 impl Tables {
     fn create(dir: &Path) -> Result<Tables> {
+        Tables::create_with(dir, table_options())
+    }
+
+    fn create_with(dir: &Path, opts: TableOptions) -> Result<Tables> {
         let _ = std::fs::remove_dir_all(dir);
         let db = Db::open(dir, Options::default()).map_err(err)?;
         let r = db
-            .create_table("r", schema(Some("a")), table_options())
+            .create_table("r", schema(Some("a")), opts.clone())
             .map_err(err)?;
         let s = db
-            .create_table("s", schema(Some("b")), table_options())
+            .create_table("s", schema(Some("b")), opts.clone())
             .map_err(err)?;
-        let sp = db
-            .create_table("sp", schema(None), table_options())
-            .map_err(err)?;
+        let sp = db.create_table("sp", schema(None), opts).map_err(err)?;
         Ok(Tables { db, r, s, sp })
     }
 
@@ -472,7 +482,37 @@ fn entry(rep: &mut Report, p: Part<'_>, n: u64) -> Result<()> {
         let t = Tables::create(&base.join(format!("entry-{entry}")))?;
         t.load(&rows, 0..n as usize, entry)?;
         t.settle()?;
-        let (joins, chosen) = p.primary_joins(&t, false)?;
+        let (mut joins, chosen) = p.primary_joins(&t, false)?;
+        drop(t);
+        let _ = std::fs::remove_dir_all(base.join(format!("entry-{entry}")));
+        // The same tables with their columns apart below level 0: a scan
+        // of R reads `a` alone, not the padding.
+        let t = Tables::create_with(
+            &base.join(format!("entry-{entry}")),
+            TableOptions {
+                layout: COLUMNS_BELOW.to_string(),
+                ..table_options()
+            },
+        )?;
+        t.load(&rows, 0..n as usize, entry)?;
+        t.settle()?;
+        let base_join = Join::new(&t.r, "a", &t.sp, "id");
+        joins.extend(
+            p.run_joins(
+                [
+                    ("INLJ-P", JoinMethod::NestedLoopPrimaryRight),
+                    ("HH-P", JoinMethod::HybridHash),
+                ]
+                .into_iter()
+                .map(|(label, m)| {
+                    (
+                        format!("{label}{COLUMNS_SUFFIX}"),
+                        base_join.clone().method(m),
+                    )
+                })
+                .collect(),
+            )?,
+        );
         let peer_rows = peers::run(
             peers,
             &base.join(format!("entry-{entry}-peers")),

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use strata::join::JoinMethod;
 
+use super::COLUMNS_SUFFIX;
 use crate::cli::SuiteArgs;
 use crate::plot::plot_grouped_bars;
 use crate::report::{human_bytes, write_report};
@@ -343,6 +344,32 @@ impl Report {
                 b.secs,
                 b.secs / i.secs
             );
+        }
+        if let Some((_, joins, _, peers)) = self.entries.iter().find(|e| e.0 == 4096) {
+            let apart: Vec<String> = ["INLJ-P", "HH-P"]
+                .iter()
+                .map(|m| format!("{m}{COLUMNS_SUFFIX}"))
+                .collect();
+            let apart: Vec<&str> = apart.iter().map(String::as_str).collect();
+            if let (Some(a), Some(w)) = (best(joins, &apart), best(joins, &P_GROUP)) {
+                let sqlite = peers
+                    .iter()
+                    .find(|p| p.name == "SQLite-P")
+                    .map(|p| {
+                        format!(
+                            "; SQLite-P {:.3} s, {:.2}× the time of the first",
+                            p.secs,
+                            p.secs / a.secs
+                        )
+                    })
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    o,
+                    "- At 4 KiB entries with the tables' columns apart below level 0, the best \
+                     method ({}) took {:.3} s; on whole rows the best ({}) {:.3} s{sqlite}.",
+                    a.method, a.secs, w.method, w.secs
+                );
+            }
         }
         for ds in ["user", "wiki"] {
             let total = |f: usize, l: &str| {
