@@ -45,6 +45,9 @@ struct Args {
     /// Threads per scan (`ScanOptions::threads`).
     #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// The block cache, in MiB.
+    #[arg(long, default_value_t = 64)]
+    cache_mib: u64,
     /// The database directory.
     #[arg(long, default_value = "/tmp/htap-scan")]
     dir: PathBuf,
@@ -165,7 +168,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let db = Db::open(
         &a.dir,
         Options {
-            block_cache_bytes: 64 << 20,
+            block_cache_bytes: a.cache_mib << 20,
             ..Default::default()
         },
     )?;

@@ -16,7 +16,7 @@
 //! Integers are little-endian. Specified in `docs/format/cgfile.md`
 //! ("Data blocks").
 
-use crate::coding::{get_varint64, put_varint64};
+use crate::coding::{get_varint64, prefetch_at, put_varint64};
 use crate::key::{SeqNo, ValueKind};
 
 /// Block flag: every user key has the same length.
@@ -321,6 +321,11 @@ impl KeyRows {
         let (mut lo, mut hi) = (0, self.rows);
         while lo < hi {
             let mid = (lo + hi) / 2;
+            // The search's loads depend on each other, and in a block not
+            // read lately most of them miss: ask for both possible next
+            // probes while this one is compared.
+            self.prefetch_key(d, (lo + mid) / 2);
+            self.prefetch_key(d, (mid + 1 + hi) / 2);
             let before = match self.cmp_row(d, mid, user_key, prefix) {
                 std::cmp::Ordering::Less => true,
                 std::cmp::Ordering::Equal => self.trailer(d, mid) > trailer,
@@ -333,6 +338,16 @@ impl KeyRows {
             }
         }
         lo
+    }
+
+    /// Asks for the cache line of row `r`'s key (its offset, for keys of
+    /// varying length).
+    #[inline]
+    fn prefetch_key(&self, d: &[u8], r: usize) {
+        match self.key_len {
+            Some(l) => prefetch_at(d, self.keys.0 + r * l),
+            None => prefetch_at(d, self.key_offsets.0 + r * 4),
+        }
     }
 
     /// The first row whose user key is after `user_key` (`rows()` if none).
