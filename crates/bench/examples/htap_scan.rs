@@ -168,7 +168,10 @@ fn main() -> Result<(), Box<dyn Error>> {
     let db = Db::open(
         &a.dir,
         Options {
-            block_cache_bytes: a.cache_mib << 20,
+            block_cache_bytes: a
+                .cache_mib
+                .checked_mul(1 << 20)
+                .ok_or("--cache-mib too large")?,
             ..Default::default()
         },
     )?;

@@ -1,13 +1,24 @@
-//! Compaction: which files to merge (a pure function of a version and the
-//! options) and which entries survive the merge (a pure function of the
-//! versions of one key, the live snapshots and whether deeper levels may
-//! hold the key).
+//! Compaction: which files to merge (`pick`: a pure function of a
+//! version, the options and the layout's groups) and which entries survive
+//! the merge (`survive`: a pure function of the versions of one key, the
+//! live snapshots and whether deeper levels may hold the key).
+
+mod pick;
+mod survive;
 
 use std::sync::Arc;
 
 use crate::ids::Level;
 use crate::table_format::{GroupId, TableFormat};
 use crate::version::FileMeta;
+
+pub use self::pick::{
+    FileSpan, RunScore, compaction_order, destinations, file_order, pick_compaction, run_scores,
+    task_for_inputs,
+};
+pub use self::survive::{
+    DropPolicy, DropStats, EmitFn, FanoutEmitFn, compact_entries, compact_entries_fanout,
+};
 
 /// Why a compaction was chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,14 +120,3 @@ impl CompactionTask {
         self.all_inputs().map(|f| f.size).sum()
     }
 }
-
-mod pick;
-mod survive;
-
-pub use self::pick::{
-    FileSpan, RunScore, compaction_order, destinations, file_order, pick_compaction, run_scores,
-    task_for_inputs,
-};
-pub use self::survive::{
-    DropPolicy, DropStats, EmitFn, FanoutEmitFn, compact_entries, compact_entries_fanout,
-};

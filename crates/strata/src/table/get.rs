@@ -68,8 +68,9 @@ fn collect_pieces<'a>(
 /// file (one block: a key's versions never span two).
 fn collect_rows(out: &mut Vec<Entry>, reader: &CgReader, key: &[u8], snap: SeqNo) -> Result<()> {
     if let Some((block, rows)) = reader.find(key, snap_trailer(snap))? {
-        // The cells are read after every group's version is collected:
-        // their loads overlap with the other groups' searches.
+        // The newest version's cells are read after every group's versions
+        // are collected: their loads overlap with the other groups'
+        // searches.
         block.prefetch_row(rows.start);
         out.extend(rows.map(|row| Entry {
             seq: block.seqno(row),

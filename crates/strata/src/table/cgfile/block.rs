@@ -489,12 +489,10 @@ impl CgBlock {
         &self.numbers
     }
 
-    /// Row `r`'s value of the block's `i`-th column; `None` if the row does
-    /// not carry it.
-    #[inline]
-    /// Asks for the cache lines row `r`'s cells are in, every column's at
-    /// once: a point read then waits for one miss where reading the cells
-    /// one by one waited for each column's in turn.
+    /// Asks for the cache lines row `r`'s cells are in (for strings, their
+    /// offsets), every column's at once: a point read then waits for one
+    /// miss where reading the cells one by one waited for each column's in
+    /// turn.
     pub fn prefetch_row(&self, r: usize) {
         let d = &self.data;
         for c in &self.columns {
@@ -504,20 +502,18 @@ impl CgBlock {
             if let Some((a, _)) = c.nulls {
                 prefetch_at(d, a + r / 8);
             }
-            let width = match (&c.codes, c.ty) {
-                (Some((_, bits)), _) => {
-                    prefetch_at(d, c.values.0 + r * usize::from(*bits) / 8);
-                    continue;
-                }
-                (None, ColumnType::Int32) => 4,
-                (None, ColumnType::Int64 | ColumnType::Timestamp | ColumnType::Float64) => 8,
-                (None, ColumnType::Bool) => 1,
-                (None, ColumnType::Utf8 | ColumnType::Binary) => 4,
+            let at = match &c.codes {
+                Some((_, bits)) => r * usize::from(*bits) / 8,
+                // Variable-width values: their u32 offsets.
+                None => r * c.ty.fixed_width().unwrap_or(4),
             };
-            prefetch_at(d, c.values.0 + r * width);
+            prefetch_at(d, c.values.0 + at);
         }
     }
 
+    /// Row `r`'s value of the block's `i`-th column; `None` if the row does
+    /// not carry it.
+    #[inline]
     pub fn cell(&self, i: usize, r: usize) -> Option<Cell<'_>> {
         let c = &self.columns[i];
         if let Some((a, _)) = c.presence
