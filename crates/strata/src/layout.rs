@@ -133,6 +133,26 @@ impl ReduceContext<'_> {
     pub fn stripe(&self, seqno: SeqNo) -> usize {
         self.snapshots.partition_point(|&s| s < seqno)
     }
+
+    /// `versions` (newest first) cut into runs that share a stripe: each
+    /// run's range and stripe, newest first.
+    pub fn stripes<'v>(
+        &'v self,
+        versions: &'v [KeyVersion<'_>],
+    ) -> impl Iterator<Item = (std::ops::Range<usize>, usize)> + 'v {
+        let mut i = 0;
+        std::iter::from_fn(move || {
+            let first = versions.get(i)?;
+            let s = self.stripe(first.seqno);
+            let end = i + versions[i..]
+                .iter()
+                .take_while(|v| self.stripe(v.seqno) == s)
+                .count();
+            let run = i..end;
+            i = end;
+            Some((run, s))
+        })
+    }
 }
 
 /// Receives each version a [`VersionReducer`] keeps: sequence number, kind
@@ -420,5 +440,32 @@ impl GroupPlan {
     pub fn format(&self, name: &str) -> Option<&Arc<dyn TableFormat>> {
         let name = if name.is_empty() { SST_FORMAT } else { name };
         self.formats.get(name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_cut_into_runs_of_one_stripe() {
+        let v = |s: u64| KeyVersion {
+            seqno: SeqNo(s),
+            kind: ValueKind::Put,
+            value: b"",
+        };
+        let versions = [v(9), v(7), v(5), v(2), v(1)];
+        let ctx = ReduceContext {
+            snapshots: &[SeqNo(3), SeqNo(6)],
+            bottommost: false,
+        };
+        let runs: Vec<_> = ctx.stripes(&versions).collect();
+        assert_eq!(runs, vec![(0..2, 2), (2..3, 1), (3..5, 0)]);
+        let none = ReduceContext {
+            snapshots: &[],
+            bottommost: true,
+        };
+        assert_eq!(none.stripes(&versions).collect::<Vec<_>>(), vec![(0..5, 0)]);
+        assert_eq!(none.stripes(&[]).count(), 0);
     }
 }

@@ -52,15 +52,9 @@ fn reduce_key(
         snapshots: policy.snapshots,
         bottommost: policy.bottommost,
     };
-    let mut i = 0;
-    while i < versions.len() {
-        let s = ctx.stripe(versions[i].seqno);
-        let end = i + versions[i..]
-            .iter()
-            .take_while(|v| ctx.stripe(v.seqno) == s)
-            .count();
-        let group = &versions[i..end];
-        let is_last_group = end == versions.len();
+    for (run, s) in ctx.stripes(versions) {
+        let is_last_group = run.end == versions.len();
+        let group = &versions[run];
         // Within a stripe, the newest non-merge version hides everything
         // older; merges above it fold into it.
         let merges = group
@@ -110,7 +104,6 @@ fn reduce_key(
                 }
             }
         }
-        i = end;
     }
     Ok(())
 }

@@ -60,15 +60,8 @@ impl VersionReducer for TableReducer {
                 emit(v.seqno, v.kind, v.value)
             };
         }
-        let mut i = 0;
-        while i < versions.len() {
-            let s = ctx.stripe(versions[i].seqno);
-            let end = i + versions[i..]
-                .iter()
-                .take_while(|v| ctx.stripe(v.seqno) == s)
-                .count();
-            self.reduce_stripe(&versions[i..end], ctx.bottommost && s == 0, emit)?;
-            i = end;
+        for (run, s) in ctx.stripes(versions) {
+            self.reduce_stripe(&versions[run], ctx.bottommost && s == 0, emit)?;
         }
         Ok(())
     }
