@@ -78,7 +78,7 @@ fn table_options() -> TableOptions {
 /// rows.
 const COLUMNS_BELOW: &str = "column";
 
-/// The suffix of the methods run on tables in [`COLUMNS_BELOW`].
+/// The suffix of the methods run on the tables stored with a group per column.
 pub const COLUMNS_SUFFIX: &str = " (columns below L0)";
 
 fn schema(join: Option<&str>) -> Schema {

@@ -142,7 +142,8 @@ pub type FanoutEmitFn<'a> = dyn FnMut(usize, &[u8], &[u8], Codes<'_>) -> Result<
 /// of output `k`'s own run, which only output `k` merges with. Each
 /// output's versions of a key are reduced on their own and reach `emit`
 /// with its index, keys in order per output. With `codes` (some input may
-/// store values as dictionary codes, [`CompactionTask::may_carry_codes`]),
+/// store values as dictionary codes,
+/// [`CompactionTask::may_carry_codes`](super::CompactionTask::may_carry_codes)),
 /// an unchanged survivor reaches `emit` with its codes.
 pub fn compact_entries_fanout(
     input: &mut MergingIterator,
