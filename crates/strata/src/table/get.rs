@@ -65,13 +65,19 @@ fn collect_pieces<'a>(
 }
 
 /// Collects the versions of `key` visible at `snap` from a column-group
-/// file (one block: a key's versions never span two).
-fn collect_rows(out: &mut Vec<Entry>, reader: &CgReader, key: &[u8], snap: SeqNo) -> Result<()> {
+/// file (one block: a key's versions never span two). The cells of the
+/// newest version that `wanted` names are asked for ahead: they are read
+/// after every group's versions are collected, so their loads overlap with
+/// the other groups' searches.
+fn collect_rows(
+    out: &mut Vec<Entry>,
+    reader: &CgReader,
+    key: &[u8],
+    snap: SeqNo,
+    wanted: impl Fn(usize) -> bool,
+) -> Result<()> {
     if let Some((block, rows)) = reader.find(key, snap_trailer(snap))? {
-        // The newest version's cells are read after every group's versions
-        // are collected: their loads overlap with the other groups'
-        // searches.
-        block.prefetch_row(rows.start);
+        block.prefetch_row(rows.start, wanted);
         out.extend(rows.map(|row| Entry {
             seq: block.seqno(row),
             kind: block.kind(row),
@@ -185,7 +191,7 @@ pub(crate) fn get(
                         continue;
                     }
                     cost.blocks += 1;
-                    collect_rows(&mut entries, reader, key, snap)?;
+                    collect_rows(&mut entries, reader, key, snap, |v| r.needs(v))?;
                 }
                 None => {
                     let mut visit = collect_pieces(&mut entries, key, snap);
@@ -288,7 +294,7 @@ pub(crate) fn debug_versions(sv: &SuperVersion, plan: &ReadPlan, key: &[u8]) -> 
             };
             match CgReader::of(f) {
                 Some(reader) => {
-                    let _ = collect_rows(&mut entries, reader, key, snap);
+                    let _ = collect_rows(&mut entries, reader, key, snap, |_| false);
                 }
                 None => {
                     let mut visit = collect_pieces(&mut entries, key, snap);

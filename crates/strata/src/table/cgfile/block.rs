@@ -490,12 +490,12 @@ impl CgBlock {
     }
 
     /// Asks for the cache lines row `r`'s cells are in (for strings, their
-    /// offsets), every column's at once: a point read then waits for one
-    /// miss where reading the cells one by one waited for each column's in
-    /// turn.
-    pub fn prefetch_row(&self, r: usize) {
+    /// offsets), of every value column `wanted` names at once: a point read
+    /// then waits for one miss where reading the cells one by one waited
+    /// for each column's in turn.
+    pub fn prefetch_row(&self, r: usize, wanted: impl Fn(usize) -> bool) {
         let d = &self.data;
-        for c in &self.columns {
+        for c in self.columns.iter().filter(|c| wanted(c.v)) {
             if let Some((a, _)) = c.presence {
                 prefetch_at(d, a + r / 8);
             }
