@@ -11,6 +11,10 @@
 //!     --layout advisor --dir /tmp/htap-scan --reps 30 --threads 1
 //! ```
 //!
+//! `--queries q2a-mix` draws point reads of every column as the suite's Q2a
+//! does (recent keys) and says how many blocks each took: one for a level
+//! of whole rows, two for a level split into two groups.
+//!
 //! `--layout` takes a layout (a preset or levels as `strata table
 //! set-layout` takes them) or `advisor`: whole rows on levels 0-2 and
 //! `<a1..a27> <a28..a30>` below, the layout the advisor chose in the
@@ -39,7 +43,7 @@ struct Args {
     /// Scans of each shape.
     #[arg(long, default_value_t = 20)]
     reps: usize,
-    /// Which shapes, comma-separated: q2a, q2b, q4, q5.
+    /// Which shapes, comma-separated: q2a, q2b, q2a-mix, q4, q5.
     #[arg(long, default_value = "q4,q5")]
     queries: String,
     /// Threads per scan (`ScanOptions::threads`).
@@ -133,6 +137,76 @@ fn load(db: &Db, layout: &str, rows: usize) -> Result<Table, Box<dyn Error>> {
     Ok(t)
 }
 
+/// Point reads of every column of keys drawn as the suite's Q2a draws
+/// them (the key at position ~ N(0.98, 0.02) of the rows in insertion
+/// order: the load's, then the mix's), timed, with how many blocks each
+/// read took (one: a level of whole rows; two: the two groups of a
+/// columnar level), from the table's counters.
+fn mix_reads(t: &Table, rows: usize, reps: usize) -> Result<(), Box<dyn Error>> {
+    use rand::{Rng, SeedableRng};
+    let n = rows + rows / 20;
+    let wanted = names();
+    let wanted: Vec<&str> = wanted.iter().map(String::as_str).collect();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let mut times = Vec::with_capacity(reps);
+    let mut by_blocks = [0u64; 4];
+    let mut time_by_blocks = [0f64; 4];
+    for _ in 0..reps.max(1) {
+        let keys: Vec<i64> = (0..POINTS)
+            .map(|_| {
+                // Box-Muller, as the suite's plan draws positions.
+                let (u1, u2): (f64, f64) = (rng.random_range(1e-12..1.0), rng.random());
+                let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
+                let pos = (0.98 + 0.02 * z).clamp(0.0, 1.0);
+                let i = ((pos * (n - 1) as f64) as usize).min(n - 1);
+                if i < rows {
+                    strata_bench::htap::workload::key(1, i, COLUMNS)
+                } else {
+                    strata_bench::htap::workload::key(2, i - rows, COLUMNS)
+                }
+            })
+            .collect();
+        let started = Instant::now();
+        for &k in &keys {
+            std::hint::black_box(t.get(&[Value::Int64(k)], Some(&wanted))?);
+        }
+        times.push(started.elapsed().as_secs_f64() * 1e6 / POINTS as f64);
+        // The same reads again, one at a time, for their block counts.
+        for &k in &keys {
+            let before = t.statistics().get_blocks;
+            let started = Instant::now();
+            t.get(&[Value::Int64(k)], Some(&wanted))?;
+            let spent = started.elapsed().as_secs_f64() * 1e6;
+            let blocks = (t.statistics().get_blocks - before) as usize;
+            by_blocks[blocks.min(3)] += 1;
+            time_by_blocks[blocks.min(3)] += spent;
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    let total = by_blocks.iter().sum::<u64>().max(1) as f64;
+    print!(
+        "q2a-mix: median {:.2} µs, fastest {:.2} µs a read; by blocks read (share, mean time timed one by one):",
+        times[times.len() / 2],
+        times[0],
+    );
+    for (b, (&count, &spent)) in by_blocks.iter().zip(&time_by_blocks).enumerate() {
+        if count > 0 {
+            let label = if b == 3 {
+                "3+".to_string()
+            } else {
+                b.to_string()
+            };
+            print!(
+                " {label}: {:.1} % {:.2} µs;",
+                count as f64 * 100.0 / total,
+                spent / count as f64
+            );
+        }
+    }
+    println!();
+    Ok(())
+}
+
 /// Scans `cols` over `[lo, hi)`; the rows read.
 fn scan(
     t: &Table,
@@ -215,6 +289,9 @@ fn main() -> Result<(), Box<dyn Error>> {
             times[0],
             POINTS * a.reps.max(1)
         );
+    }
+    if a.queries.split(',').any(|q| q == "q2a-mix") {
+        mix_reads(&t, a.rows, a.reps)?;
     }
     for (name, share, cols) in [("q4", 20, 20..30), ("q5", 2, 27..30)] {
         if !a.queries.split(',').any(|q| q == name) {
