@@ -908,7 +908,7 @@ fn scans_stitch_rows_whatever_partition_their_groups_make() {
         .expect("create");
     let down = |level: usize, col: &str| t.compact_column_run(level, col).expect("compact run");
     let mut model: BTreeMap<i64, Row> = BTreeMap::new();
-    let mut write = |residue: i64, model: &mut BTreeMap<i64, Row>| {
+    let write = |residue: i64, model: &mut BTreeMap<i64, Row>| {
         for k in (0..600i64).filter(|k| k % 3 == residue) {
             let mut row: Row = (0..COLS - 1)
                 .map(|c| Value::Int32((k * 10 + c as i64) as i32))
@@ -935,7 +935,7 @@ fn scans_stitch_rows_whatever_partition_their_groups_make() {
     write(2, &mut model);
     // Partial updates, some moved to level 1 (where they are rows lacking
     // columns beside whole ones), some left in the memtable, and deletes.
-    let mut update = |step: i64, tag: &str, model: &mut BTreeMap<i64, Row>| {
+    let update = |step: i64, tag: &str, model: &mut BTreeMap<i64, Row>| {
         for k in (0..600i64).step_by(step as usize) {
             let col = ["c1", "c4", "s"][(k % 3) as usize];
             let v = if col == "s" {
