@@ -143,7 +143,8 @@ fn load(db: &Db, layout: &str, rows: usize) -> Result<Table, Box<dyn Error>> {
 /// read took (one: a level of whole rows; two: the two groups of a
 /// columnar level), from the table's counters.
 fn mix_reads(t: &Table, rows: usize, reps: usize) -> Result<(), Box<dyn Error>> {
-    use rand::{Rng, SeedableRng};
+    use rand::SeedableRng;
+    use strata_bench::htap::workload::{Q2A_POSITION, normal};
     let n = rows + rows / 20;
     let wanted = names();
     let wanted: Vec<&str> = wanted.iter().map(String::as_str).collect();
@@ -154,10 +155,8 @@ fn mix_reads(t: &Table, rows: usize, reps: usize) -> Result<(), Box<dyn Error>> 
     for _ in 0..reps.max(1) {
         let keys: Vec<i64> = (0..POINTS)
             .map(|_| {
-                // Box-Muller, as the suite's plan draws positions.
-                let (u1, u2): (f64, f64) = (rng.random_range(1e-12..1.0), rng.random());
-                let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
-                let pos = (0.98 + 0.02 * z).clamp(0.0, 1.0);
+                let (mean, sd) = Q2A_POSITION;
+                let pos = normal(&mut rng, mean, sd);
                 let i = ((pos * (n - 1) as f64) as usize).min(n - 1);
                 if i < rows {
                     strata_bench::htap::workload::key(1, i, COLUMNS)

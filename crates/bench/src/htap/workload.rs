@@ -113,7 +113,15 @@ pub fn key(seed: u64, index: usize, columns: usize) -> i64 {
     row(seed, index, columns, &mut scratch)
 }
 
-fn normal(rng: &mut StdRng, mean: f64, sd: f64) -> f64 {
+/// Where Q2a's keys are, as a position in insertion order (0 the first row
+/// loaded, 1 the newest): mean and standard deviation (LASER's Table 3).
+pub const Q2A_POSITION: (f64, f64) = (0.98, 0.02);
+/// Where Q2b's keys are, as [`Q2A_POSITION`].
+pub const Q2B_POSITION: (f64, f64) = (0.85, 0.02);
+
+/// A draw from N(`mean`, `sd`), clamped to [0, 1]: a key's position in
+/// insertion order.
+pub fn normal(rng: &mut StdRng, mean: f64, sd: f64) -> f64 {
     // Box-Muller.
     let u1: f64 = rng.random_range(f64::EPSILON..1.0);
     let u2: f64 = rng.random();
@@ -139,9 +147,9 @@ pub fn plan(s: &Scale) -> (Vec<Op>, Vec<Op>) {
     let mut reader = Vec::with_capacity(s.points + s.q4 + s.q5);
     for i in 0..s.points {
         let wide = i % 2 == 0;
-        let mean = if wide { 0.98 } else { 0.85 };
+        let (mean, sd) = if wide { Q2A_POSITION } else { Q2B_POSITION };
         reader.push(Op::Point {
-            pos: normal(&mut rng, mean, 0.02),
+            pos: normal(&mut rng, mean, sd),
             wide,
         });
     }
