@@ -1470,3 +1470,46 @@ fn scanned_keys_round_trip_for_each_key_type() {
     want.sort();
     assert_eq!(got, want);
 }
+
+/// Bounds at the ends of the key space: a lower bound excluding the
+/// greatest key (whose encoding is all `0xff` bytes, with nothing sorting
+/// past it) leaves an empty range, and bounds including it keep it.
+#[test]
+fn bounds_at_the_greatest_key() {
+    use std::ops::Bound as RangeBound;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_db, t) = table_in(dir.path(), "row");
+    for id in [i64::MIN, -1, 0, i64::MAX - 1, i64::MAX] {
+        let mut r = vec![Value::Int64(id)];
+        r.extend((0..COLS - 1).map(|c| Value::Int32(c as i32)));
+        r.push(Value::Null);
+        t.upsert_row(&r).expect("insert");
+    }
+    let keys = |lower: RangeBound<i64>, upper: RangeBound<i64>| -> Vec<i64> {
+        let opts = ScanOptions {
+            lower: lower.map(|k| vec![Value::Int64(k)]),
+            upper: upper.map(|k| vec![Value::Int64(k)]),
+            ..ScanOptions::default().columns(&["id"])
+        };
+        let mut got = Vec::new();
+        for b in t.scan(opts).expect("scan") {
+            let b = b.expect("batch");
+            got.extend(column_as::<Int64Array>(&b, 0, "id").values());
+        }
+        got
+    };
+    use RangeBound::{Excluded, Included, Unbounded};
+    assert_eq!(keys(Excluded(i64::MAX), Unbounded), Vec::<i64>::new());
+    assert_eq!(
+        keys(Excluded(i64::MAX), Included(i64::MAX)),
+        Vec::<i64>::new()
+    );
+    assert_eq!(keys(Included(i64::MAX), Unbounded), vec![i64::MAX]);
+    assert_eq!(keys(Excluded(i64::MAX - 1), Unbounded), vec![i64::MAX]);
+    assert_eq!(
+        keys(Included(0), Included(i64::MAX)),
+        vec![0, i64::MAX - 1, i64::MAX]
+    );
+    assert_eq!(keys(Unbounded, Excluded(i64::MIN)), Vec::<i64>::new());
+    assert_eq!(keys(Unbounded, Included(i64::MIN)), vec![i64::MIN]);
+}

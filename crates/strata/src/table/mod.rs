@@ -126,11 +126,15 @@ pub(crate) fn start_auto_layout(catalog: &Arc<catalog::Catalog>) {
     );
 }
 
+/// A scan's key bound, encoded: `Ok(None)` is no bound, and
+/// `Ok(Some(None))` a lower bound no key lies at or past (nothing sorts
+/// past every extension of a prefix of `0xff` bytes, such as an `i64` key
+/// of `i64::MAX`).
 fn encode_bound(
     schema: &Schema,
     b: &RangeBound<Vec<Value>>,
     upper: bool,
-) -> Result<Option<Vec<u8>>> {
+) -> Result<Option<Option<Vec<u8>>>> {
     let (vals, inclusive) = match b {
         RangeBound::Unbounded => return Ok(None),
         RangeBound::Included(v) => (v, true),
@@ -153,9 +157,14 @@ fn encode_bound(
     // Keys extending a prefix sort after it: an inclusive upper bound or an
     // exclusive lower bound moves past every extension.
     if inclusive == upper {
-        return Ok(keycodec::prefix_successor(&out).or(if upper { None } else { Some(out) }));
+        return Ok(match keycodec::prefix_successor(&out) {
+            Some(next) => Some(Some(next)),
+            // Past every key: no bound above, nothing below.
+            None if upper => None,
+            None => Some(None),
+        });
     }
-    Ok(Some(out))
+    Ok(Some(Some(out)))
 }
 
 /// The error of an insert that found `key` (encoded) in table `i`.
@@ -542,7 +551,12 @@ impl Table {
             .map(|p| p.bind(&i.schema))
             .transpose()?;
         let lower = encode_bound(&i.schema, &opts.lower, false)?;
-        let upper = encode_bound(&i.schema, &opts.upper, true)?;
+        let upper = encode_bound(&i.schema, &opts.upper, true)?.flatten();
+        let (lower, upper) = match lower {
+            // Nothing lies past the lower bound: the empty range [k, k).
+            Some(None) => (Some(Vec::new()), Some(Vec::new())),
+            lower => (lower.flatten(), upper),
+        };
         let (sv, plan) = self.read_plan()?;
         let snap = opts.snapshot.unwrap_or_else(|| i.keyspace.last_seqno());
         let mut want: Vec<usize> = projection
@@ -604,7 +618,7 @@ impl Table {
         want: &[usize],
     ) -> Result<Option<TableScan>> {
         let set = self.index_set();
-        let Some((index, values)) = crate::index::scan::choose(&set, self, p) else {
+        let Some((index, values)) = crate::index::scan::choose(&set, self, p, spec.snap) else {
             return Ok(None);
         };
         let max_entries =
