@@ -24,6 +24,14 @@ pub trait WritableFile: Send {
     fn append(&mut self, data: &[u8]) -> Result<()>;
     /// Hands buffered bytes to the operating system.
     fn flush(&mut self) -> Result<()>;
+    /// Appends bytes and hands them to the operating system at once, after
+    /// anything buffered: for writers that keep buffers of their own
+    /// (spill files, whose buffers a join's memory budget counts), which
+    /// then need no second one here.
+    fn append_unbuffered(&mut self, data: &[u8]) -> Result<()> {
+        self.append(data)?;
+        self.flush()
+    }
     /// Flushes, then makes the contents durable (fsync/fdatasync).
     fn sync(&mut self) -> Result<()>;
     /// Bytes appended so far.
@@ -197,8 +205,17 @@ impl WritableFile for StdWritableFile {
                 return self.write_out(data);
             }
         }
+        if self.buf.capacity() == 0 {
+            self.buf.reserve_exact(WRITE_BUFFER_BYTES);
+        }
         self.buf.extend_from_slice(data);
         Ok(())
+    }
+
+    fn append_unbuffered(&mut self, data: &[u8]) -> Result<()> {
+        self.flush()?;
+        self.len += data.len() as u64;
+        self.write_out(data)
     }
 
     fn flush(&mut self) -> Result<()> {
@@ -342,7 +359,9 @@ impl Vfs for StdVfs {
         Ok(Box::new(StdWritableFile {
             file,
             path: path.to_path_buf(),
-            buf: Vec::with_capacity(WRITE_BUFFER_BYTES),
+            // Allocated at the first buffered append: a file written only
+            // through `append_unbuffered` never holds one.
+            buf: Vec::new(),
             len: 0,
             written: 0,
             prealloc_step: 0,
@@ -485,6 +504,24 @@ mod tests {
         let f = StdVfs.open(&p).expect("open");
         let mut buf = [0u8; 4];
         assert!(f.read_exact_at(&mut buf, f.len() - 2).is_err());
+    }
+
+    #[test]
+    fn unbuffered_appends_reach_the_file_at_once_and_in_order() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("f");
+        let on_disk = || std::fs::metadata(&p).expect("stat").len();
+        let mut w = StdVfs.create(&p).expect("create");
+        w.append_unbuffered(b"head").expect("unbuffered");
+        assert_eq!(on_disk(), 4);
+        w.append(b", buffered").expect("append");
+        assert_eq!(on_disk(), 4, "a buffered append waits for a flush");
+        w.append_unbuffered(b", then at once").expect("unbuffered");
+        assert_eq!((on_disk(), w.len()), (28, 28));
+        assert_eq!(
+            StdVfs.read_all(&p).expect("read"),
+            b"head, buffered, then at once"
+        );
     }
 
     #[test]

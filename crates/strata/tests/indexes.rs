@@ -659,3 +659,71 @@ fn scans_with_an_equality_on_an_indexed_column_read_through_the_index() {
     let (rows, _) = scan_rows(&t, rarer);
     assert_eq!(rows.len(), 50);
 }
+
+/// A build over a table whose greatest key is `i64::MAX` (encoded as all
+/// `0xff` bytes, the last key a build resumes past) ends and indexes it.
+#[test]
+fn build_ends_past_the_greatest_key() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), Options::default()).expect("open");
+    let t = db.create_table("t", schema(), small()).expect("create");
+    let mut rng = StdRng::seed_from_u64(3);
+    for id in [0, 7, i64::MAX] {
+        t.upsert_row(&full(id, &random_row(&mut rng)))
+            .expect("upsert");
+    }
+    let mut calls = 0;
+    t.create_index_with_progress(IndexSpec::new("age", "age"), &mut |n| {
+        calls += 1;
+        assert!(
+            calls < 100 && n <= 3,
+            "the build goes on: {calls} calls, {n} rows"
+        );
+    })
+    .expect("build");
+    let all = t
+        .lookup_rows(
+            "age",
+            &IndexQuery::range(Bound::Unbounded, Bound::Unbounded),
+            Some(&["id"]),
+        )
+        .expect("lookup");
+    assert_eq!(all.len(), 3);
+}
+
+/// A snapshot taken before an index was built sees rows whose entries the
+/// build wrote later: a lookup there is refused with a clear error, and a
+/// scan there reads the table instead of the index and finds every row.
+#[test]
+fn snapshots_older_than_an_index_do_not_read_it() {
+    use strata::table::{CmpOp, Predicate, ScanOptions};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = open(dir.path());
+    let t = db
+        .create_table("people", schema(), small())
+        .expect("create");
+    for id in 0..50i64 {
+        let city = if id % 5 == 0 { "rare" } else { "common" };
+        t.upsert_row(&full(id, &[city.into(), Value::Int32(1), Value::Null]))
+            .expect("upsert");
+    }
+    let before = db.snapshot();
+    t.create_index(IndexSpec::new("c", "city")).expect("index");
+    let after = db.snapshot();
+    let err = t
+        .lookup_rows("c", &IndexQuery::eq("rare").at(&before), None)
+        .expect_err("an older snapshot");
+    assert!(err.to_string().contains("after the snapshot"), "{err}");
+    let now = t
+        .lookup_rows("c", &IndexQuery::eq("rare").at(&after), None)
+        .expect("lookup");
+    assert_eq!(now.len(), 10);
+    let rare = |snap: &strata::Snapshot| ScanOptions {
+        snapshot: Some(snap.seqno()),
+        ..ScanOptions::default().filter(Predicate::cmp("city", CmpOp::Eq, "rare"))
+    };
+    let (rows, index) = scan_rows(&t, rare(&before));
+    assert_eq!((rows.len(), index), (10, None));
+    let (rows, index) = scan_rows(&t, rare(&after));
+    assert_eq!((rows.len(), index.as_deref()), (10, Some("c")));
+}

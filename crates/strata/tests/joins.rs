@@ -294,6 +294,60 @@ fn one_value_on_every_row_joins_within_the_budget() {
     assert_eq!(spill_files(dir.path()), 0);
 }
 
+/// Both sides of a sort-merge join sort in memory (each within its 3/8 of
+/// the budget) and share one value: the second side's group of that value
+/// outgrows its quarter and goes to a spill file, whose buffer must still
+/// fit beside what the sides hold.
+#[test]
+fn a_merge_join_spills_a_large_group_when_both_sides_sort_in_memory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_db, r, s) = plain_tables(dir.path());
+    let pad = "x".repeat(200);
+    for id in 0..300i64 {
+        for t in [&r, &s] {
+            t.upsert_row(&[Value::Int64(id), Value::Int64(7), pad.clone().into()])
+                .expect("upsert");
+        }
+    }
+    let x = Join::new(&r, "a", &s, "b")
+        .method(JoinMethod::SortMerge)
+        .memory(256 << 10)
+        .count()
+        .expect("count");
+    assert_eq!(x.rows, 90_000);
+    assert!(x.peak_memory_bytes <= 256 << 10);
+    assert_eq!(spill_files(dir.path()), 0);
+}
+
+/// One value on 1,500 rows of 200-byte payloads (300 KB) joins by
+/// sort-merge on the indexes within a 256 KiB budget, for every index kind
+/// (an index walk reads a value's rows a part at a time: `join::side`'s
+/// tests check what it holds).
+#[test]
+fn an_index_walk_holds_one_part_of_a_large_value() {
+    for kind in [IndexKind::Eager, IndexKind::Lazy, IndexKind::Composite] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (_db, r, s) = setup(dir.path(), kind, Consistency::Synchronous);
+        let pad = "x".repeat(200);
+        for id in 0..1500i64 {
+            r.upsert_row(&[Value::Int64(id), Value::Int64(7), pad.clone().into()])
+                .expect("r");
+        }
+        for id in 0..40i64 {
+            s.upsert_row(&[Value::Int64(id), Value::Int64(7), pad.clone().into()])
+                .expect("s");
+        }
+        let x = Join::new(&r, "a", &s, "b")
+            .method(JoinMethod::SortMergeIndex)
+            .memory(256 << 10)
+            .count()
+            .expect("count");
+        assert_eq!(x.rows, 60_000, "{kind:?}");
+        assert!(x.peak_memory_bytes <= 256 << 10, "{kind:?}");
+        assert_eq!(spill_files(dir.path()), 0);
+    }
+}
+
 /// Hash joins gather build and probe tuples in small groups (16 KiB at
 /// most); tuples larger than a group are taken on their own, on the
 /// in-memory partition of a hybrid join and in spilled partitions alike.
@@ -425,9 +479,14 @@ fn dropping_a_stream_early_removes_its_spill_files_and_open_sweeps_a_crashs() {
     let mut theirs = b"STRSPIL1".to_vec();
     theirs.extend_from_slice(&[0xAB; 16]);
     std::fs::write(dir.path().join("spill/join-1-1-2.spill"), &theirs).expect("write");
+    // Killed before its header was written: empty, or cut short.
+    std::fs::write(dir.path().join("spill/join-1-1-3.spill"), b"").expect("write");
+    std::fs::write(dir.path().join("spill/join-1-1-4.spill"), b"STRS").expect("write");
     let _db = Db::open(dir.path(), Options::default()).expect("open");
     assert!(!dir.path().join("spill/join-1-1-1.spill").exists());
     assert!(dir.path().join("spill/join-1-1-2.spill").exists());
+    assert!(!dir.path().join("spill/join-1-1-3.spill").exists());
+    assert!(!dir.path().join("spill/join-1-1-4.spill").exists());
 }
 
 #[test]

@@ -133,6 +133,7 @@ impl Table {
                         consistency: spec.consistency.name().to_string(),
                         covering: spec.covering.clone(),
                         building: true,
+                        complete_at: 0,
                     };
                     r.indexes.push(rec.clone());
                     added = Some(rec);
@@ -154,13 +155,17 @@ impl Table {
             }
         };
         build::build(self, &index, progress)?;
+        // Every row's entry is written by now: a snapshot from here on
+        // finds every row through the index.
+        let complete_at = inner.keyspace.last_seqno();
         inner.update_record(|r| {
             if let Some(rec) = r.indexes.iter_mut().find(|i| i.id == index.id) {
                 rec.building = false;
+                rec.complete_at = complete_at.0;
             }
             Ok(())
         })?;
-        index.set_built();
+        index.set_built(complete_at);
         self.describe_index(&spec.name)
     }
 
@@ -261,18 +266,12 @@ impl Table {
         self.inner().check_live()?;
         let set = self.index_set();
         let index = set.find(index)?;
-        if index.is_building() {
-            return Err(Error::InvalidArgument(format!(
-                "index {:?} is still being built; call create_index again to finish it",
-                index.name
-            )));
-        }
+        let snapshot = query
+            .snapshot
+            .unwrap_or_else(|| self.inner().keyspace.last_seqno());
+        index.check_serves(snapshot)?;
         let projection = self.schema().projection(columns)?;
-        let snapshot = Some(
-            query
-                .snapshot
-                .unwrap_or_else(|| self.inner().keyspace.last_seqno()),
-        );
+        let snapshot = Some(snapshot);
         let hits = lookup::hits(index, &query.lower, &query.upper, snapshot)?;
         lookup::resolve(self, index, hits, &projection, snapshot)
     }

@@ -39,7 +39,7 @@ pub(crate) mod scan;
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -47,6 +47,7 @@ pub use api::{IndexDescription, IndexQuery};
 
 use crate::db::{DbCore, Keyspace};
 use crate::error::{Error, Result};
+use crate::key::SeqNo;
 use crate::table::{ColumnType, Schema};
 
 /// How an index stores its entries (the study's three index types).
@@ -188,6 +189,12 @@ pub(crate) struct IndexRecord {
     /// maintain it, lookups do not use it yet.
     #[serde(default)]
     pub building: bool,
+    /// The sequence number from which every row is in the index (set when
+    /// its build finished): a read at an older snapshot sees rows whose
+    /// entries the build wrote later, so lookups refuse it there. Records
+    /// from before this field read as 0.
+    #[serde(default)]
+    pub complete_at: u64,
 }
 
 impl IndexRecord {
@@ -270,8 +277,12 @@ pub(crate) struct Index {
     /// The covered columns (schema positions).
     pub covering: Vec<usize>,
     pub keyspace: Keyspace,
-    building: AtomicBool,
+    /// [`IndexRecord::complete_at`], or [`BUILDING`] while being built.
+    complete_at: AtomicU64,
 }
+
+/// [`Index::complete_at`] of an index being built.
+const BUILDING: u64 = u64::MAX;
 
 impl Index {
     pub(crate) fn open(
@@ -302,18 +313,50 @@ impl Index {
             ty: schema.columns()[column].ty,
             covering,
             keyspace,
-            building: AtomicBool::new(record.building),
+            complete_at: AtomicU64::new(if record.building {
+                BUILDING
+            } else {
+                record.complete_at
+            }),
         })
     }
 
     /// Whether the index is still being built (writes maintain it; lookups
     /// refuse it).
     pub(crate) fn is_building(&self) -> bool {
-        self.building.load(Ordering::Acquire)
+        self.complete_at.load(Ordering::Acquire) == BUILDING
     }
 
-    pub(crate) fn set_built(&self) {
-        self.building.store(false, Ordering::Release);
+    /// Whether a read at `snapshot` finds every row through the index: it
+    /// is built, and was complete at or before `snapshot`.
+    pub(crate) fn serves(&self, snapshot: SeqNo) -> bool {
+        snapshot.0 >= self.complete_at.load(Ordering::Acquire)
+    }
+
+    /// Marks the build finished: complete from `seqno` on.
+    pub(crate) fn set_built(&self, seqno: SeqNo) {
+        self.complete_at.store(seqno.0, Ordering::Release);
+    }
+
+    /// Fails with a clear error unless the index serves reads at
+    /// `snapshot` ([`Self::serves`]).
+    pub(crate) fn check_serves(&self, snapshot: SeqNo) -> Result<()> {
+        if self.is_building() {
+            return Err(Error::InvalidArgument(format!(
+                "index {:?} is still being built; call create_index again to finish it",
+                self.name
+            )));
+        }
+        if !self.serves(snapshot) {
+            return Err(Error::InvalidArgument(format!(
+                "index {:?} was completed at sequence number {}, after the snapshot ({}); \
+                 read the table at that snapshot instead",
+                self.name,
+                self.complete_at.load(Ordering::Acquire),
+                snapshot.0
+            )));
+        }
+        Ok(())
     }
 
     /// Whether a write must read the old row to maintain this index.
@@ -409,6 +452,7 @@ mod tests {
             consistency: "validation".into(),
             covering: vec![],
             building: false,
+            complete_at: 0,
         };
         assert!(
             check_spec(

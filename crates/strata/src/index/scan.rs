@@ -42,17 +42,19 @@ fn required_values(p: &Predicate, column: &str) -> Option<Vec<Value>> {
     }
 }
 
-/// The built index a scan with predicate `p` can read through, with the
-/// values it must look up: the first index (in creation order) whose
-/// column an equality or `IN` conjunct constrains.
+/// The built index a scan at `snapshot` with predicate `p` can read
+/// through, with the values it must look up: the first index (in creation
+/// order) that serves the snapshot and whose column an equality or `IN`
+/// conjunct constrains.
 pub(crate) fn choose(
     set: &IndexSet,
     table: &Table,
     p: &Predicate,
+    snapshot: SeqNo,
 ) -> Option<(Arc<Index>, Vec<Value>)> {
     set.indexes
         .iter()
-        .filter(|i| !i.is_building())
+        .filter(|i| i.serves(snapshot))
         .find_map(|i| {
             let name = &table.schema().columns()[i.column].name;
             required_values(p, name).map(|v| (Arc::clone(i), v))

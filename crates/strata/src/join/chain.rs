@@ -293,7 +293,7 @@ fn run_step(
             )));
         }
     };
-    let snapshot = right.table.core().snapshot();
+    let snapshot = Side::snapshot(&[right])?;
     let snap = snapshot.seqno();
     let mut emit = Emit {
         sink,

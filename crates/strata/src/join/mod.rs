@@ -567,7 +567,7 @@ fn execute_in(
     sink: &mut dyn Sink,
     space: &SpillSpace,
 ) -> Result<()> {
-    let snapshot = join.left.core().snapshot();
+    let snapshot = Side::snapshot(&[l, r])?;
     let snap = snapshot.seqno();
     let budget = &*space.budget;
     feasible(method, l, r)?;
@@ -698,7 +698,12 @@ fn ordered<'a>(
         return Ok(Box::new(side.scan(snap)?));
     }
     if let Some(i) = index {
-        return Ok(Box::new(side.walk_index(i, snap)?));
+        return Ok(Box::new(side.walk_index(
+            i,
+            snap,
+            &space.budget,
+            tuple_width(side) as usize,
+        )?));
     }
     Ok(Box::new(sort::sort(&Source::Side(side, snap), space, cap)?))
 }

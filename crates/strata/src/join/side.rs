@@ -9,6 +9,9 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
+use super::hash::tuple_bytes;
+use super::spill::Budget;
+use crate::db::Snapshot;
 use crate::error::{Error, Result};
 use crate::index::codec::{decode_payload, encode_payload, push_payload_cell};
 use crate::index::{Consistency, Index};
@@ -56,6 +59,27 @@ impl Side {
 
     pub(crate) fn name(&self) -> &str {
         self.table.name()
+    }
+
+    /// A snapshot of the database of `sides` that each side's index (the
+    /// one [`Side::index`] picks) serves. One taken just before a build
+    /// finished precedes the index's completion and is taken again: the
+    /// next one, taken after the build was seen finished, follows it.
+    pub(crate) fn snapshot(sides: &[&Side]) -> Result<Snapshot> {
+        let mut tries = 0;
+        loop {
+            let snapshot = sides[0].table.core().snapshot();
+            let snap = snapshot.seqno();
+            let unserved = sides
+                .iter()
+                .filter_map(|s| s.index())
+                .find(|i| !i.serves(snap));
+            match unserved {
+                None => return Ok(snapshot),
+                Some(i) if tries > 0 => return i.check_serves(snap).map(|()| snapshot),
+                Some(_) => tries += 1,
+            }
+        }
     }
 
     /// Whether the join column is the table's whole primary key, so that
@@ -213,10 +237,14 @@ impl Side {
 
     /// Every tuple in join-value order, by walking `index` (each value's
     /// rows in primary-key order).
+    /// Rows are charged to `budget` while the walk holds them, each
+    /// expected to take `width` bytes until read.
     pub(crate) fn walk_index<'a>(
         &'a self,
         index: &'a Index,
         snapshot: SeqNo,
+        budget: &'a Budget,
+        width: usize,
     ) -> Result<IndexWalk<'a>> {
         let mut it = index.keyspace.iter(ReadOptions {
             snapshot: Some(snapshot),
@@ -228,8 +256,11 @@ impl Side {
             index,
             snapshot,
             it,
-            group: Vec::new(),
+            hits: std::collections::VecDeque::new(),
             ready: std::collections::VecDeque::new(),
+            budget,
+            charged: 0,
+            width,
         })
     }
 }
@@ -337,53 +368,101 @@ impl TupleStream for SideScan<'_> {
     }
 }
 
+/// Entries an index walk resolves into rows at a time (of one value, so
+/// that their point reads share a read plan).
+const WALK_ROWS: usize = 64;
+
 /// A side's tuples in join-value order from an index.
 pub(crate) struct IndexWalk<'a> {
     side: &'a Side,
     index: &'a Index,
     snapshot: SeqNo,
     it: crate::db_iter::DbIter,
-    group: Vec<crate::index::lookup::Hit>,
+    /// Entries read and not yet resolved, in index order.
+    hits: std::collections::VecDeque<crate::index::lookup::Hit>,
+    /// Resolved tuples not yet handed out.
     ready: std::collections::VecDeque<(Vec<u8>, Vec<u8>)>,
+    budget: &'a Budget,
+    /// What `ready` holds, charged to `budget` (released on drop).
+    charged: usize,
+    /// The bytes a tuple is expected to take: charged before its row is
+    /// read, then settled to what it took.
+    width: usize,
 }
 
 impl IndexWalk<'_> {
-    /// Resolves the gathered entries of one value into tuples.
-    fn resolve_group(&mut self) -> Result<()> {
-        if self.group.is_empty() {
-            return Ok(());
-        }
-        let key = self.group[0].key.clone();
+    /// Resolves the first entries (at most [`WALK_ROWS`], of one value)
+    /// into tuples. A value with many rows is read a part at a time, so
+    /// the walk holds one part, whatever the skew.
+    fn resolve_some(&mut self) -> Result<()> {
+        let key = self.hits[0].key.clone();
+        let n = self
+            .hits
+            .iter()
+            .take(WALK_ROWS)
+            .take_while(|h| h.key == key)
+            .count();
+        let expected = n * self.width;
+        self.budget
+            .charge(expected, "the rows an index walk reads at a time")?;
+        self.charged += expected;
         let rows = crate::index::lookup::resolve(
             &self.side.table,
             self.index,
-            std::mem::take(&mut self.group),
+            self.hits.drain(..n).collect(),
             &self.side.cols,
             Some(self.snapshot),
         )?;
+        let mut took = 0;
         for row in rows {
-            self.ready
-                .push_back((key.clone(), self.side.row_bytes(&row)?));
+            let t = (key.clone(), self.side.row_bytes(&row)?);
+            took += tuple_bytes(&t.0, &t.1);
+            self.ready.push_back(t);
         }
+        if took > expected {
+            self.budget
+                .charge(took - expected, "the rows an index walk reads at a time")?;
+        } else {
+            self.budget.release(expected - took);
+        }
+        self.charged = self.charged - expected + took;
         Ok(())
+    }
+}
+
+impl Drop for IndexWalk<'_> {
+    fn drop(&mut self) {
+        self.budget.release(self.charged);
     }
 }
 
 impl TupleStream for IndexWalk<'_> {
     fn next_tuple(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let mut hits = Vec::new();
         loop {
             if let Some(t) = self.ready.pop_front() {
+                let n = tuple_bytes(&t.0, &t.1);
+                self.budget.release(n);
+                self.charged -= n;
                 return Ok(Some(t));
+            }
+            // Resolve once a part is full, a value's entries end, or the
+            // index does.
+            let part_done = self.hits.len() >= WALK_ROWS
+                || !self.it.valid()
+                || self
+                    .hits
+                    .front()
+                    .zip(self.hits.back())
+                    .is_some_and(|(f, b)| f.key != b.key);
+            if !self.hits.is_empty() && part_done {
+                self.resolve_some()?;
+                continue;
             }
             if !self.it.valid() {
                 self.it.status()?;
-                if self.group.is_empty() {
-                    return Ok(None);
-                }
-                self.resolve_group()?;
-                continue;
+                return Ok(None);
             }
-            let mut hits = Vec::new();
             crate::index::lookup::entry_hits(
                 self.index,
                 self.it.key(),
@@ -391,12 +470,67 @@ impl TupleStream for IndexWalk<'_> {
                 &mut hits,
             )?;
             self.it.next();
-            for h in hits {
-                if self.group.first().is_some_and(|g| g.key != h.key) {
-                    self.resolve_group()?;
-                }
-                self.group.push(h);
+            self.hits.extend(hits.drain(..));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::{IndexKind, IndexSpec};
+    use crate::table::{Column, Schema, TableOptions};
+    use crate::{Db, Options};
+
+    #[test]
+    fn an_index_walk_holds_one_part_of_a_value_at_a_time() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(dir.path(), Options::default()).expect("open");
+        let schema = Schema::new(
+            vec![
+                Column::new("id", ColumnType::Int64),
+                Column::nullable("a", ColumnType::Int64),
+                Column::nullable("pad", ColumnType::Utf8),
+            ],
+            &["id"],
+        )
+        .expect("schema");
+        let t = db
+            .create_table("r", schema, TableOptions::default())
+            .expect("create");
+        for kind in [IndexKind::Lazy, IndexKind::Composite] {
+            let name = format!("{kind:?}");
+            t.create_index(IndexSpec::new(&name, "a").kind(kind))
+                .expect("index");
+        }
+        let pad = "x".repeat(100);
+        for id in 0..1000i64 {
+            t.upsert_row(&[Value::Int64(id), Value::Int64(7), pad.clone().into()])
+                .expect("upsert");
+        }
+        for name in ["Lazy", "Composite"] {
+            let mut side = Side::new(t.clone(), "a", vec![0, 2]).expect("side");
+            side.preferred = Some(name.into());
+            let index = side.index().expect("the index");
+            let budget = Budget::new(1 << 20);
+            let snapshot = db.snapshot();
+            let mut walk = side
+                .walk_index(&index, snapshot.seqno(), &budget, 64)
+                .expect("walk");
+            let mut rows = 0;
+            while walk.next_tuple().expect("tuple").is_some() {
+                rows += 1;
+                assert!(
+                    walk.ready.len() < WALK_ROWS,
+                    "{name}: {} rows held",
+                    walk.ready.len()
+                );
+                assert_eq!(budget.used(), walk.charged, "{name}");
             }
+            assert_eq!(rows, 1000, "{name}");
+            assert!(budget.peak() > 0, "{name}: the rows held are charged");
+            drop(walk);
+            assert_eq!(budget.used(), 0, "{name}");
         }
     }
 }

@@ -201,6 +201,16 @@ impl TupleStream for Merger<'_> {
     }
 }
 
+/// Charges `n` bytes if a spill file's buffer would still fit after them.
+fn room_after(budget: &super::spill::Budget, n: usize) -> bool {
+    if budget.try_charge(n + RUN_BLOCK) {
+        budget.release(RUN_BLOCK);
+        true
+    } else {
+        false
+    }
+}
+
 /// Joins two streams sorted by join value: for each value, the second
 /// stream's rows are gathered (in memory while they fit a quarter of the
 /// budget, else in a spill file) and paired with each of the first's.
@@ -232,7 +242,11 @@ pub(crate) fn merge_join(
                     let n = tuple_bytes(&k, &r);
                     match &mut file {
                         Some(w) => w.push(&k, &r)?,
-                        None if charged + n <= cap && budget.try_charge(n) => {
+                        // A tuple joins the group in memory only while a
+                        // spill file's buffer would still fit beside it, in
+                        // the group's share and in the budget: the group
+                        // goes to a file before it is released.
+                        None if charged + n + RUN_BLOCK <= cap && room_after(budget, n) => {
                             charged += n;
                             group.push(r);
                         }

@@ -18,9 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use crate::coding::{
-    crc32c, decode_fixed32, get_length_prefixed, put_fixed32, put_length_prefixed,
-};
+use crate::coding::{crc32c, decode_fixed32, get_length_prefixed, put_length_prefixed, varint_len};
 use crate::db::DbCore;
 use crate::error::{Error, Result};
 use crate::recovery::DbId;
@@ -159,10 +157,13 @@ impl SpillSpace {
             block,
             _charge: guard,
         };
+        // Written at once, so that a crash from here on leaves a file the
+        // next open knows as this database's (`sweep`).
         let mut header = Vec::with_capacity(HEADER_LEN);
         header.extend_from_slice(MAGIC);
         header.extend_from_slice(&self.db_id);
-        w.file.append(&header)?;
+        w.file.append_unbuffered(&header)?;
+        w.buf.resize(BLOCK_HEAD, 0);
         Ok(w)
     }
 }
@@ -195,19 +196,32 @@ impl Drop for RemoveOnDrop {
     }
 }
 
+/// A block's length and checksum, before its payload.
+const BLOCK_HEAD: usize = 8;
+
 /// Writes one spill file.
 pub(crate) struct SpillWriter<'a> {
     space: &'a SpillSpace,
     file: Box<dyn WritableFile>,
     remove: RemoveOnDrop,
+    /// The block being filled: room for its head, then its records. Its
+    /// capacity is the `block` bytes charged to the budget, and the file
+    /// is written without a buffer of its own
+    /// ([`WritableFile::append_unbuffered`]), so the writer holds no more.
     buf: Vec<u8>,
     block: usize,
     _charge: Charge<'a>,
 }
 
 impl SpillWriter<'_> {
-    /// Appends one record.
+    /// Appends one record. A record that would take the block past its
+    /// size starts the next block; one larger than a block is a block by
+    /// itself (the buffer grows to hold it, and shrinks back after).
     pub(crate) fn push(&mut self, key: &[u8], row: &[u8]) -> Result<()> {
+        let n = varint_len(key.len() as u64) + key.len() + varint_len(row.len() as u64) + row.len();
+        if self.buf.len() > BLOCK_HEAD && self.buf.len() + n > self.block {
+            self.write_block()?;
+        }
         put_length_prefixed(&mut self.buf, key);
         put_length_prefixed(&mut self.buf, row);
         if self.buf.len() >= self.block {
@@ -217,18 +231,22 @@ impl SpillWriter<'_> {
     }
 
     fn write_block(&mut self) -> Result<()> {
-        if self.buf.is_empty() {
+        if self.buf.len() <= BLOCK_HEAD {
             return Ok(());
         }
-        let mut head = Vec::with_capacity(8);
-        put_fixed32(&mut head, self.buf.len() as u32);
-        put_fixed32(&mut head, crc32c(&self.buf));
-        self.file.append(&head)?;
-        self.file.append(&self.buf)?;
+        let payload = self.buf.len() - BLOCK_HEAD;
+        let crc = crc32c(&self.buf[BLOCK_HEAD..]);
+        self.buf[..4].copy_from_slice(&(payload as u32).to_le_bytes());
+        self.buf[4..BLOCK_HEAD].copy_from_slice(&crc.to_le_bytes());
+        self.file.append_unbuffered(&self.buf)?;
         self.space
             .written
-            .fetch_add((head.len() + self.buf.len()) as u64, Ordering::AcqRel);
+            .fetch_add(self.buf.len() as u64, Ordering::AcqRel);
+        if self.buf.capacity() > self.block {
+            self.buf = Vec::with_capacity(self.block);
+        }
         self.buf.clear();
+        self.buf.resize(BLOCK_HEAD, 0);
         Ok(())
     }
 
@@ -335,7 +353,9 @@ impl SpillReader {
 }
 
 /// Removes the spill files a crashed join of this database left in `dir`'s
-/// spill directory: those whose header carries `db_id`. Others are left.
+/// spill directory: those whose header carries `db_id`, and those too short
+/// to hold a header (a crash right after creating one; they hold nothing).
+/// Others are left.
 pub(crate) fn sweep(vfs: &dyn Vfs, db_dir: &Path, db_id: &DbId) -> Result<usize> {
     let dir = db_dir.join(SPILL_DIR);
     if !vfs.exists(&dir) {
@@ -349,10 +369,10 @@ pub(crate) fn sweep(vfs: &dyn Vfs, db_dir: &Path, db_id: &DbId) -> Result<usize>
         let path = dir.join(&name);
         let ours = vfs.open(&path).ok().is_some_and(|f| {
             let mut head = [0u8; HEADER_LEN];
-            f.len() >= HEADER_LEN as u64
-                && f.read_exact_at(&mut head, 0).is_ok()
-                && &head[..8] == MAGIC
-                && head[8..] == db_id[..]
+            f.len() < HEADER_LEN as u64
+                || (f.read_exact_at(&mut head, 0).is_ok()
+                    && &head[..8] == MAGIC
+                    && head[8..] == db_id[..])
         });
         if ours {
             vfs.remove(&path)?;
@@ -360,4 +380,91 @@ pub(crate) fn sweep(vfs: &dyn Vfs, db_dir: &Path, db_id: &DbId) -> Result<usize>
         }
     }
     Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn space(dir: &Path) -> SpillSpace {
+        SpillSpace {
+            vfs: Arc::new(crate::vfs::StdVfs),
+            dir: dir.join(SPILL_DIR),
+            db_id: [7; crate::manifest::DB_ID_LEN],
+            next: AtomicU64::new(0),
+            budget: Arc::new(Budget::new(1 << 20)),
+            written: AtomicU64::new(0),
+        }
+    }
+
+    /// The lengths of a finished file's blocks, from their heads.
+    fn block_lengths(bytes: &[u8]) -> Vec<usize> {
+        let mut at = HEADER_LEN;
+        let mut out = Vec::new();
+        while at < bytes.len() {
+            let n = decode_fixed32(&bytes[at..at + 4]).expect("head") as usize;
+            out.push(n);
+            at += BLOCK_HEAD + n;
+        }
+        assert_eq!(at, bytes.len());
+        out
+    }
+
+    #[test]
+    fn blocks_keep_to_their_size_and_records_read_back() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let space = space(tmp.path());
+        let block = 1024;
+        let mut w = space.create(block).expect("create");
+        let records: Vec<(Vec<u8>, Vec<u8>)> = (0..300u32)
+            .map(|i| {
+                // Mostly small, with a few larger than a block.
+                let len = if i % 97 == 50 {
+                    3000
+                } else {
+                    (i as usize * 37) % 200
+                };
+                (i.to_be_bytes().to_vec(), vec![i as u8; len])
+            })
+            .collect();
+        for (k, r) in &records {
+            w.push(k, r).expect("push");
+            assert!(w.buf.capacity() <= block || w.buf.len() <= BLOCK_HEAD);
+        }
+        let f = w.finish().expect("finish");
+        let bytes = std::fs::read(&f._remove.path).expect("read");
+        for n in block_lengths(&bytes) {
+            assert!(n + BLOCK_HEAD <= block || n > 3000, "a block of {n} bytes");
+        }
+        let mut rd = f.reader();
+        for (k, r) in &records {
+            assert_eq!(
+                rd.next_record().expect("read"),
+                Some((k.clone(), r.clone()))
+            );
+        }
+        assert_eq!(rd.next_record().expect("end"), None);
+    }
+
+    #[test]
+    fn a_writer_killed_before_its_first_block_leaves_a_file_open_sweeps() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let space = space(tmp.path());
+        let mut w = space.create(4096).expect("create");
+        w.push(b"k", b"row").expect("push");
+        // The header is on disk before any block is: a crash here leaves
+        // a file the next open knows as this database's.
+        let path = w.remove.path.clone();
+        assert_eq!(
+            std::fs::metadata(&path).expect("stat").len(),
+            HEADER_LEN as u64
+        );
+        std::mem::forget(w);
+        assert!(path.exists());
+        assert_eq!(
+            sweep(&*space.vfs, tmp.path(), &space.db_id).expect("sweep"),
+            1
+        );
+        assert!(!path.exists());
+    }
 }
