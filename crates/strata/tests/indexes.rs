@@ -727,3 +727,146 @@ fn snapshots_older_than_an_index_do_not_read_it() {
     let (rows, index) = scan_rows(&t, rare(&after));
     assert_eq!((rows.len(), index.as_deref()), (10, Some("c")));
 }
+
+/// An index dropped while it is being built stops the build with an error
+/// that says so, and the name is free again.
+#[test]
+fn dropping_an_index_during_its_build_stops_the_build_clearly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = open(dir.path());
+    let t = db.create_table("t", schema(), small()).expect("create");
+    let mut rng = StdRng::seed_from_u64(11);
+    for id in 0..10_000i64 {
+        t.upsert_row(&full(id, &random_row(&mut rng)))
+            .expect("upsert");
+    }
+    let mut dropped = false;
+    let err = t
+        .create_index_with_progress(IndexSpec::new("age", "age"), &mut |_| {
+            if !dropped {
+                t.drop_index("age").expect("drop");
+                dropped = true;
+            }
+        })
+        .expect_err("dropped mid-way");
+    assert!(
+        err.to_string().contains("dropped while it was being built"),
+        "{err}"
+    );
+    assert!(t.indexes().is_empty());
+    t.create_index(IndexSpec::new("age", "age")).expect("again");
+    let hits = t
+        .lookup_rows("age", &IndexQuery::eq(Value::Int32(7)), Some(&["id"]))
+        .expect("lookup");
+    let want = t
+        .scan(strata::table::ScanOptions {
+            use_index: false,
+            ..strata::table::ScanOptions::default().filter(strata::table::Predicate::cmp(
+                "age",
+                strata::table::CmpOp::Eq,
+                7,
+            ))
+        })
+        .expect("scan")
+        .map(|b| b.expect("batch").num_rows())
+        .sum::<usize>();
+    assert_eq!(hits.len(), want);
+}
+
+/// A `create_index` failed by any one file-system call (the disk full at
+/// that call) leaves a database that, reopened, has the index or builds it
+/// with the same definition, and answers lookups like the table.
+#[test]
+fn a_create_index_failed_at_any_call_builds_after_a_reopen() {
+    use strata::vfs_mem::{FaultKind, FaultRule, MemVfs, VfsOp};
+    let spec = IndexSpec::new("age", "age").covering(&["city"]);
+    let ops = [
+        VfsOp::Create,
+        VfsOp::Open,
+        VfsOp::Read,
+        VfsOp::Append,
+        VfsOp::Flush,
+        VfsOp::Sync,
+        VfsOp::Rename,
+        VfsOp::Remove,
+    ];
+    let check = |t: &Table| {
+        let hits = t
+            .lookup_rows("age", &IndexQuery::eq(Value::Int32(7)), Some(&["id"]))
+            .expect("lookup");
+        let mut want: Vec<i64> = Vec::new();
+        for b in t
+            .scan(strata::table::ScanOptions {
+                use_index: false,
+                ..strata::table::ScanOptions::default()
+                    .columns(&["id"])
+                    .filter(strata::table::Predicate::cmp(
+                        "age",
+                        strata::table::CmpOp::Eq,
+                        7,
+                    ))
+            })
+            .expect("scan")
+        {
+            let b = b.expect("batch");
+            let ids = b
+                .column(0)
+                .as_any()
+                .downcast_ref::<arrow_array::Int64Array>()
+                .expect("ids");
+            want.extend(ids.values());
+        }
+        let got: Vec<i64> = hits
+            .iter()
+            .map(|r| match r[0] {
+                Value::Int64(v) => v,
+                _ => panic!("an id"),
+            })
+            .collect();
+        assert_eq!(got, want);
+    };
+    let mut failed = 0;
+    for k in 0..1000u64 {
+        let vfs = MemVfs::new();
+        let opts = || Options {
+            vfs: Arc::new(vfs.clone()),
+            ..Options::default()
+        };
+        let db = Db::open("/db", opts()).expect("open");
+        let t = db.create_table("t", schema(), small()).expect("create");
+        let mut rng = StdRng::seed_from_u64(k);
+        for id in 0..300i64 {
+            t.upsert_row(&full(id, &random_row(&mut rng)))
+                .expect("upsert");
+        }
+        vfs.set_fault(FaultRule::new(FaultKind::NoSpace).after(k).count(1));
+        let result = t.create_index(spec.clone());
+        let injected: u64 = ops.iter().map(|&op| vfs.injected_count(op)).sum();
+        vfs.clear_faults();
+        if injected == 0 {
+            result.expect("no fault: the build succeeds");
+            check(&t);
+            assert!(failed >= 5, "only {failed} calls failed the build");
+            return;
+        }
+        if result.is_ok() {
+            // The failed call was one the build could do without (a
+            // background flush's, say).
+            check(&t);
+        }
+        failed += u64::from(result.is_err());
+        drop(t);
+        let _ = db.close();
+        let db = Db::open("/db", opts()).expect("reopen");
+        let t = db.table("t").expect("table");
+        match t.create_index(spec.clone()) {
+            Ok(_) => {}
+            // A call that failed after the finished index was recorded
+            // (its record's sync, say): the index is there, complete.
+            Err(e) if e.to_string().contains("already") => {}
+            Err(e) => panic!("call {k}: the build after a reopen failed: {e}"),
+        }
+        check(&t);
+    }
+    panic!("create_index made more than 1000 calls");
+}

@@ -16,7 +16,7 @@ use std::ops::Bound;
 use super::Index;
 use super::maintain;
 use crate::batch::WriteBatch;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::options::WriteOptions;
 use crate::table::keycodec;
 use crate::table::{ScanOptions, Table, Value, array_to_values};
@@ -43,7 +43,20 @@ pub(crate) fn build(table: &Table, index: &Index, progress: &mut dyn FnMut(u64))
         .collect();
     let mut after: Option<Vec<Value>> = None;
     let mut done = 0u64;
+    // `drop_index` of the index being built removes it from the set and
+    // drops its keyspace: the build stops with an error that says so.
+    let dropped = || {
+        (!table.index_set().indexes.iter().any(|i| i.id == index.id)).then(|| {
+            Error::InvalidArgument(format!(
+                "index {:?} was dropped while it was being built",
+                index.name
+            ))
+        })
+    };
     loop {
+        if let Some(e) = dropped() {
+            return Err(e);
+        }
         let _lock = table.inner().index_lock.lock();
         let opts = ScanOptions {
             columns: Some(names.iter().map(|s| s.to_string()).collect()),
@@ -74,7 +87,9 @@ pub(crate) fn build(table: &Table, index: &Index, progress: &mut dyn FnMut(u64))
         }
         let mut wb = WriteBatch::new();
         maintain::add_rows(index, &schema, &relevant, &rows, &mut wb)?;
-        table.core().write(WriteOptions::default(), wb)?;
+        if let Err(e) = table.core().write(WriteOptions::default(), wb) {
+            return Err(dropped().unwrap_or(e));
+        }
         done += n as u64;
         progress(done);
     }
