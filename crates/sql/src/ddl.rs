@@ -18,7 +18,7 @@
 //! [`strata::table::TableOptions`], by name.
 
 use datafusion::sql::sqlparser::ast::{
-    ColumnOption, CreateIndex, CreateTable, CreateTableOptions, Expr as SqlExpr, ObjectName,
+    ColumnOption, CreateIndex, CreateTable, CreateTableOptions, Expr as SqlExpr, Ident, ObjectName,
     ObjectType, SqlOption, Statement, TableConstraint,
 };
 use strata::index::{Consistency, IndexKind, IndexSpec};
@@ -65,16 +65,22 @@ fn invalid(msg: impl Into<String>) -> Error {
     Error::InvalidArgument(msg.into())
 }
 
+/// An identifier as DataFusion's planner reads it (and PostgreSQL): an
+/// unquoted one lower-cased, a quoted one as written. Names made here must
+/// be the names the queries that follow look up.
+fn ident(i: &Ident) -> String {
+    match i.quote_style {
+        Some(_) => i.value.clone(),
+        None => i.value.to_ascii_lowercase(),
+    }
+}
+
 /// The table name an object name gives: `t` or `public.t`.
 fn table_name(name: &ObjectName) -> Result<String> {
     let parts: Vec<String> = name
         .0
         .iter()
-        .map(|p| {
-            p.as_ident()
-                .map(|i| i.value.clone())
-                .unwrap_or_else(|| p.to_string())
-        })
+        .map(|p| p.as_ident().map(ident).unwrap_or_else(|| p.to_string()))
         .collect();
     match parts.as_slice() {
         [t] => Ok(t.clone()),
@@ -125,7 +131,7 @@ fn create_table(db: &Db, ct: &CreateTable) -> Result<()> {
     let mut columns = Vec::with_capacity(ct.columns.len());
     let mut key: Vec<String> = Vec::new();
     for def in &ct.columns {
-        let col = def.name.value.clone();
+        let col = ident(&def.name);
         let ty = column_type(&def.data_type.to_string())?;
         let mut nullable = true;
         for opt in &def.options {
@@ -187,7 +193,7 @@ fn create_table(db: &Db, ct: &CreateTable) -> Result<()> {
 /// A plain column name in an index or key list.
 fn index_column(e: &SqlExpr) -> Result<String> {
     match e {
-        SqlExpr::Identifier(i) => Ok(i.value.clone()),
+        SqlExpr::Identifier(i) => Ok(ident(i)),
         other => Err(invalid(format!("{other} is not a column name"))),
     }
 }
@@ -270,7 +276,7 @@ fn create_index(db: &Db, ci: &CreateIndex) -> Result<()> {
         return Ok(());
     }
     let mut spec = IndexSpec::new(name, index_column(&col.column.expr)?);
-    spec.covering = ci.include.iter().map(|i| i.value.clone()).collect();
+    spec.covering = ci.include.iter().map(ident).collect();
     for w in &ci.with {
         let text = w.to_string();
         let Some((k, v)) = text.split_once('=') else {

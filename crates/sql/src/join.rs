@@ -22,9 +22,9 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{RecordBatch, RecordBatchOptions};
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::common::JoinType;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
+use datafusion::common::{JoinType, NullEquality};
 use datafusion::error::Result;
 use datafusion::execution::TaskContext;
 use datafusion::physical_expr::PhysicalExpr;
@@ -101,7 +101,13 @@ fn key_column(key: &Arc<dyn PhysicalExpr>, scan: &StrataScanExec) -> Option<Stri
 
 impl StrataJoinRule {
     fn replacement(&self, hj: &HashJoinExec) -> Result<Option<Arc<dyn ExecutionPlan>>> {
-        if *hj.join_type() != JoinType::Inner || hj.filter().is_some() || hj.on().len() != 1 {
+        // Strata's joins never match nulls: a join whose nulls are equal
+        // (`IS NOT DISTINCT FROM`) stays DataFusion's.
+        if *hj.join_type() != JoinType::Inner
+            || hj.filter().is_some()
+            || hj.on().len() != 1
+            || hj.null_equality() != NullEquality::NullEqualsNothing
+        {
             return Ok(None);
         }
         let (Some(ls), Some(rs)) = (base_scan(hj.left()), base_scan(hj.right())) else {

@@ -275,6 +275,47 @@ fn ddl_creates_tables_and_indexes_in_the_catalog() {
     });
 }
 
+/// DDL names as the queries after it look them up: unquoted identifiers
+/// lower-cased (DataFusion's rule and PostgreSQL's), quoted ones as
+/// written.
+#[test]
+fn ddl_lower_cases_unquoted_identifiers_as_queries_do() {
+    with_engine(async |sql| {
+        sql.execute("CREATE TABLE Orders (Id BIGINT PRIMARY KEY, Note TEXT, Qty INT)")
+            .await
+            .expect("create");
+        assert_eq!(sql.db().table_names(), vec!["orders".to_string()]);
+        sql.execute("INSERT INTO Orders VALUES (1, 'a', 5)")
+            .await
+            .expect("insert");
+        sql.execute("CREATE INDEX ByQty ON ORDERS (QTY) INCLUDE (NOTE)")
+            .await
+            .expect("index");
+        let spec = &sql.db().table("orders").expect("table").indexes()[0];
+        assert_eq!(
+            (
+                spec.name.as_str(),
+                spec.column.as_str(),
+                spec.covering.clone()
+            ),
+            ("byqty", "qty", vec!["note".to_string()])
+        );
+        let got = sql.query("SELECT id, note FROM orders WHERE qty = 5").await;
+        assert_eq!(lines(&got.expect("select")), ["1|a"]);
+        sql.execute(r#"CREATE TABLE "Mixed" ("Id" BIGINT PRIMARY KEY, "V" INT)"#)
+            .await
+            .expect("quoted");
+        sql.execute(r#"INSERT INTO "Mixed" VALUES (2, 3)"#)
+            .await
+            .expect("insert quoted");
+        let got = sql.query(r#"SELECT "Id", "V" FROM "Mixed""#).await;
+        assert_eq!(lines(&got.expect("select quoted")), ["2|3"]);
+        sql.execute("DROP INDEX ByQty").await.expect("drop index");
+        sql.execute("DROP TABLE Orders").await.expect("drop");
+        assert_eq!(sql.db().table_names(), vec!["Mixed".to_string()]);
+    });
+}
+
 #[test]
 fn explain_shows_what_strata_evaluates() {
     with_engine(async |sql| {
@@ -551,6 +592,35 @@ fn joins_go_to_strata_when_its_planner_predicts_a_win() {
             lines(&sql.query(q).await.expect("strata")),
             lines(&plain.query(q).await.expect("hash"))
         );
+    });
+}
+
+/// Strata's joins never match nulls: a join whose nulls are equal
+/// (`IS NOT DISTINCT FROM`) stays DataFusion's and keeps its null pairs.
+#[test]
+fn joins_whose_nulls_match_stay_with_datafusion() {
+    with_engine(async |sql| {
+        let plain = SqlEngine::with_options(
+            sql.db().clone(),
+            SqlOptions {
+                strata_joins: false,
+                ..SqlOptions::default()
+            },
+        )
+        .expect("engine");
+        join_tables(sql).await;
+        sql.execute("INSERT INTO small VALUES (6, NULL, 't6')")
+            .await
+            .expect("null g");
+        sql.execute("INSERT INTO big VALUES (40001, NULL, 0)")
+            .await
+            .expect("null g");
+        let q = "SELECT small.id, big.id FROM small JOIN big ON small.g IS NOT DISTINCT FROM big.g";
+        let text = explain(sql, "EXPLAIN", q).await;
+        assert!(!text.contains("StrataJoinExec"), "{text}");
+        let got = lines(&sql.query(q).await.expect("join"));
+        assert_eq!(got, lines(&plain.query(q).await.expect("hash join")));
+        assert!(got.iter().any(|l| l == "6|40001"), "{got:?}");
     });
 }
 
