@@ -209,6 +209,43 @@ impl Version {
             .collect()
     }
 
+    /// Level 0's files that a compaction of the ones intersecting
+    /// `[lo, hi]` must take too: those files, and every file whose range
+    /// meets theirs, until none is left. Level-0 files overlap one
+    /// another, so an older file left out of a compaction that moves a
+    /// newer one below it would shadow the newer versions (and the
+    /// tombstones a bottommost compaction drops).
+    pub fn overlapping_level0(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Vec<Arc<FileMeta>> {
+        let files = &self.levels[0];
+        let mut taken: Vec<bool> = files.iter().map(|f| f.overlaps(lo, hi)).collect();
+        loop {
+            let chosen = files.iter().zip(&taken).filter(|&(_, &t)| t);
+            let Some(small) = chosen.clone().map(|(f, _)| f.smallest_user_key()).min() else {
+                return Vec::new();
+            };
+            let large = chosen
+                .map(|(f, _)| f.largest_user_key())
+                .max()
+                .unwrap_or(small);
+            let mut grew = false;
+            for (f, t) in files.iter().zip(taken.iter_mut()) {
+                if !*t && f.overlaps(Some(small), Some(large)) {
+                    *t = true;
+                    grew = true;
+                }
+            }
+            if !grew {
+                break;
+            }
+        }
+        files
+            .iter()
+            .zip(&taken)
+            .filter(|&(_, &t)| t)
+            .map(|(f, _)| Arc::clone(f))
+            .collect()
+    }
+
     /// Files of group `group`'s run on `level` whose user-key range
     /// intersects `[lo, hi]`.
     pub fn overlapping_in(

@@ -448,7 +448,7 @@ impl DbInner {
                 }
                 let k = st.keyspaces.get_mut(&id).ok_or(Error::Closed)?;
                 let inputs = if level == Level::ZERO {
-                    k.version.overlapping(level, lo, hi)
+                    k.version.overlapping_level0(lo, hi)
                 } else {
                     k.version.overlapping_in(level, group, lo, hi)
                 };
