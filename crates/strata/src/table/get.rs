@@ -185,7 +185,7 @@ pub(crate) fn get(
             };
             cost.files += 1;
             cost.deepest = l;
-            match CgReader::of(f) {
+            match CgReader::of_listed(f)? {
                 Some(reader) => {
                     if !reader.may_contain(key) {
                         continue;

@@ -204,6 +204,28 @@ impl CgReader {
         file.table.source_any()?.downcast_ref()
     }
 
+    /// `file`'s reader, if `file` is a column-group file; an error if the
+    /// file holds another group than the one the manifest lists it under
+    /// (a file swapped in, a damaged manifest), which would otherwise be
+    /// read through the wrong group's columns.
+    pub fn of_listed(file: &FileMeta) -> Result<Option<&CgReader>> {
+        let Some(r) = Self::of(file) else {
+            return Ok(None);
+        };
+        if r.properties.group != file.group.0 {
+            return Err(Error::corruption(
+                &file.path,
+                0,
+                format!(
+                    "the file holds group {} (value columns {:?}); the manifest lists it under \
+                     group {}",
+                    r.properties.group, r.columns, file.group
+                ),
+            ));
+        }
+        Ok(Some(r))
+    }
+
     /// The group's value-column numbers, ascending.
     pub fn columns(&self) -> &[usize] {
         &self.columns

@@ -96,6 +96,21 @@ impl CgRun {
                 cols.push((v, pieces.ty(v)));
             }
         }
+        // Every file of the run is read through the first's column map: a
+        // file listed under another group (`CgReader::of_listed`), or one
+        // holding other columns than the first, is refused rather than
+        // read through the wrong map.
+        let first: Vec<usize> = cols.iter().map(|&(v, _)| v).collect();
+        for f in &files {
+            let r = CgReader::of_listed(f)?;
+            if r.is_some_and(|r| r.columns() != first.as_slice()) {
+                return Err(Error::corruption(
+                    &f.path,
+                    0,
+                    format!("the file holds other columns than its run's {first:?}"),
+                ));
+            }
+        }
         Ok(CgRun {
             files,
             file: 0,
