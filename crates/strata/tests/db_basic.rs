@@ -690,3 +690,26 @@ fn a_ranged_compaction_of_level_0_takes_the_files_that_overlap_its_own() {
     assert_eq!(db.get(b"m").expect("get").as_deref(), Some(&b"new"[..]));
     assert_eq!(db.get(b"a").expect("get").as_deref(), Some(&b"1"[..]));
 }
+
+/// A batch larger than the log's largest record is refused as an invalid
+/// argument and changes nothing: later writes go on (it used to fail in
+/// the write group, which ends writing until a reopen). About 1.1 GB.
+#[test]
+fn a_batch_too_large_for_the_log_is_refused_and_writes_go_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), Options::default()).expect("open");
+    let value = vec![7u8; 63 << 20];
+    let mut b = WriteBatch::new();
+    for i in 0..17u8 {
+        b.put(&[i], &value);
+    }
+    drop(value);
+    let err = db
+        .write(WriteOptions::default(), b)
+        .expect_err("too large");
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    assert!(err.to_string().contains("split it"), "{err}");
+    db.put(b"k", b"v").expect("writes go on");
+    assert_eq!(db.get(&[0]).expect("get"), None);
+    assert_eq!(db.get(b"k").expect("get").as_deref(), Some(&b"v"[..]));
+}

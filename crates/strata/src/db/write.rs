@@ -31,6 +31,17 @@ impl DbInner {
         if batch.is_empty() {
             return Ok(());
         }
+        // The log takes a batch as one record: one too large for it is
+        // refused here, where refusing it changes nothing (in the write
+        // group the log's refusal would end writing until a reopen).
+        if batch.encoded_len() > crate::log::MAX_RECORD_LEN {
+            return Err(Error::InvalidArgument(format!(
+                "a write batch of {} bytes is larger than the log's largest record, {} bytes: \
+                 split it",
+                batch.encoded_len(),
+                crate::log::MAX_RECORD_LEN
+            )));
+        }
         {
             let st = self.state.lock();
             Self::bg_error(&st)?;
