@@ -704,9 +704,7 @@ fn a_batch_too_large_for_the_log_is_refused_and_writes_go_on() {
         b.put(&[i], &value);
     }
     drop(value);
-    let err = db
-        .write(WriteOptions::default(), b)
-        .expect_err("too large");
+    let err = db.write(WriteOptions::default(), b).expect_err("too large");
     assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
     assert!(err.to_string().contains("split it"), "{err}");
     db.put(b"k", b"v").expect("writes go on");

@@ -583,3 +583,51 @@ fn a_database_written_by_the_format_1_build_opens() {
     assert_eq!(db.id(), id);
     assert_eq!(db.get(b"e").expect("get"), Some(b"5".to_vec()));
 }
+
+/// An open that wrote its recovery report (`lost/recovery-N.txt`) and then
+/// failed leaves the report; the next open, finding the same files, takes
+/// the same number and writes its report beside it, and opens.
+#[test]
+fn an_open_that_failed_after_its_report_does_not_block_the_next() {
+    use strata::vfs::Vfs;
+    let vfs = MemVfs::new();
+    let mut o = options();
+    o.vfs = Arc::new(vfs.clone());
+    {
+        let db = Db::open("/db", o.clone()).expect("open");
+        db.put(b"a", b"1").expect("put");
+        db.flush().expect("flush");
+        db.close().expect("close");
+    }
+    // A torn manifest tail: the next open reports dropping it.
+    let root = Path::new("/db");
+    let name = vfs
+        .list(root)
+        .expect("list")
+        .into_iter()
+        .find(|n| n.starts_with("MANIFEST-"))
+        .expect("a manifest");
+    let m = root.join(&name);
+    let mut bytes = vfs.read_all(&m).expect("read");
+    bytes.extend_from_slice(&[0x12, 0x34, 0x56, 0x78, 200, 0, 0, 0, 1, 9, 9]);
+    vfs.remove(&m).expect("remove");
+    let mut w = vfs.create(&m).expect("create");
+    w.append(&bytes).expect("append");
+    w.sync().expect("sync");
+    drop(w);
+    // The open writes its report, then fails to create the new log.
+    vfs.set_fault(
+        FaultRule::new(FaultKind::IoError)
+            .op(VfsOp::Create)
+            .path_contains(".log")
+            .count(1),
+    );
+    assert!(Db::open("/db", o.clone()).is_err());
+    vfs.clear_faults();
+    let reports = || vfs.list(&root.join("lost")).expect("lost").len();
+    assert_eq!(reports(), 1);
+    let db = Db::open("/db", o).expect("the next open");
+    assert!(db.recovery_report().manifest_tail_dropped.is_some());
+    assert_eq!(db.get(b"a").expect("get"), Some(b"1".to_vec()));
+    assert_eq!(reports(), 2, "both tries' reports are kept");
+}

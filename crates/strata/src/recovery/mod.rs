@@ -249,8 +249,10 @@ impl RecoveryReport {
 }
 
 /// Keeps what recovery dropped or set aside on record: `lost/recovery-N.txt`
-/// (N: the new manifest's number), written only when there is something to
-/// say. The report is also returned by `Db::recovery_report`.
+/// (N: the new manifest's number; `recovery-N-2.txt` and on when an open
+/// that failed after writing its report left that name taken), written
+/// only when there is something to say. The report is also returned by
+/// `Db::recovery_report`.
 pub(crate) fn log_report(
     vfs: &dyn Vfs,
     dir: &Path,
@@ -262,7 +264,16 @@ pub(crate) fn log_report(
     }
     let lost = dir.join("lost");
     vfs.create_dir_all(&lost)?;
-    let path = lost.join(format!("recovery-{manifest_number:06}.txt"));
+    // An open that wrote its report and then failed leaves it behind, and
+    // the next open finds the same files and takes the same number: its
+    // report goes beside the first, which stays as the record of that try.
+    let path = (1..)
+        .map(|n| match n {
+            1 => lost.join(format!("recovery-{manifest_number:06}.txt")),
+            n => lost.join(format!("recovery-{manifest_number:06}-{n}.txt")),
+        })
+        .find(|p| !vfs.exists(p))
+        .unwrap_or_else(|| lost.join("recovery.txt"));
     let mut f = vfs.create(&path)?;
     f.append(r.render().as_bytes())?;
     f.sync()?;
