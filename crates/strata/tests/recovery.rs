@@ -631,3 +631,35 @@ fn an_open_that_failed_after_its_report_does_not_block_the_next() {
     assert_eq!(db.get(b"a").expect("get"), Some(b"1".to_vec()));
     assert_eq!(reports(), 2, "both tries' reports are kept");
 }
+
+/// A database creation that failed before `CURRENT` existed (here: the
+/// disk full when the manifest is created) leaves only files that hold
+/// nothing; the next open creates the database instead of refusing it.
+#[test]
+fn a_creation_that_failed_before_current_opens_as_a_new_database() {
+    use strata::vfs::Vfs;
+    for (op, path) in [
+        (VfsOp::Create, "MANIFEST"),
+        (VfsOp::Sync, "MANIFEST"),
+        (VfsOp::Rename, "CURRENT"),
+    ] {
+        let vfs = MemVfs::new();
+        let mut o = options();
+        o.vfs = Arc::new(vfs.clone());
+        vfs.set_fault(
+            FaultRule::new(FaultKind::NoSpace)
+                .op(op)
+                .path_contains(path)
+                .count(1),
+        );
+        assert!(Db::open("/db", o.clone()).is_err(), "{op:?} {path}");
+        vfs.clear_faults();
+        let left = vfs.list(Path::new("/db")).expect("list");
+        assert!(left.iter().any(|n| n.ends_with(".log")), "{op:?}: {left:?}");
+        let db = Db::open("/db", o.clone()).expect("the next open creates it");
+        db.put(b"a", b"1").expect("put");
+        db.close().expect("close");
+        let db = Db::open("/db", o).expect("reopen");
+        assert_eq!(db.get(b"a").expect("get"), Some(b"1".to_vec()));
+    }
+}

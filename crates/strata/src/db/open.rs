@@ -63,7 +63,21 @@ impl DbInner {
         let mut exists = vfs.exists(&filename::current_path(path));
         if !exists {
             let names = vfs.list(path)?;
-            let found = recovery::engine_files(&names);
+            let mut found = recovery::engine_files(&names);
+            // What a creation that failed or was killed before CURRENT
+            // left: nothing in it can be lost, so it is removed and the
+            // database created anew (it could never be opened otherwise).
+            if !found.is_empty()
+                && !read_only
+                && opts.create_if_missing
+                && recovery::holds_nothing(&*vfs, path, &found)
+            {
+                for name in &found {
+                    vfs.remove(&path.join(name))?;
+                }
+                vfs.sync_dir(path)?;
+                found.clear();
+            }
             if !found.is_empty() {
                 let rebuilt = if opts.skip_corrupt_tables && !read_only {
                     recovery::newest_readable_manifest(&*vfs, path)?

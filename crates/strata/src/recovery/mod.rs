@@ -403,6 +403,44 @@ pub(crate) fn missing_current(dir: &Path, found: &[&str]) -> Error {
     )
 }
 
+/// Whether the engine files `found` (in a directory without `CURRENT`) hold
+/// nothing an open could lose: only logs with no record after their
+/// header, manifests that name no table and no keyspace but the default,
+/// and `CURRENT`'s temporary replacement: what a database creation that
+/// failed or was killed before `CURRENT` existed leaves. Anything unreadable, damaged or of
+/// another kind counts as something.
+pub(crate) fn holds_nothing(vfs: &dyn Vfs, dir: &Path, found: &[&str]) -> bool {
+    found.iter().all(|name| {
+        let path = dir.join(name);
+        match filename::parse(name) {
+            Some(FileKind::Log(_)) => {
+                let Ok(mut r) = LogReader::open(vfs, &path, TailPolicy::Strict) else {
+                    return false;
+                };
+                match r.next_record() {
+                    Ok(None) => true,
+                    Ok(Some(header)) => {
+                        parse_wal_header(&header).is_some() && matches!(r.next_record(), Ok(None))
+                    }
+                    Err(_) => false,
+                }
+            }
+            Some(FileKind::Manifest(_)) => {
+                let mut state = ManifestState::default();
+                replay_manifest(vfs, &path, &mut state).is_ok()
+                    && state
+                        .keyspaces
+                        .iter()
+                        .all(|(&id, k)| id == crate::db::DEFAULT_KEYSPACE_ID && k.files.is_empty())
+            }
+            // CURRENT's replacement being written: it names a manifest,
+            // and the manifest is judged above.
+            Some(FileKind::Temp) => name.starts_with("CURRENT."),
+            _ => false,
+        }
+    })
+}
+
 /// Reads `CURRENT`: the name of the live manifest.
 pub(crate) fn read_current(vfs: &dyn Vfs, dir: &Path) -> Result<String> {
     let current = filename::current_path(dir);
