@@ -408,6 +408,37 @@ fn close_gives_the_log_its_size_back_while_a_handle_lives_on() {
     }
 }
 
+/// The same for a log that a memtable switch closed while another
+/// keyspace still needs it (kept open until a sync covers it): the close
+/// closes it too, not the last handle's drop under a database opened since.
+#[test]
+fn close_gives_every_closed_log_its_size_back_while_a_handle_lives_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), small_options()).expect("open");
+    let ks = db.default_keyspace();
+    let other = db
+        .keyspace("other", KeyspaceOptions::default())
+        .expect("keyspace");
+    let sync = WriteOptions {
+        sync: true,
+        ..WriteOptions::default()
+    };
+    other.put(b"pin", b"the log").expect("put");
+    for i in 0..20u32 {
+        ks.put_opt(sync, format!("key{i:03}").as_bytes(), b"value")
+            .expect("put");
+    }
+    ks.flush().expect("flush the default keyspace only");
+    ks.put(b"after", b"switch").expect("put");
+    db.close().expect("close");
+    assert_closed_logs_hold_only_data(dir.path());
+    let again = Db::open(dir.path(), small_options()).expect("reopen");
+    drop(ks);
+    drop(other);
+    assert_closed_logs_hold_only_data(dir.path());
+    assert_eq!(again.get(b"key007").expect("get"), Some(b"value".to_vec()));
+}
+
 /// A write-ahead log's size is set ahead of its appends, so a crash image
 /// of an open database holds a log that ends in zeros: it opens with
 /// every synced write and reports nothing dropped. A closed log is given

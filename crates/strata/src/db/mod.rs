@@ -370,9 +370,16 @@ impl DbInner {
         // lock goes: a handle that outlives the close (a keyspace, a
         // table) must not close it later, under a database opened since,
         // which may be reading it.
-        if let Some(mut w) = self.wal.lock().writer.take() {
+        // Logs a memtable switch closed but kept for a later sync are
+        // closed here alike.
+        let mut wal = self.wal.lock();
+        if let Some(mut w) = wal.writer.take() {
             let _ = w.flush();
         }
+        for (_, mut w) in wal.closed_unsynced.drain(..) {
+            let _ = w.flush();
+        }
+        drop(wal);
         self.lock.lock().take();
     }
 
