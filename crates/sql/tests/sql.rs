@@ -560,17 +560,23 @@ async fn join_tables(sql: &SqlEngine) {
         .expect("index");
 }
 
+/// An engine on `sql`'s database whose joins are all DataFusion's: the
+/// reference the joins Strata runs are checked against.
+fn without_strata_joins(sql: &SqlEngine) -> SqlEngine {
+    SqlEngine::with_options(
+        sql.db().clone(),
+        SqlOptions {
+            strata_joins: false,
+            ..SqlOptions::default()
+        },
+    )
+    .expect("engine")
+}
+
 #[test]
 fn joins_go_to_strata_when_its_planner_predicts_a_win() {
     with_engine(async |sql| {
-        let plain = SqlEngine::with_options(
-            sql.db().clone(),
-            SqlOptions {
-                strata_joins: false,
-                ..SqlOptions::default()
-            },
-        )
-        .expect("engine");
+        let plain = without_strata_joins(sql);
         join_tables(sql).await;
         let q = "SELECT small.id, small.tag, big.id, big.v FROM small JOIN big ON small.g = big.g";
         let text = explain(sql, "EXPLAIN", q).await;
@@ -600,14 +606,7 @@ fn joins_go_to_strata_when_its_planner_predicts_a_win() {
 #[test]
 fn joins_whose_nulls_match_stay_with_datafusion() {
     with_engine(async |sql| {
-        let plain = SqlEngine::with_options(
-            sql.db().clone(),
-            SqlOptions {
-                strata_joins: false,
-                ..SqlOptions::default()
-            },
-        )
-        .expect("engine");
+        let plain = without_strata_joins(sql);
         join_tables(sql).await;
         sql.execute("INSERT INTO small VALUES (6, NULL, 't6')")
             .await
