@@ -94,29 +94,53 @@ struct Shell {
 }
 
 impl Shell {
-    /// Runs every statement of `sql`, stopping at the first error.
+    /// Runs `sql` (from `-c` or standard input) in order: statements, and
+    /// meta-commands where they stand (`\q` stops the script, as in psql).
+    /// Stops at the first error (exit code 1).
     async fn script(&mut self, sql: &str) -> i32 {
-        for line in sql.lines().filter(|l| l.trim_start().starts_with('\\')) {
-            if let Meta::Unknown(m) = parse_meta(line.trim()) {
-                eprintln!("error: unknown command {m}");
+        let mut body = String::new();
+        for line in sql.lines() {
+            if !line.trim_start().starts_with('\\') {
+                body.push_str(line);
+                body.push('\n');
+                continue;
+            }
+            if let Err(e) = self.run_body(&mut body).await {
+                eprintln!("ERROR: {e}");
                 return 1;
             }
+            match parse_meta(line.trim()) {
+                Meta::Quit => return 0,
+                Meta::Timing => self.timing = !self.timing,
+                Meta::Tables => self.list_tables(),
+                Meta::Describe(t) => {
+                    if !self.describe(&t) {
+                        return 1;
+                    }
+                }
+                Meta::Help => println!("{HELP}"),
+                Meta::Unknown(m) => {
+                    eprintln!("error: unknown command {m}");
+                    return 1;
+                }
+            }
         }
-        let body: String = sql
-            .lines()
-            .filter(|l| !l.trim_start().starts_with('\\'))
-            .collect::<Vec<_>>()
-            .join("\n");
-        if sql.lines().any(|l| l.trim() == "\\timing") {
-            self.timing = true;
-        }
-        match self.statements(&body).await {
+        match self.run_body(&mut body).await {
             Ok(()) => 0,
             Err(e) => {
                 eprintln!("ERROR: {e}");
                 1
             }
         }
+    }
+
+    /// Runs the statements gathered in `body`, and empties it.
+    async fn run_body(&self, body: &mut String) -> Result<(), String> {
+        let text = std::mem::take(body);
+        if text.trim().is_empty() {
+            return Ok(());
+        }
+        self.statements(&text).await
     }
 
     async fn statements(&self, sql: &str) -> Result<(), String> {
@@ -177,7 +201,9 @@ impl Shell {
                         println!("Timing is {}.", if self.timing { "on" } else { "off" });
                     }
                     Meta::Tables => self.list_tables(),
-                    Meta::Describe(t) => self.describe(&t),
+                    Meta::Describe(t) => {
+                        self.describe(&t);
+                    }
                     Meta::Help => println!("{HELP}"),
                     Meta::Unknown(m) => eprintln!("unknown command {m}; \\? lists them"),
                 }
@@ -214,12 +240,14 @@ impl Shell {
         }
     }
 
-    fn describe(&self, name: &str) {
+    /// Prints table `name`'s columns, layout and indexes; false (after
+    /// saying why) when there is no such table.
+    fn describe(&self, name: &str) -> bool {
         let t = match self.engine.db().table(name) {
             Ok(t) => t,
             Err(e) => {
                 eprintln!("ERROR: {e}");
-                return;
+                return false;
             }
         };
         let s = t.schema();
@@ -236,6 +264,7 @@ impl Shell {
                 ix.name, ix.column, ix.kind, ix.consistency
             );
         }
+        true
     }
 }
 

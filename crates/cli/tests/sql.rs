@@ -56,3 +56,32 @@ fn a_failing_statement_exits_1_with_the_engines_message() {
     assert_eq!(run.code, 1);
     assert!(run.stderr.contains("PRIMARY KEY"), "{}", run.stderr);
 }
+
+/// Meta-commands in a script run where they stand: `\q` ends it (what
+/// follows does not run), `\d NAME` describes, and an unknown one fails.
+#[test]
+fn meta_commands_in_a_script_run_in_order() {
+    let dir = tempfile::tempdir().expect("dir");
+    let run = strata_in(
+        dir.path(),
+        &["sql"],
+        "CREATE TABLE t (id BIGINT PRIMARY KEY, v INT);\n\\d t\n\\q\nDROP TABLE t;\n",
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("Table t"), "{}", run.stdout);
+    let run = strata(dir.path(), &["sql", "-c", "\\d"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("t  (about"),
+        "the table is still there: {}",
+        run.stdout
+    );
+    let run = strata(dir.path(), &["sql", "-c", "\\d nothing"]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("nothing"), "{}", run.stderr);
+    let run = strata_in(dir.path(), &["sql"], "\\nope\nDROP TABLE t;\n");
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("unknown command"), "{}", run.stderr);
+    let run = strata(dir.path(), &["sql", "-c", "\\d"]);
+    assert!(run.stdout.contains("t  (about"), "{}", run.stdout);
+}
