@@ -134,6 +134,22 @@ fn without_zone(t: &DataType) -> DataType {
     }
 }
 
+/// A numpy integer (by its `__index__`) or boolean scalar as a value;
+/// `None` for anything else.
+fn numpy_scalar(ob: &Bound<'_, PyAny>) -> PyResult<Option<Value>> {
+    let ty = ob.get_type();
+    if ty.module()?.to_string() != "numpy" {
+        return Ok(None);
+    }
+    if ty.name()?.to_string().starts_with("bool") {
+        return Ok(Some(Value::Bool(ob.is_truthy()?)));
+    }
+    if ob.hasattr("__index__")? {
+        return Ok(Some(Value::Int64(ob.call_method0("__index__")?.extract()?)));
+    }
+    Ok(None)
+}
+
 /// A Python value as the value of column `column` of type `ty`.
 pub(crate) fn to_value(ob: &Bound<'_, PyAny>, ty: ColumnType, column: &str) -> PyResult<Value> {
     let v = if ob.is_none() {
@@ -150,6 +166,10 @@ pub(crate) fn to_value(ob: &Bound<'_, PyAny>, ty: ColumnType, column: &str) -> P
         Value::Binary(ob.extract()?)
     } else if let Some(micros) = datetime_micros(ob)? {
         Value::Timestamp(micros)
+    } else if let Some(v) = numpy_scalar(ob)? {
+        // numpy's integers and booleans (what pandas hands back from a
+        // frame) are no Python ints or bools; its floats are floats.
+        v
     } else {
         return Err(PyTypeError::new_err(format!(
             "column {column:?}: cannot store a Python {}",

@@ -119,6 +119,24 @@ def test_polars_and_pandas_go_in_and_come_out(db):
     assert t.scan().to_pandas()["small"].tolist() == [2, 3, 1, 4]
 
 
+def test_numpy_scalars_are_keys(db):
+    np = pytest.importorskip("numpy")
+    pd = pytest.importorskip("pandas")
+    t = db.create_table("r", readings(100), primary_key="id")
+    # What pandas hands back from a frame: numpy integers, not Python ints.
+    frame = t.scan(["id", "flag"]).to_pandas()
+    key = frame["id"].iloc[7]
+    assert isinstance(key, np.integer)
+    assert t.get(key)["id"] == 7
+    assert t.get(np.int32(8), ["id"]) == {"id": 8}
+    assert t.scan(["id"], lower=np.int64(95)).column("id").to_pylist() == [95, 96, 97, 98, 99]
+    t.delete(np.uint16(9))
+    assert t.get(9) is None
+    with pytest.raises(OverflowError):
+        t.get(np.uint64(2**63))  # past i64: an error, not a wrong key
+    assert isinstance(pd.Series([True])[0], np.bool_)
+
+
 def test_bad_input_is_refused_by_name(db):
     t = db.create_table("r", readings(3), primary_key="id")
     with pytest.raises(strata.InvalidArgumentError, match="not a column"):
