@@ -138,7 +138,7 @@ fn without_zone(t: &DataType) -> DataType {
 /// `None` for anything else.
 fn numpy_scalar(ob: &Bound<'_, PyAny>) -> PyResult<Option<Value>> {
     let ty = ob.get_type();
-    if ty.module()?.to_string() != "numpy" {
+    if ty.module()? != "numpy" {
         return Ok(None);
     }
     if ty.name()?.to_string().starts_with("bool") {

@@ -47,6 +47,8 @@ pub struct DbIter {
     /// is swapped with `key`'s, so stepping does not allocate.
     skip_key: Vec<u8>,
     error: Option<Error>,
+    /// Whether `Iterator::next` has handed out the error (it ends there).
+    error_yielded: bool,
     /// Reused buffers for merge operands, so stepping does not allocate.
     operands: Vec<Vec<u8>>,
     base: Option<Vec<u8>>,
@@ -91,6 +93,7 @@ impl DbIter {
             value_pinned: false,
             skip_key: Vec::new(),
             error: None,
+            error_yielded: false,
             operands: Vec::new(),
             base: None,
             on_drop,
@@ -308,7 +311,9 @@ impl DbIter {
                 ValueKind::Merge => {
                     self.key.clear();
                     self.key.extend_from_slice(p.user_key);
-                    if self.collect_merge_forward() {
+                    if self.collect_merge_forward() || self.error.is_some() {
+                        // Positioned, or the merge failed: a scan goes no
+                        // further than a key it cannot resolve.
                         return;
                     }
                     self.skip_key.clear();
@@ -512,7 +517,7 @@ fn gather(
 ) -> Result<()> {
     while inner.valid() {
         let Some(p) = parse_internal_key(inner.key()) else {
-            break;
+            return Err(malformed_key(inner.key()));
         };
         if p.user_key != key {
             break;
@@ -557,7 +562,14 @@ impl Iterator for DbIter {
     /// `seek`/`seek_to_first` first.
     fn next(&mut self) -> Option<Self::Item> {
         if !self.valid() {
-            return self.status().err().map(Err);
+            // An error ends the iteration: it is yielded once, then `None`
+            // (a loop that skips errors would otherwise never end).
+            if self.error_yielded {
+                return None;
+            }
+            let e = self.status().err()?;
+            self.error_yielded = true;
+            return Some(Err(e));
         }
         let item = (self.key().to_vec(), self.value().to_vec());
         DbIter::next(self);

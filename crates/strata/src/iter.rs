@@ -383,6 +383,7 @@ impl MergingIterator {
         }
         if woke {
             self.any_dormant = self.dormant.iter().any(|d| *d);
+            self.stop_if_a_child_failed();
         }
     }
 
@@ -443,6 +444,21 @@ impl MergingIterator {
         }
     }
 
+    /// Whether child `i` stopped on an error (invalid, its status an
+    /// error). The merge then stops too, invalid with that status: going on
+    /// without the child would show the older versions its entries hide
+    /// (a deleted key's put from a lower level).
+    fn child_failed(&self, i: usize) -> bool {
+        !self.children[i].valid() && self.children[i].status().is_err()
+    }
+
+    /// After children were positioned: stops the merge if one failed.
+    fn stop_if_a_child_failed(&mut self) {
+        if (0..self.children.len()).any(|i| !self.dormant[i] && self.child_failed(i)) {
+            self.current = None;
+        }
+    }
+
     fn find_smallest(&mut self) {
         let mut best: Option<usize> = None;
         for (i, c) in self.children.iter().enumerate() {
@@ -459,6 +475,11 @@ impl MergingIterator {
         self.current = best;
         if let Some(b) = best {
             self.children[b].settle();
+            if !self.children[b].valid() {
+                // Settling read the entry and failed.
+                self.current = None;
+                return;
+            }
         }
         self.mark_emitted();
     }
@@ -481,6 +502,9 @@ impl MergingIterator {
         self.current = best;
         if let Some(b) = best {
             self.children[b].settle();
+            if !self.children[b].valid() {
+                self.current = None;
+            }
         }
     }
 }
@@ -499,6 +523,7 @@ impl InternalIterator for MergingIterator {
         self.child_seeks += self.children.len() as u64;
         self.direction = Direction::Forward;
         self.find_smallest();
+        self.stop_if_a_child_failed();
     }
 
     fn seek_to_last(&mut self) {
@@ -510,6 +535,7 @@ impl InternalIterator for MergingIterator {
         self.child_seeks += self.children.len() as u64;
         self.direction = Direction::Reverse;
         self.find_largest();
+        self.stop_if_a_child_failed();
     }
 
     fn seek(&mut self, target: &[u8]) {
@@ -552,6 +578,7 @@ impl InternalIterator for MergingIterator {
         self.direction = Direction::Forward;
         self.find_smallest();
         self.wake_if_outside();
+        self.stop_if_a_child_failed();
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) {
@@ -563,6 +590,7 @@ impl InternalIterator for MergingIterator {
         self.child_seeks += self.children.len() as u64;
         self.direction = Direction::Reverse;
         self.find_largest();
+        self.stop_if_a_child_failed();
     }
 
     fn next(&mut self) {
@@ -581,8 +609,16 @@ impl InternalIterator for MergingIterator {
                 }
             }
             self.direction = Direction::Forward;
+            self.stop_if_a_child_failed();
+            if self.current.is_none() {
+                return;
+            }
         }
         self.children[cur].next();
+        if self.child_failed(cur) {
+            self.current = None;
+            return;
+        }
         self.find_smallest();
         self.wake_if_outside();
     }
@@ -610,8 +646,16 @@ impl InternalIterator for MergingIterator {
                 }
             }
             self.direction = Direction::Reverse;
+            self.stop_if_a_child_failed();
+            if self.current.is_none() {
+                return;
+            }
         }
         self.children[cur].prev();
+        if self.child_failed(cur) {
+            self.current = None;
+            return;
+        }
         self.find_largest();
     }
 
@@ -723,6 +767,118 @@ mod tests {
             .collect();
         v.sort_by(|a, b| compare_internal(&a.0, &b.0));
         Box::new(VecIterator::new(Arc::new(v)))
+    }
+
+    /// A source that reads its first entry, then fails (invalid, with an
+    /// error status) when it moves again or is positioned afresh after
+    /// `reads` positionings.
+    struct FailsAfter {
+        inner: VecIterator,
+        reads: usize,
+        failed: bool,
+    }
+
+    impl FailsAfter {
+        fn moved(&mut self) {
+            if self.reads == 0 {
+                self.failed = true;
+            } else {
+                self.reads -= 1;
+            }
+        }
+    }
+
+    impl InternalIterator for FailsAfter {
+        fn valid(&self) -> bool {
+            !self.failed && self.inner.valid()
+        }
+        fn seek_to_first(&mut self) {
+            self.inner.seek_to_first();
+            self.moved();
+        }
+        fn seek_to_last(&mut self) {
+            self.inner.seek_to_last();
+            self.moved();
+        }
+        fn seek(&mut self, t: &[u8]) {
+            self.inner.seek(t);
+            self.moved();
+        }
+        fn seek_for_prev(&mut self, t: &[u8]) {
+            self.inner.seek_for_prev(t);
+            self.moved();
+        }
+        fn next(&mut self) {
+            self.inner.next();
+            self.moved();
+        }
+        fn prev(&mut self) {
+            self.inner.prev();
+            self.moved();
+        }
+        fn key(&self) -> &[u8] {
+            self.inner.key()
+        }
+        fn value(&self) -> &[u8] {
+            self.inner.value()
+        }
+        fn status(&self) -> Result<()> {
+            if self.failed {
+                Err(crate::error::Error::InvalidArgument("a read failed".into()))
+            } else {
+                Ok(())
+            }
+        }
+    }
+
+    fn fails_after(reads: usize, keys: &[(&[u8], u64, ValueKind)]) -> Box<dyn InternalIterator> {
+        let mut v: Vec<(Vec<u8>, Vec<u8>)> = keys
+            .iter()
+            .map(|(k, s, kind)| (make_internal_key(k, *s, *kind), Vec::new()))
+            .collect();
+        v.sort_by(|a, b| compare_internal(&a.0, &b.0));
+        Box::new(FailsAfter {
+            inner: VecIterator::new(Arc::new(v)),
+            reads,
+            failed: false,
+        })
+    }
+
+    /// A child that fails stops the merge with its error: going on without
+    /// it would show what its entries hide (here an older put of a key it
+    /// deletes).
+    #[test]
+    fn a_failing_child_stops_the_merge_with_its_error() {
+        // Failing when positioned: a seek lands on nothing but the error.
+        let mut m = MergingIterator::new(vec![
+            fails_after(0, &[(b"k", 9, ValueKind::Delete)]),
+            source(&[(b"k", 5)]),
+        ]);
+        m.seek(&seek_key(b"k"));
+        assert!(!m.valid() && m.status().is_err());
+        m.seek_to_last();
+        assert!(!m.valid() && m.status().is_err());
+        // Failing when stepped past its first entry, either way.
+        let newest = || {
+            fails_after(
+                1,
+                &[(b"a", 9, ValueKind::Put), (b"k", 8, ValueKind::Delete)],
+            )
+        };
+        let mut m = MergingIterator::new(vec![newest(), source(&[(b"c", 5), (b"k", 5)])]);
+        m.seek_to_first();
+        assert_eq!(user_key(m.key()), b"a");
+        m.next();
+        assert!(
+            !m.valid() && m.status().is_err(),
+            "went on to {:?}",
+            m.key()
+        );
+        let mut m = MergingIterator::new(vec![newest(), source(&[(b"c", 5), (b"k", 5)])]);
+        m.seek_to_first();
+        m.next();
+        m.prev();
+        assert!(!m.valid() && m.status().is_err());
     }
 
     fn seek_key(user: &[u8]) -> Vec<u8> {

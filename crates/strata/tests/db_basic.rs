@@ -742,3 +742,66 @@ fn a_batch_too_large_for_the_log_is_refused_and_writes_go_on() {
     assert_eq!(db.get(&[0]).expect("get"), None);
     assert_eq!(db.get(b"k").expect("get").as_deref(), Some(&b"v"[..]));
 }
+
+/// An operator that refuses the operands of key `b`.
+struct FailsOnB;
+
+impl strata::merge::MergeOperator for FailsOnB {
+    fn name(&self) -> &str {
+        "fails-on-b"
+    }
+    fn merge(
+        &self,
+        key: &[u8],
+        existing: Option<&[u8]>,
+        operands: &[&[u8]],
+    ) -> Result<Vec<u8>, String> {
+        if key == b"b" {
+            return Err("b cannot be merged".into());
+        }
+        let mut v = existing.unwrap_or_default().to_vec();
+        operands.iter().for_each(|o| v.extend_from_slice(o));
+        Ok(v)
+    }
+}
+
+/// A key whose merge fails stops a scan with the error, in either
+/// direction (a forward scan skipped the key and went on), and iterating
+/// a `DbIter` hands the error out once, then ends.
+#[test]
+fn a_failed_merge_stops_a_scan_and_iteration_ends_after_an_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = Options {
+        default_keyspace: KeyspaceOptions {
+            merge_operator: Some(Arc::new(FailsOnB)),
+            ..KeyspaceOptions::default()
+        },
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), opts).expect("open");
+    db.put(b"a", b"1").expect("put");
+    db.merge(b"b", b"x").expect("merge");
+    db.put(b"c", b"3").expect("put");
+    let mut it = db
+        .default_keyspace()
+        .iter(ReadOptions::default())
+        .expect("iter");
+    it.seek_to_first();
+    assert_eq!(it.key(), b"a");
+    it.next();
+    assert!(!it.valid(), "went on to {:?}", it.key());
+    assert!(it.status().is_err());
+    it.seek_to_last();
+    assert_eq!(it.key(), b"c");
+    it.prev();
+    assert!(!it.valid() && it.status().is_err());
+    let mut it = db
+        .default_keyspace()
+        .iter(ReadOptions::default())
+        .expect("iter");
+    it.seek_to_first();
+    let items: Vec<_> = it.by_ref().take(10).collect();
+    assert_eq!(items.len(), 2, "{items:?}");
+    assert!(items[0].is_ok() && items[1].is_err());
+    assert!(Iterator::next(&mut it).is_none(), "the iteration ended");
+}

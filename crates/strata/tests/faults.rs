@@ -274,3 +274,44 @@ fn failed_log_creation_at_memtable_switch_is_reported() {
     vfs.clear_faults();
     assert!(matches!(db.put(b"x", b"y"), Err(Error::ReadOnly { .. })));
 }
+
+/// A scan whose read of a newer file fails stops with the error: it does
+/// not go on without that file and show the older put of a key the file
+/// deletes.
+#[test]
+fn a_failed_read_in_a_scan_is_an_error_not_an_older_version() {
+    let vfs = MemVfs::new();
+    let mut o = options(&vfs);
+    o.block_cache_bytes = 0;
+    let db = Db::open("/db", o).expect("open");
+    db.put(b"k", b"old").expect("put");
+    db.put(b"z", b"z").expect("put");
+    db.flush().expect("flush");
+    db.compact().expect("compact");
+    db.delete(b"k").expect("delete");
+    db.flush().expect("flush");
+    let newest = vfs
+        .list(Path::new("/db"))
+        .expect("list")
+        .into_iter()
+        .filter(|n| n.ends_with(".sst"))
+        .max()
+        .expect("a table");
+    vfs.set_fault(
+        FaultRule::new(FaultKind::IoError)
+            .op(VfsOp::Read)
+            .path_contains(newest.as_str()),
+    );
+    let ks = db.default_keyspace();
+    let mut it = ks.iter(strata::ReadOptions::default()).expect("iter");
+    it.seek(b"k");
+    assert!(!it.valid(), "read {:?} past the failed file", it.value());
+    assert!(
+        matches!(it.status(), Err(Error::Io { .. })),
+        "{:?}",
+        it.status()
+    );
+    it.seek_to_first();
+    assert!(!it.valid() && it.status().is_err());
+    vfs.clear_faults();
+}
