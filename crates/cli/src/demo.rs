@@ -117,14 +117,53 @@ fn ms(t: Instant) -> String {
     }
 }
 
+/// Drops table `name` if an earlier demo made it (it has the demo's
+/// `schema`); whether it did. A table of that name with another schema is
+/// the user's: the demo refuses to touch it.
+fn replace_demo_table(db: &Db, name: &str, schema: &Schema) -> Result<bool, Failure> {
+    if !demo_table_exists(db, name, schema)? {
+        return Ok(false);
+    }
+    db.drop_table(name)?;
+    Ok(true)
+}
+
+/// Whether table `name` exists and an earlier demo made it; an error if it
+/// is the user's.
+fn demo_table_exists(db: &Db, name: &str, schema: &Schema) -> Result<bool, Failure> {
+    let Ok(t) = db.table(name) else {
+        return Ok(false);
+    };
+    if t.schema() != schema {
+        return Err(Failure::Other(format!(
+            "this database has a table {name:?} that the demo did not make ({}); the demo \
+             would replace it: run it on another database (--db DIR)",
+            t.schema()
+        )));
+    }
+    Ok(true)
+}
+
+/// The schema of the demo's table of sensors.
+fn sensors_schema() -> Result<Schema, Failure> {
+    Ok(Schema::new(
+        vec![
+            Column::new("sensor", ColumnType::Int32),
+            Column::new("model", ColumnType::Utf8),
+        ],
+        &["sensor"],
+    )?)
+}
+
 /// Runs the demo with `rows` rows.
 pub(crate) fn run(db: &Db, rows: u64, out: &mut impl Write) -> Result<i32, Failure> {
     writeln!(
         out,
         "Strata demo: a table of sensor readings in this database"
     )?;
-    if db.table_names().iter().any(|n| n == TABLE) {
-        db.drop_table(TABLE)?;
+    // Both tables' names are checked before anything is written.
+    demo_table_exists(db, SENSORS, &sensors_schema()?)?;
+    if replace_demo_table(db, TABLE, &schema()?)? {
         writeln!(out, "(replaced the table {TABLE:?} of an earlier demo)")?;
     }
     let opts = TableOptions {
@@ -345,16 +384,8 @@ fn sql(db: &Db, out: &mut impl Write) -> Result<(), Failure> {
 /// Step 8: a secondary index built over the loaded rows, a lookup through
 /// it, and a join with a small table of sensors, planned by the cost model.
 fn index_and_join(db: &Db, t: &Table, sensor: i32, out: &mut impl Write) -> Result<(), Failure> {
-    if db.table_names().iter().any(|n| n == SENSORS) {
-        db.drop_table(SENSORS)?;
-    }
-    let schema = Schema::new(
-        vec![
-            Column::new("sensor", ColumnType::Int32),
-            Column::new("model", ColumnType::Utf8),
-        ],
-        &["sensor"],
-    )?;
+    let schema = sensors_schema()?;
+    replace_demo_table(db, SENSORS, &schema)?;
     let sensors = db.create_table(SENSORS, schema, TableOptions::default())?;
     for s in 0..100 {
         let model = ["alpha", "beta", "gamma"][s as usize % 3];
