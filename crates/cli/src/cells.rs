@@ -5,7 +5,8 @@
 //! Text parses as [`Value::parse`] does (the empty string and `NULL` are
 //! null), except that a binary cell starting with `0x` is hex, as keys and
 //! values are elsewhere in the tool; binary cells print as `0x` + hex, so
-//! what `scan --format csv` prints imports back unchanged.
+//! what `scan --format csv` prints imports back unchanged, except text
+//! that is empty or spells `NULL` (in any case), which imports as null.
 
 use strata::Error;
 use strata::table::{Column, ColumnType, Value};

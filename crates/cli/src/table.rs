@@ -31,7 +31,8 @@ pub const IMPORT_BATCH_ROWS: usize = 1000;
 pub enum Format {
     /// An aligned text table (NULL for nulls).
     Table,
-    /// CSV with a header line (empty fields for nulls), as `import` reads.
+    /// CSV with a header line (empty fields for nulls), as `import` reads
+    /// (text that is empty or spells NULL imports as null).
     Csv,
 }
 
@@ -151,7 +152,8 @@ pub enum TableCommand {
     List,
     /// Print the current layout and the advisor's proposal with their
     /// predicted costs (changes nothing). The advisor uses the workload
-    /// this process has recorded.
+    /// saved by the processes that opened the database for writing (the
+    /// read-only `get` and `scan` save none).
     Advise { name: String },
     /// Change the layout (see `create --layout`); compaction rewrites the
     /// levels into it over time.

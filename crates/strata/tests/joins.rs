@@ -489,6 +489,36 @@ fn dropping_a_stream_early_removes_its_spill_files_and_open_sweeps_a_crashs() {
     assert!(!dir.path().join("spill/join-1-1-4.spill").exists());
 }
 
+/// A join of a database opened read-only writes nothing into it: its
+/// spill files go to the system's temporary directory.
+#[test]
+fn a_join_on_a_read_only_database_spills_outside_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rng = StdRng::seed_from_u64(6);
+    let (mut rm, mut sm) = (Model::new(), Model::new());
+    {
+        let (db, r, s) = plain_tables(dir.path());
+        write(&r, &mut rm, &mut rng, 20_000, 20_000, 3000);
+        write(&s, &mut sm, &mut rng, 20_000, 20_000, 3000);
+        drop((r, s));
+        db.close().expect("close");
+    }
+    let before = std::fs::read_dir(dir.path()).expect("list").count();
+    let db = Db::open_read_only(dir.path(), Options::default()).expect("read-only");
+    let (r, s) = (db.table("r").expect("r"), db.table("s").expect("s"));
+    for method in [JoinMethod::GraceHash, JoinMethod::SortMerge] {
+        let x = Join::new(&r, "a", &s, "b")
+            .method(method)
+            .memory(256 << 10)
+            .count()
+            .expect("count");
+        assert_eq!(x.rows, naive(&rm, &sm, false).len() as u64);
+        assert!(x.spilled_bytes > 0, "{}: the join spilled", method.name());
+    }
+    assert!(!dir.path().join("spill").exists());
+    assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), before);
+}
+
 #[test]
 fn plans_explain_every_method_and_bad_requests_are_clear_errors() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -1,7 +1,8 @@
 //! Spill files and the memory budget of a join (`docs/format/spill.md`).
 //!
 //! Sort runs and hash partitions that do not fit the budget go to files in
-//! the database's `spill/` directory:
+//! the database's `spill/` directory (a read-only database's joins use the
+//! system's temporary directory):
 //!
 //! ```text
 //!   header   magic "STRSPIL1" (8 bytes), database id (16 bytes)
@@ -115,9 +116,18 @@ static SPILL_SEQ: AtomicU64 = AtomicU64::new(0);
 
 impl SpillSpace {
     pub(crate) fn new(core: &DbCore, budget: Arc<Budget>) -> SpillSpace {
+        // A database opened read-only is not written to (it may be on
+        // read-only storage, and a writer opening it meanwhile sweeps the
+        // spill directory): its joins spill to the system's temporary
+        // directory instead, in a directory of their own process.
+        let dir = if core.is_read_only() {
+            std::env::temp_dir().join(format!("strata-spill-{}", std::process::id()))
+        } else {
+            core.path().join(SPILL_DIR)
+        };
         SpillSpace {
             vfs: core.vfs(),
-            dir: core.path().join(SPILL_DIR),
+            dir,
             db_id: core.id(),
             next: AtomicU64::new(0),
             budget,
