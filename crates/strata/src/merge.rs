@@ -93,8 +93,12 @@ impl MergeOperator for AppendOperator {
         operands: &[&[u8]],
     ) -> Result<Vec<u8>, String> {
         let mut out = existing.map(<[u8]>::to_vec).unwrap_or_default();
-        for op in operands {
-            if !out.is_empty() || existing.is_some() {
+        for (i, op) in operands.iter().enumerate() {
+            // A delimiter before every operand but a first one with no value
+            // under it, whatever it holds: an empty operand is still one, so
+            // operands combined first (compaction without the key's base)
+            // and applied later give what applying them one by one does.
+            if existing.is_some() || i > 0 {
                 out.push(self.delimiter);
             }
             out.extend_from_slice(op);
@@ -117,6 +121,20 @@ mod tests {
         let two_step = op.merge(b"k", Some(b"x"), &[b"a", &folded]).expect("merge");
         assert_eq!(whole, b"x,a,b,c");
         assert_eq!(whole, two_step);
+        // Empty operands and values too: every split of the operands,
+        // combined first and applied later, gives the whole merge.
+        let ops: [&[u8]; 4] = [b"", b"b", b"", b""];
+        for base in [None, Some(&b"x"[..]), Some(&b""[..])] {
+            let whole = op.merge(b"k", base, &ops).expect("merge");
+            for cut in 0..ops.len() {
+                let rest = op.merge(b"k", None, &ops[cut..]).expect("merge");
+                let mut first: Vec<&[u8]> = ops[..cut].to_vec();
+                first.push(&rest);
+                let two_step = op.merge(b"k", base, &first).expect("merge");
+                assert_eq!(whole, two_step, "base {base:?}, cut at {cut}");
+            }
+        }
+        assert_eq!(op.merge(b"k", Some(b"x"), &ops).expect("merge"), b"x,,b,,");
     }
 
     #[test]

@@ -380,7 +380,8 @@ impl Table {
         Ok(())
     }
 
-    /// Deletes the rows whose keys a batch's key columns give.
+    /// Deletes the rows whose keys a batch's key columns give (any other
+    /// column it holds must be one of the table's, of its type).
     pub fn delete(&self, keys: &RecordBatch) -> Result<()> {
         let i = &self.inner;
         let mut wb = WriteBatch::new();

@@ -175,8 +175,9 @@ pub(crate) fn update_rows(
     Ok(set)
 }
 
-/// Adds tombstones for the keys in `batch` (its key columns; other
-/// columns are ignored).
+/// Adds tombstones for the keys in `batch` (its key columns). Its other
+/// columns are checked as any write's are (the table's, of their types)
+/// and then not read: a batch that does not fit the table is refused.
 pub(crate) fn delete_rows(
     schema: &Schema,
     ks: KeyspaceId,
