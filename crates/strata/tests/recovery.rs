@@ -18,6 +18,14 @@ fn options() -> Options {
 }
 
 /// A database with `a` flushed to a table and `b` only in the log.
+/// [`options`] on the in-memory file system `vfs`.
+fn on(vfs: &MemVfs) -> Options {
+    Options {
+        vfs: Arc::new(vfs.clone()),
+        ..options()
+    }
+}
+
 fn db_with_table_and_log(dir: &Path) {
     let db = Db::open(dir, options()).expect("open");
     db.put(b"a", b"1").expect("put");
@@ -391,8 +399,7 @@ fn a_read_only_open_works_beside_a_writer_that_holds_the_lock() {
 #[test]
 fn a_read_only_open_works_on_storage_that_refuses_every_change() {
     let vfs = MemVfs::new();
-    let mut o = options();
-    o.vfs = Arc::new(vfs.clone());
+    let o = on(&vfs);
     {
         let db = Db::open("/db", o.clone()).expect("open");
         db.put(b"a", b"1").expect("put");
@@ -425,8 +432,7 @@ fn a_read_only_open_works_on_storage_that_refuses_every_change() {
 #[test]
 fn a_compaction_that_fails_on_a_full_disk_leaves_the_database_writable() {
     let vfs = MemVfs::new();
-    let mut o = options();
-    o.vfs = Arc::new(vfs.clone());
+    let o = on(&vfs);
     let db = Db::open("/db", o.clone()).expect("open");
     for round in 0..3u32 {
         for i in 0..200u32 {
@@ -591,8 +597,7 @@ fn a_database_written_by_the_format_1_build_opens() {
 fn an_open_that_failed_after_its_report_does_not_block_the_next() {
     use strata::vfs::Vfs;
     let vfs = MemVfs::new();
-    let mut o = options();
-    o.vfs = Arc::new(vfs.clone());
+    let o = on(&vfs);
     {
         let db = Db::open("/db", o.clone()).expect("open");
         db.put(b"a", b"1").expect("put");
@@ -644,8 +649,7 @@ fn a_creation_that_failed_before_current_opens_as_a_new_database() {
         (VfsOp::Rename, "CURRENT"),
     ] {
         let vfs = MemVfs::new();
-        let mut o = options();
-        o.vfs = Arc::new(vfs.clone());
+        let o = on(&vfs);
         vfs.set_fault(
             FaultRule::new(FaultKind::NoSpace)
                 .op(op)
