@@ -110,9 +110,9 @@ fn stack_matches(frames: &[String], spec: &[&str]) -> bool {
 enum Scenario {
     /// A `put` (`sync` or not) on an open database.
     Put { sync: bool },
-    /// A `sync: true` put after another keyspace's flush switched the log
-    /// while the default keyspace's memtable still needs the old one.
-    SyncAfterSwitch,
+    /// A flush of another keyspace while the default keyspace's unflushed
+    /// writes share its log: the flush syncs that log first.
+    FlushBesideUnflushed,
     /// `Db::flush` of a memtable (memtable switch, then the flush job).
     FlushJob,
     /// `Db::flush` with `max_manifest_bytes` so small that its manifest
@@ -143,8 +143,8 @@ impl Scenario {
     /// The test (in this file) that runs the scenario's cases.
     fn test_name(self) -> &'static str {
         match self {
-            Scenario::Put { .. } | Scenario::SyncAfterSwitch => "write_path_sites",
-            Scenario::FlushJob => "flush_sites",
+            Scenario::Put { .. } => "write_path_sites",
+            Scenario::FlushJob | Scenario::FlushBesideUnflushed => "flush_sites",
             Scenario::Roll | Scenario::NewKeyspace => "manifest_sites",
             Scenario::Compact => "compaction_sites",
             Scenario::Reopen | Scenario::CreateDb => "open_sites",
@@ -620,15 +620,6 @@ fn sites() -> Vec<Site> {
             FAILS,
         )
         .also("faults::failed_wal_fsync_fails_the_sync_write_and_later_writes"),
-        site(
-            "db/write.rs:DbInner::write_group → sync_closed_logs → log/writer.rs:LogWriter::sync",
-            "fsync a log closed at a switch (first synced write after it)",
-            Sync,
-            ".log",
-            &["LogWriter::sync", "DbInner::sync_closed_logs"],
-            SyncAfterSwitch,
-            FAILS,
-        ),
     ]);
 
     // --- memtable switch and flush ------------------------------------------
@@ -659,6 +650,18 @@ fn sites() -> Vec<Site> {
             FAILS,
         ),
     ]);
+    // (A synced write fsyncs the same logs, through the same function,
+    // when one comes before the flush has: its failure is the synced
+    // write's own fsync failure, above.)
+    v.push(site(
+        "db/flush.rs:DbInner::flush_memtable → sync_closed_logs → log/writer.rs:LogWriter::sync",
+        "fsync the logs a switch closed, which another keyspace's unflushed writes share (also before a synced write's own log)",
+        Sync,
+        ".log",
+        &["LogWriter::sync", "DbInner::sync_closed_logs"],
+        FlushBesideUnflushed,
+        FAILS,
+    ));
     v.extend(table_builder_sites(
         FlushJob,
         "db/flush.rs:DbInner::flush_memtable → build_table",
@@ -1439,8 +1442,7 @@ fn run_case(site: Site, kind: FaultKind) {
     let case = Case::new(site, kind);
     match site.scenario {
         Scenario::Put { sync } => put_case(&case, sync),
-        Scenario::SyncAfterSwitch => put_case(&case, true),
-        Scenario::FlushJob | Scenario::Roll => flush_case(&case),
+        Scenario::FlushJob | Scenario::Roll | Scenario::FlushBesideUnflushed => flush_case(&case),
         Scenario::NewKeyspace => keyspace_case(&case),
         Scenario::Compact => compact_case(&case),
         Scenario::Reopen => reopen_case(&case),
@@ -1455,19 +1457,6 @@ fn put_case(case: &Case, sync: bool) {
     let db = case.open();
     let mut model = Model::new();
     case.put_range(&db, &mut model, 0..50, 0);
-    if case.site.scenario == Scenario::SyncAfterSwitch {
-        // Flushing only the other keyspace switches the log; the default
-        // keyspace's unflushed entries keep the old one alive.
-        let other = db
-            .keyspace("other", KeyspaceOptions::default())
-            .unwrap_or_else(|e| panic!("{}: keyspace: {e}", case.label));
-        other
-            .put(b"o", b"1")
-            .unwrap_or_else(|e| panic!("{}: put: {e}", case.label));
-        other
-            .flush()
-            .unwrap_or_else(|e| panic!("{}: flush other: {e}", case.label));
-    }
     case.arm();
     let victim = b"victim".to_vec();
     let r = db.default_keyspace().put_opt(
@@ -1512,8 +1501,24 @@ fn flush_case(case: &Case) {
     let mut model = Model::new();
     case.put_range(&db, &mut model, 0..200, 0);
     let before = case.tables_on_disk();
+    // Flushing only another keyspace switches the log; the default
+    // keyspace's unflushed entries keep the old one alive, so the flush
+    // syncs it first.
+    let other = (case.site.scenario == Scenario::FlushBesideUnflushed).then(|| {
+        let other = db
+            .keyspace("other", KeyspaceOptions::default())
+            .unwrap_or_else(|e| panic!("{}: keyspace: {e}", case.label));
+        other
+            .put(b"o", b"1")
+            .unwrap_or_else(|e| panic!("{}: put: {e}", case.label));
+        other
+    });
     case.arm();
-    let r = db.flush();
+    let r = match &other {
+        Some(o) => o.flush(),
+        None => db.flush(),
+    };
+    drop(other);
     case.assert_fired();
     match case.site.expect {
         Expect::Fails(cleanup) => {
@@ -2130,9 +2135,6 @@ fn outcome(s: &Site) -> String {
         (_, Expect::Ignored { leftover: false }) => {
             "ignored: close succeeds; reopen loses nothing".into()
         }
-        (SyncAfterSwitch, _) => {
-            "the synced write fails (I/O error), then `ReadOnly` until reopen; every write acknowledged before it is recovered".into()
-        }
         (Put { .. }, _) => {
             let torn = if s.op == Append {
                 "; the torn record is dropped at reopen"
@@ -2141,7 +2143,7 @@ fn outcome(s: &Site) -> String {
             };
             format!("the write fails (I/O error), then `ReadOnly` until reopen{torn}")
         }
-        (FlushJob | Roll, Expect::Fails(c)) => format!(
+        (FlushJob | Roll | FlushBesideUnflushed, Expect::Fails(c)) => format!(
             "`flush` fails, then `ReadOnly` until reopen; reads see the previous state{}",
             cleanup(c)
         ),

@@ -315,3 +315,42 @@ fn a_failed_read_in_a_scan_is_an_error_not_an_older_version() {
     assert!(!it.valid() && it.status().is_err());
     vfs.clear_faults();
 }
+
+#[test]
+fn a_batch_across_keyspaces_survives_a_power_cut_whole_or_not_at_all_after_one_keyspace_flushes() {
+    // Found in review (2026-12-01): flushing one keyspace made its half of
+    // an unsynced batch durable in a table while the other half lived only
+    // in the closed, never-synced log.
+    let vfs = MemVfs::new();
+    let db = Db::open(DIR, options(&vfs)).expect("open");
+    let a = db
+        .keyspace("a", strata::KeyspaceOptions::default())
+        .expect("keyspace a");
+    let b = db
+        .keyspace("b", strata::KeyspaceOptions::default())
+        .expect("keyspace b");
+    for i in 0..50 {
+        let mut batch = strata::WriteBatch::new();
+        batch.put_in(a.id(), &key(i), &value(i));
+        batch.put_in(b.id(), &key(i), &value(i));
+        db.write(WriteOptions::default(), batch).expect("write");
+    }
+    b.flush().expect("flush b");
+    vfs.power_cut();
+    drop((a, b));
+    drop(db);
+    let db = Db::open(DIR, options(&vfs)).expect("reopen after power cut");
+    let a = db
+        .keyspace("a", strata::KeyspaceOptions::default())
+        .expect("keyspace a");
+    let b = db
+        .keyspace("b", strata::KeyspaceOptions::default())
+        .expect("keyspace b");
+    for i in 0..50 {
+        assert_eq!(
+            a.get(&key(i)).expect("get a"),
+            b.get(&key(i)).expect("get b"),
+            "key {i}: the batch came back in one keyspace only"
+        );
+    }
+}

@@ -302,6 +302,26 @@ impl DbInner {
                 .map(|k| (Arc::clone(&k.opts), Arc::clone(&k.plan)))
                 .ok_or(Error::Closed)?
         };
+        // While another keyspace still needs a log this memtable's entries
+        // are in, the closed logs are made durable before the table: the
+        // entries may be halves of batches whose other halves are only in
+        // those logs, and once the table is recorded the flushed half no
+        // longer depends on them, so a power cut would keep one half
+        // without the other (found in review, 2026-12-01). RocksDB syncs
+        // its closed logs before a flush when there are several column
+        // families.
+        let shares_logs = {
+            let st = self.state.lock();
+            let upto = st.keyspaces.get(&id).map_or(imm.log_number, |k| {
+                k.imms.get(1).map_or(k.mem.log_number, |m| m.log_number)
+            });
+            st.keyspaces
+                .iter()
+                .any(|(kid, k)| *kid != id && k.log_number < upto)
+        };
+        if shares_logs {
+            Self::sync_closed_logs(&mut self.closed_unsynced.lock())?;
+        }
         let mut it = imm.iter();
         // Retention copies each entry as the flush writes it: no second walk
         // of the skiplist, and the copy holds exactly the file's entries.
@@ -392,9 +412,8 @@ impl DbInner {
         drop(manifest);
         if !obsolete_logs.is_empty() {
             // No synced write needs these any more.
-            self.wal
+            self.closed_unsynced
                 .lock()
-                .closed_unsynced
                 .retain(|(n, _)| !obsolete_logs.contains(n));
         }
         for l in obsolete_logs {

@@ -254,15 +254,6 @@ struct WriteQueue {
 struct WalState {
     writer: Option<LogWriter>,
     number: FileNumber,
-    /// Logs closed at a memtable switch, oldest first, whose bytes reached
-    /// the OS but maybe not the disk, while some memtable still needs them.
-    /// The next `sync: true` write fsyncs them before its own log: a synced
-    /// write must not survive a power cut that loses an earlier
-    /// acknowledged write (RocksDB does the same). Syncing them at the
-    /// switch instead stalls every writer behind the fsync of a whole
-    /// write buffer's worth of log, at every switch, even when no write
-    /// ever asks for durability.
-    closed_unsynced: Vec<(FileNumber, LogWriter)>,
 }
 
 pub(crate) struct DbInner {
@@ -285,6 +276,18 @@ pub(crate) struct DbInner {
     writers: Mutex<WriteQueue>,
     writers_cv: Condvar,
     wal: Mutex<WalState>,
+    /// Logs closed at a memtable switch, oldest first, whose bytes reached
+    /// the OS but maybe not the disk, while some memtable still needs them.
+    /// Two things fsync them, each before it relies on them: a `sync: true`
+    /// write, before its own log (a synced write must not survive a power
+    /// cut that loses an earlier acknowledged write), and a flush, before
+    /// its table (the flushed keyspace's half of a batch that spans
+    /// keyspaces must not be durable while the other half is only in an
+    /// unsynced log); RocksDB does both. Syncing them at the switch instead
+    /// stalls every writer behind the fsync of a whole write buffer's worth
+    /// of log. Lock order: `wal`, then this; a flush takes this alone, so
+    /// writes that do not sync go on while it syncs.
+    closed_unsynced: Mutex<Vec<(FileNumber, LogWriter)>>,
     manifest: Mutex<ManifestWriter>,
     last_seqno: AtomicU64,
     shutting_down: AtomicBool,
@@ -376,7 +379,7 @@ impl DbInner {
         if let Some(mut w) = wal.writer.take() {
             let _ = w.flush();
         }
-        for (_, mut w) in wal.closed_unsynced.drain(..) {
+        for (_, mut w) in self.closed_unsynced.lock().drain(..) {
             let _ = w.flush();
         }
         drop(wal);

@@ -724,10 +724,10 @@ impl DbInner {
             writers: Mutex::new(WriteQueue::default()),
             writers_cv: Condvar::new(),
             wal: Mutex::new(WalState {
-                closed_unsynced: Vec::new(),
                 writer,
                 number: wal_number,
             }),
+            closed_unsynced: Mutex::new(Vec::new()),
             manifest: Mutex::new(manifest_writer),
             last_seqno: AtomicU64::new(last_seqno.get()),
             shutting_down: AtomicBool::new(false),

@@ -256,18 +256,14 @@ impl DbInner {
         batch.set_seqno(base);
         if !(no_wal || skip_wal) {
             let mut wal = self.wal.lock();
-            let WalState {
-                writer,
-                closed_unsynced,
-                ..
-            } = &mut *wal;
+            let WalState { writer, .. } = &mut *wal;
             let Some(w) = writer.as_mut() else {
                 return Err(Error::Closed);
             };
             let r = w.add_record(batch.encoded()).and_then(|()| {
                 if sync {
                     Statistics::add(&self.stats.wal_syncs, 1);
-                    Self::sync_closed_logs(closed_unsynced)?;
+                    Self::sync_closed_logs(&mut self.closed_unsynced.lock())?;
                     w.sync()
                 } else {
                     w.flush()
@@ -506,7 +502,7 @@ impl DbInner {
                     self.set_bg_error(e.duplicate());
                     return Err(e);
                 }
-                wal.closed_unsynced.push((old_number, old));
+                self.closed_unsynced.lock().push((old_number, old));
             }
             old_number
         };
