@@ -121,6 +121,18 @@ impl StrataJoinRule {
         let (Some(lc), Some(rc)) = (key_column(lk, ls), key_column(rk, rs)) else {
             return Ok(None);
         };
+        // Strata's joins match doubles by the key codec, in which every NaN
+        // is one value; DataFusion's match a NaN only with the same bits. A
+        // join on doubles stays DataFusion's.
+        let double = |s: &StrataScanExec, c: &str| {
+            let schema = s.table().schema();
+            schema
+                .index_of(c)
+                .is_ok_and(|i| schema.columns()[i].ty == strata::table::ColumnType::Float64)
+        };
+        if double(ls, &lc) || double(rs, &rc) {
+            return Ok(None);
+        }
         // The join's output: left's scanned columns, then right's, then
         // the join's own projection.
         let mut all: Vec<String> = ls.columns().iter().map(|c| format!("left.{c}")).collect();

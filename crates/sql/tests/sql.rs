@@ -623,6 +623,55 @@ fn joins_whose_nulls_match_stay_with_datafusion() {
     });
 }
 
+/// Doubles come out of a join Strata runs with their bits (`1.0 / x` of a
+/// -0.0 is -inf), and a join on doubles, whose NaNs Strata's joins would
+/// match more widely than DataFusion's, stays DataFusion's (found in
+/// review, 2026-12-01).
+#[test]
+fn joins_keep_doubles_as_datafusion_does() {
+    with_engine(async |sql| {
+        let plain = without_strata_joins(sql);
+        join_tables(sql).await;
+        sql.execute("CREATE TABLE tiny (id BIGINT PRIMARY KEY, g INT, x DOUBLE)")
+            .await
+            .expect("tiny");
+        sql.execute(
+            "INSERT INTO tiny VALUES (1, 7, -0.0), (2, 14, 0.0), (3, 21, 2.0), \
+             (4, 28, -CAST('NaN' AS DOUBLE))",
+        )
+        .await
+        .expect("fill tiny");
+        let q = "SELECT tiny.id, 1.0 / tiny.x, big.id FROM tiny JOIN big ON tiny.g = big.g";
+        let text = explain(sql, "EXPLAIN", q).await;
+        assert!(text.contains("StrataJoinExec"), "{text}");
+        let got = lines(&sql.query(q).await.expect("strata join"));
+        assert_eq!(got, lines(&plain.query(q).await.expect("hash join")));
+        assert!(got.iter().any(|l| l.starts_with("1|-inf")), "{got:?}");
+        sql.execute("CREATE TABLE wide (id BIGINT PRIMARY KEY, x DOUBLE, w INT)")
+            .await
+            .expect("wide");
+        sql.execute(
+            "INSERT INTO wide SELECT value, CAST(value % 2000 AS DOUBLE), 1 \
+             FROM generate_series(1, 20000)",
+        )
+        .await
+        .expect("fill wide");
+        sql.execute("INSERT INTO wide VALUES (30000, CAST('NaN' AS DOUBLE), 2)")
+            .await
+            .expect("nan");
+        sql.execute("CREATE INDEX wide_x ON wide (x)")
+            .await
+            .expect("index");
+        let q = "SELECT tiny.id, wide.id FROM tiny JOIN wide ON tiny.x = wide.x";
+        let text = explain(sql, "EXPLAIN", q).await;
+        assert!(!text.contains("StrataJoinExec"), "{text}");
+        assert_eq!(
+            lines(&sql.query(q).await.expect("join")),
+            lines(&plain.query(q).await.expect("hash join"))
+        );
+    });
+}
+
 #[test]
 fn joins_of_filtered_or_unindexed_sides_stay_with_datafusion() {
     with_engine(async |sql| {

@@ -178,7 +178,9 @@ impl MergeOperator for PostingMerge {
     }
 }
 
-/// Appends the covered columns' values (`None` for null).
+/// Appends the covered columns' values (`None` for null), doubles with
+/// every bit ([`keycodec::encode_value_exact`]): a payload gives back what
+/// the row holds.
 pub(crate) fn encode_payload(
     out: &mut Vec<u8>,
     values: &[(ColumnType, Option<&Value>)],
@@ -188,7 +190,7 @@ pub(crate) fn encode_payload(
             None | Some(Value::Null) => out.push(0),
             Some(v) => {
                 out.push(1);
-                keycodec::encode_value(out, *ty, v)?;
+                keycodec::encode_value_exact(out, *ty, v)?;
             }
         }
     }
@@ -201,7 +203,7 @@ pub(crate) fn encode_payload(
 pub(crate) fn push_payload_cell(out: &mut Vec<u8>, c: crate::table::piece::Cell<'_>) {
     let at = out.len();
     out.push(1);
-    if !keycodec::encode_cell(out, c) {
+    if !keycodec::encode_cell_exact(out, c) {
         out[at] = 0;
     }
 }

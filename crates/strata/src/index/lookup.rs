@@ -192,7 +192,7 @@ pub(crate) fn resolve(
     let from_entry = index.consistency == Consistency::Synchronous
         && projection
             .iter()
-            .all(|&c| schema.is_key(c) || c == index.column || index.covering.contains(&c));
+            .all(|&c| schema.is_key(c) || index.entry_holds(schema, c));
     let mut rows = Vec::with_capacity(hits.len());
     if from_entry {
         for h in hits {

@@ -364,6 +364,16 @@ impl Index {
         self.consistency == Consistency::Synchronous
     }
 
+    /// Whether an entry gives back column `c`'s stored value: a covered
+    /// column (its payload keeps every bit), or the indexed column unless
+    /// it is a double, whose entry key holds -0.0 as 0.0 and every NaN as
+    /// one (the key codec's canonical form) and so does not say which the
+    /// row holds.
+    pub(crate) fn entry_holds(&self, schema: &Schema, c: usize) -> bool {
+        self.covering.contains(&c)
+            || (c == self.column && schema.columns()[c].ty != ColumnType::Float64)
+    }
+
     /// The covered columns' types.
     pub(crate) fn covered_types(&self, schema: &Schema) -> Vec<ColumnType> {
         self.covering

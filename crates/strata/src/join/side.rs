@@ -118,7 +118,7 @@ impl Side {
         let schema = self.table.schema();
         self.cols
             .iter()
-            .all(|&c| schema.is_key(c) || c == index.column || index.covering.contains(&c))
+            .all(|&c| schema.is_key(c) || index.entry_holds(schema, c))
     }
 
     /// The payload of the output columns of a row given as values.

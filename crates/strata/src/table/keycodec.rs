@@ -64,6 +64,30 @@ pub(crate) fn encode_cell(out: &mut Vec<u8>, c: Cell<'_>) -> bool {
     true
 }
 
+/// [`encode_value`] for a value that is stored rather than compared:
+/// doubles keep every bit ([`encode_f64_exact`]).
+pub(crate) fn encode_value_exact(out: &mut Vec<u8>, ty: ColumnType, v: &Value) -> Result<()> {
+    match (ty, v) {
+        (ColumnType::Float64, Value::Float64(x)) => {
+            encode_f64_exact(out, *x);
+            Ok(())
+        }
+        _ => encode_value(out, ty, v),
+    }
+}
+
+/// [`encode_cell`] for a cell that is stored rather than compared: doubles
+/// keep every bit ([`encode_f64_exact`]).
+pub(crate) fn encode_cell_exact(out: &mut Vec<u8>, c: Cell<'_>) -> bool {
+    match c {
+        Cell::Float64(x) => {
+            encode_f64_exact(out, x);
+            true
+        }
+        c => encode_cell(out, c),
+    }
+}
+
 /// Appends an i32 key part.
 pub fn encode_i32(out: &mut Vec<u8>, x: i32) {
     out.extend_from_slice(&((x as u32) ^ SIGN32).to_be_bytes());
@@ -74,7 +98,8 @@ pub fn encode_i64(out: &mut Vec<u8>, x: i64) {
     out.extend_from_slice(&((x as u64) ^ SIGN64).to_be_bytes());
 }
 
-/// Appends an f64 key part.
+/// Appends an f64 key part: -0.0 as 0.0 and every NaN as `f64::NAN`, so
+/// that equal keys (in the key's sense) have equal bytes.
 pub fn encode_f64(out: &mut Vec<u8>, x: f64) {
     let x = if x == 0.0 {
         0.0
@@ -83,6 +108,15 @@ pub fn encode_f64(out: &mut Vec<u8>, x: f64) {
     } else {
         x
     };
+    encode_f64_exact(out, x);
+}
+
+/// Appends `x` in the f64 key part's order-preserving form, every bit kept
+/// (-0.0 sorts just below 0.0, NaNs by their bits): for values that are
+/// stored, not compared as keys, such as an index entry's covered columns
+/// and a join's tuples, which must give back what the row holds.
+/// [`KeyDecoder::f64`] reads both forms.
+pub(crate) fn encode_f64_exact(out: &mut Vec<u8>, x: f64) {
     let bits = x.to_bits();
     let ordered = if bits & SIGN64 == 0 {
         bits ^ SIGN64
