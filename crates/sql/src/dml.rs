@@ -390,6 +390,9 @@ impl ExecutionPlan for DmlExec {
                 let n = batch.num_rows() as u64;
                 match kind {
                     DmlKind::Delete => table.delete(&batch),
+                    // Every column set to itself (DataFusion drops such
+                    // assignments): the rows matched, nothing changes.
+                    DmlKind::Update if assignments.is_empty() => Ok(()),
                     DmlKind::Update => table.update(&batch),
                 }
                 .map_err(engine_error)?;

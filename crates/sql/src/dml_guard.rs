@@ -13,6 +13,14 @@
 //!
 //! [`DmlGuard`], an optimiser rule, answers the first with a count of 0
 //! without touching the table, and refuses the second with an error.
+//!
+//! A third shape loses the filters' meaning rather than the filters: common
+//! subexpression elimination rewrites a `WHERE` or `SET` that repeats an
+//! expression (`v * 2 > 2 AND v * 2 < 5`) over a projection defining
+//! `__common_expr_1`, which the filters and assignments handed to the
+//! provider then name although the table has no such column.
+//! [`NoCommonSubexprsInWrites`] runs that elimination on every plan but an
+//! `UPDATE` or `DELETE` of a Strata table.
 
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{DFSchemaRef, TableReference};
@@ -20,6 +28,7 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{
     DmlStatement, Expr, LogicalPlan, LogicalPlanBuilder, WriteOp, col, lit,
 };
+use datafusion::optimizer::common_subexpr_eliminate::CommonSubexprEliminate;
 use datafusion::optimizer::{ApplyOrder, OptimizerConfig, OptimizerRule};
 
 use crate::point::strata_table;
@@ -60,6 +69,49 @@ impl OptimizerRule for DmlGuard {
         }
         check(input, table_name, op)?;
         Ok(Transformed::no(plan))
+    }
+}
+
+/// DataFusion's common subexpression elimination, except on plans that
+/// write to a Strata table (see the module documentation).
+#[derive(Debug, Default)]
+pub(crate) struct NoCommonSubexprsInWrites(CommonSubexprEliminate);
+
+impl NoCommonSubexprsInWrites {
+    /// The name of the rule it stands in for.
+    pub(crate) const REPLACES: &str = "common_sub_expression_eliminate";
+}
+
+impl OptimizerRule for NoCommonSubexprsInWrites {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+
+    fn supports_rewrite(&self) -> bool {
+        true
+    }
+
+    fn apply_order(&self) -> Option<ApplyOrder> {
+        // As the rule it wraps: it sees the whole plan and recurses itself.
+        self.0.apply_order()
+    }
+
+    fn rewrite(
+        &self,
+        plan: LogicalPlan,
+        config: &dyn OptimizerConfig,
+    ) -> Result<Transformed<LogicalPlan>> {
+        let writes = plan.exists(|p| {
+            Ok(matches!(
+                p,
+                LogicalPlan::Dml(DmlStatement { op: WriteOp::Update | WriteOp::Delete, target, .. })
+                    if strata_table(target).is_some()
+            ))
+        })?;
+        if writes {
+            return Ok(Transformed::no(plan));
+        }
+        self.0.rewrite(plan, config)
     }
 }
 

@@ -107,9 +107,16 @@ impl SqlEngine {
             .with_config(config)
             .with_runtime_env(runtime.build_arc()?)
             .with_default_features();
-        // UPDATE and DELETE must never run without their WHERE.
+        // UPDATE and DELETE must never run without their WHERE, nor with
+        // filters that name columns the table does not have.
+        use crate::dml_guard::{DmlGuard, NoCommonSubexprsInWrites};
         let mut rules = datafusion::optimizer::Optimizer::new().rules;
-        rules.push(Arc::new(crate::dml_guard::DmlGuard));
+        for r in &mut rules {
+            if r.name() == NoCommonSubexprsInWrites::REPLACES {
+                *r = Arc::new(NoCommonSubexprsInWrites::default());
+            }
+        }
+        rules.push(Arc::new(DmlGuard));
         state = state.with_optimizer_rules(rules);
         if opts.strata_joins {
             state = state.with_physical_optimizer_rule(Arc::new(StrataJoinRule {

@@ -178,6 +178,11 @@ fn update(table: Table, input: &LogicalPlan) -> Option<PointPlan> {
             _ => return None,
         }
     }
+    // Every column set to itself (DataFusion drops such assignments):
+    // DataFusion's path counts the row without writing.
+    if set.is_empty() {
+        return None;
+    }
     Some(PointPlan::Update { table, key, set })
 }
 

@@ -218,6 +218,39 @@ fn primary_keys_cannot_be_updated_and_not_null_holds() {
     });
 }
 
+/// An `UPDATE` whose every assignment sets a column to itself (DataFusion
+/// drops such assignments) changes nothing and counts the rows it matched,
+/// as PostgreSQL does; it failed (found in review, 2026-12-01). So do
+/// statements that repeat an expression, which DataFusion's optimiser
+/// rewrites over a projection of the shared part.
+#[test]
+fn updates_that_change_nothing_and_repeated_expressions_run() {
+    with_engine(async |sql| {
+        sql.execute("CREATE TABLE t (k BIGINT PRIMARY KEY, v INT, a INT, b INT)")
+            .await
+            .expect("create");
+        sql.execute("INSERT INTO t VALUES (1, 1, 0, 0), (2, 2, 0, 0), (3, 3, 0, 0)")
+            .await
+            .expect("insert");
+        for (q, tag) in [
+            ("UPDATE t SET v = v WHERE k = 1", "UPDATE 1"),
+            ("UPDATE t SET v = v", "UPDATE 3"),
+            ("UPDATE t SET k = k, v = v WHERE v > 1", "UPDATE 2"),
+            ("UPDATE t SET v = v WHERE k = 9", "UPDATE 0"),
+            ("UPDATE t SET a = v + 1, b = v + 1 WHERE k > 1", "UPDATE 2"),
+            ("DELETE FROM t WHERE v * 2 > 2 AND v * 2 < 5", "DELETE 1"),
+        ] {
+            let out = sql.execute(q).await.unwrap_or_else(|e| panic!("{q}: {e}"));
+            assert_eq!(out[0].tag, tag, "{q}");
+        }
+        let got = sql
+            .query("SELECT k, v, a, b FROM t ORDER BY k")
+            .await
+            .expect("select");
+        assert_eq!(lines(&got), vec!["1|1|0|0", "3|3|4|4"]);
+    });
+}
+
 #[test]
 fn ddl_creates_tables_and_indexes_in_the_catalog() {
     with_engine(async |sql| {
