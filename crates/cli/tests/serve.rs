@@ -408,3 +408,41 @@ fn tls_when_given_a_certificate() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("42"), "{out}");
 }
+
+/// Inside a transaction block an error aborted, PostgreSQL runs nothing
+/// until the block ends: `UPDATE`, `DELETE` and DDL are refused with
+/// `25P01` like every other statement (found in review, 2026-12-01: they
+/// ran, so a `DELETE` after a failed `INSERT` emptied the table).
+#[test]
+fn an_aborted_transaction_block_writes_nothing() {
+    if !have_psql() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("dir");
+    let server = serve(dir.path(), &[]);
+    let script = "\
+\\set VERBOSITY verbose
+CREATE TABLE t (id BIGINT PRIMARY KEY, v INT);
+INSERT INTO t VALUES (1, 1), (2, 2);
+BEGIN;
+INSERT INTO t VALUES (1, 9);
+DELETE FROM t;
+UPDATE t SET v = 7;
+CREATE TABLE u (id INT PRIMARY KEY, w INT);
+DROP TABLE t;
+COMMIT;
+SELECT id, v FROM t ORDER BY id;
+SELECT * FROM u;
+";
+    let (code, out, err) = psql(server.port, "ada", None, script);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(err.contains("23505"), "{err}");
+    assert_eq!(err.matches("25P01").count(), 4, "{err}");
+    let rows: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains(" | "))
+        .map(str::trim)
+        .collect();
+    assert_eq!(rows, ["id | v", "1 | 1", "2 | 2"], "{out}");
+    assert!(err.contains("42P01"), "the table was created: {err}");
+}

@@ -7,6 +7,9 @@
 //!   (`UPDATE 3`), as PostgreSQL does; datafusion-postgres answers only
 //!   `INSERT` that way and would send their count as a result row the
 //!   statement's description did not announce.
+//! - Inside a transaction block that an error aborted, those statements
+//!   are refused (`25P01`), as every other statement is by
+//!   datafusion-postgres's transaction hook, which runs after this one.
 
 use std::sync::Arc;
 
@@ -21,7 +24,8 @@ use datafusion_postgres::QueryHook;
 use datafusion_postgres::hooks::HookClient;
 use datafusion_postgres::pgwire::api::ClientInfo;
 use datafusion_postgres::pgwire::api::results::{Response, Tag};
-use datafusion_postgres::pgwire::error::{PgWireError, PgWireResult};
+use datafusion_postgres::pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use datafusion_postgres::pgwire::messages::response::TransactionStatus;
 use strata::Db;
 
 use super::errors::engine_to_pg;
@@ -62,6 +66,25 @@ impl StrataHook {
     }
 }
 
+/// The refusal of a statement inside an aborted transaction block, if the
+/// client is in one: PostgreSQL runs nothing until the block ends.
+fn refused_in_aborted_block(client: &dyn ClientInfo) -> Option<PgWireResult<Response>> {
+    (client.transaction_status() == TransactionStatus::Error).then(|| {
+        Err(PgWireError::UserError(Box::new(ErrorInfo::new(
+            "ERROR".to_string(),
+            "25P01".to_string(),
+            "current transaction is aborted, commands ignored until end of transaction block"
+                .to_string(),
+        ))))
+    })
+}
+
+/// Whether this hook answers `statement` (rather than leaving it to
+/// datafusion-postgres).
+fn handled_here(statement: &Statement) -> bool {
+    write_verb(statement).is_some() || crate::ddl::is_ddl(statement)
+}
+
 /// The tag of an `UPDATE` or `DELETE`.
 fn write_verb(statement: &Statement) -> Option<&'static str> {
     match statement {
@@ -77,8 +100,13 @@ impl QueryHook for StrataHook {
         &self,
         statement: &Statement,
         session_context: &SessionContext,
-        _client: &mut dyn HookClient,
+        client: &mut dyn HookClient,
     ) -> Option<PgWireResult<Response>> {
+        if handled_here(statement)
+            && let Some(refused) = refused_in_aborted_block(client)
+        {
+            return Some(refused);
+        }
         if let Some(verb) = write_verb(statement) {
             let parsed = DfStatement::Statement(Box::new(statement.clone()));
             let plan = match session_context.state().statement_to_plan(parsed).await {
@@ -112,8 +140,13 @@ impl QueryHook for StrataHook {
         logical_plan: &LogicalPlan,
         params: &ParamValues,
         session_context: &SessionContext,
-        _client: &mut dyn HookClient,
+        client: &mut dyn HookClient,
     ) -> Option<PgWireResult<Response>> {
+        if handled_here(statement)
+            && let Some(refused) = refused_in_aborted_block(client)
+        {
+            return Some(refused);
+        }
         if let Some(verb) = write_verb(statement) {
             let plan = match logical_plan.clone().with_param_values(params.clone()) {
                 Ok(p) => p,
