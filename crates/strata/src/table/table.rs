@@ -275,9 +275,14 @@ impl TableInner {
             .collect();
         let opts = keyspace_options(&next, &state)?;
         write_record(&self.core, &self.catalog, &next.name, Some(&next))?;
+        // Readers get the new registry before the keyspace may compact into
+        // the new groups: a read pairing files of a new group with the old
+        // registry would find no columns in them and miss their rows. The
+        // new state reads the old files correctly (their groups count as
+        // retired).
+        *self.state.write() = Arc::new(state);
         self.core.system_keyspace(&next.keyspace_name(), opts)?;
         *record = next;
-        *self.state.write() = Arc::new(state);
         Ok(())
     }
 }
