@@ -354,3 +354,59 @@ fn a_batch_across_keyspaces_survives_a_power_cut_whole_or_not_at_all_after_one_k
         );
     }
 }
+
+#[test]
+fn writes_stalled_behind_a_failing_compaction_fail_instead_of_waiting() {
+    // Found in review (2026-12-01): with level 0 at its stop trigger and
+    // every compaction failing (a full disk, a failing device), a write
+    // waited forever for room that never came.
+    let vfs = MemVfs::new();
+    let mut o = options(&vfs);
+    o.default_keyspace.level0_compaction_trigger = 2;
+    o.default_keyspace.level0_slowdown_trigger = 3;
+    o.default_keyspace.level0_stop_trigger = 4;
+    let db = Db::open(DIR, o).expect("open");
+    // Every compaction fails reading its inputs (flushes, which read the
+    // table they wrote, do not: their failure would be sticky).
+    vfs.set_fault(
+        FaultRule::new(FaultKind::IoError)
+            .op(VfsOp::Read)
+            .path_contains(".sst")
+            .when(|_, _| {
+                std::backtrace::Backtrace::force_capture()
+                    .to_string()
+                    .contains("run_compaction")
+            }),
+    );
+    let (tx, rx) = std::sync::mpsc::channel();
+    let writer = db.clone();
+    std::thread::spawn(move || {
+        for i in 0..1_000_000 {
+            if let Err(e) = writer.put(&key(i), &value(i)) {
+                let _ = tx.send(Some((i, e)));
+                return;
+            }
+        }
+        let _ = tx.send(None);
+    });
+    let (failed_at, e) = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the writes hung behind the failing compaction")
+        .expect("a million writes went through a tree whose compactions all fail");
+    assert!(matches!(e, Error::Io { .. }), "{e}");
+    assert!(
+        db.stats().background_error.is_none(),
+        "the failure is not sticky"
+    );
+    // Once compactions work again, so do writes, and nothing acknowledged
+    // is lost.
+    vfs.clear_faults();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while db.put(b"after", b"1").is_err() {
+        assert!(std::time::Instant::now() < deadline, "writes never resumed");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    for i in (0..failed_at).step_by(97) {
+        assert_eq!(db.get(&key(i)).expect("get"), Some(value(i)), "key {i}");
+    }
+}

@@ -318,6 +318,7 @@ impl DbInner {
                 return Err(Error::Closed);
             }
             let mut wait = false;
+            let mut behind_compaction = false;
             let mut switch = Vec::new();
             let mut rehome = Vec::new();
             let mut slow = false;
@@ -334,6 +335,7 @@ impl DbInner {
                 let too_many_memtables = full && ks.imms.len() + 1 >= ks.opts.max_write_buffers;
                 if l0 >= ks.opts.level0_stop_trigger || too_many_memtables {
                     wait = true;
+                    behind_compaction |= l0 >= ks.opts.level0_stop_trigger;
                 } else if full {
                     switch.push(*id);
                 } else if l0 >= ks.opts.level0_slowdown_trigger {
@@ -358,6 +360,20 @@ impl DbInner {
                 continue;
             }
             if wait {
+                // Room on level 0 comes only from compaction. When the last
+                // compactions failed and none is running (each is retried
+                // after a pause; a full disk, a failing device), the write
+                // fails with their error instead of waiting for room that
+                // may never come; the database stays writable, and writes
+                // go through again once a compaction succeeds. (A stall for
+                // want of memtables ends with a flush, whose failure is
+                // sticky and already returned above.)
+                if behind_compaction
+                    && st.running_compactions == 0
+                    && let Some(e) = &st.compaction_error
+                {
+                    return Err(e.duplicate());
+                }
                 let t = Instant::now();
                 self.bg_cv.notify_all();
                 self.bg_cv.wait_for(&mut st, Duration::from_millis(100));
