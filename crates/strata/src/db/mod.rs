@@ -226,6 +226,10 @@ impl State {
 struct ManifestWriter {
     log: LogWriter,
     number: FileNumber,
+    /// Set by `shutdown` before the directory lock goes: an edit made
+    /// after it (by a handle still running an operation) would write the
+    /// manifest of a directory another process may have opened since.
+    closed: bool,
 }
 
 enum Request {
@@ -383,6 +387,8 @@ impl DbInner {
             let _ = w.flush();
         }
         drop(wal);
+        // An edit in progress finishes first; any later one is refused.
+        self.manifest.lock().closed = true;
         self.lock.lock().take();
     }
 

@@ -552,6 +552,7 @@ impl DbInner {
             Some(ManifestWriter {
                 log: mlog,
                 number: manifest_number,
+                closed: false,
             }),
             report,
         );
@@ -695,6 +696,7 @@ impl DbInner {
         let manifest_writer = manifest_writer.unwrap_or_else(|| ManifestWriter {
             log: LogWriter::new(Box::new(RefusingFile)),
             number: FileNumber(0),
+            closed: false,
         });
         DbInner {
             path: path.to_path_buf(),

@@ -294,6 +294,9 @@ impl DbInner {
         manifest: &mut MutexGuard<'_, ManifestWriter>,
         edit: &VersionEdit,
     ) -> Result<()> {
+        if manifest.closed {
+            return Err(Error::Closed);
+        }
         if manifest.log.len() >= self.opts.max_manifest_bytes {
             // Every earlier edit is installed (edits are serialised by the
             // manifest lock), so the state is a faithful snapshot.
@@ -354,7 +357,14 @@ impl DbInner {
             (number, e)
         };
         let log = write_new_manifest(&*self.vfs, &self.path, number, &snapshot)?;
-        let old = std::mem::replace(&mut **manifest, ManifestWriter { log, number });
+        let old = std::mem::replace(
+            &mut **manifest,
+            ManifestWriter {
+                log,
+                number,
+                closed: false,
+            },
+        );
         // CURRENT names the new manifest durably; a failed removal leaves a
         // file that the next open deletes.
         let _ = self
