@@ -266,9 +266,18 @@ impl Table {
         self.inner().check_live()?;
         let set = self.index_set();
         let index = set.find(index)?;
-        let snapshot = query
-            .snapshot
-            .unwrap_or_else(|| self.inner().keyspace.last_seqno());
+        // The index and then the table are read at one sequence number; a
+        // registered snapshot keeps the versions it sees while a flush or
+        // compaction runs between the two reads (a bare number did not: a
+        // flush could drop a row's version there, and the table read then
+        // found an older one, or none; found in review, 2026-12-01).
+        let (snapshot, _held) = match query.snapshot {
+            Some(s) => (s, None),
+            None => {
+                let s = self.core().snapshot();
+                (s.seqno(), Some(s))
+            }
+        };
         index.check_serves(snapshot)?;
         let projection = self.schema().projection(columns)?;
         let snapshot = Some(snapshot);

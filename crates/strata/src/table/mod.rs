@@ -558,8 +558,19 @@ impl Table {
             Some(None) => (Some(Vec::new()), Some(Vec::new())),
             lower => (lower.flatten(), upper),
         };
+        // A scan through an index reads the index and then the table (a
+        // point read per row) at `snap`; a registered snapshot keeps the
+        // versions it sees while a flush or compaction runs in between (see
+        // `lookup_rows`). A scan of the table alone reads one pinned
+        // super-version and needs none.
+        let held = (opts.snapshot.is_none() && opts.use_index && opts.predicate.is_some())
+            .then(|| self.core().snapshot());
         let (sv, plan) = self.read_plan()?;
-        let snap = opts.snapshot.unwrap_or_else(|| i.keyspace.last_seqno());
+        let snap = match (&held, opts.snapshot) {
+            (Some(s), _) => s.seqno(),
+            (None, Some(s)) => s,
+            (None, None) => i.keyspace.last_seqno(),
+        };
         let mut want: Vec<usize> = projection
             .iter()
             .filter_map(|&c| i.schema.value_number(c))
