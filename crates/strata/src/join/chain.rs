@@ -302,7 +302,11 @@ fn run_step(
     match method {
         JoinMethod::NestedLoopPrimaryRight | JoinMethod::NestedLoopIndexRight => {
             let index = if method == JoinMethod::NestedLoopIndexRight {
-                right.index()
+                Some(
+                    right
+                        .index_at(snap)
+                        .ok_or_else(|| super::no_index(method, right))?,
+                )
             } else {
                 None
             };
@@ -320,7 +324,7 @@ fn run_step(
             let cap = space.budget.limit() * 3 / 8;
             let mut a = sort::sort(&Source::File(f), space, cap)?;
             let index = if method == JoinMethod::SortMergeIndex && !right.is_primary() {
-                right.index()
+                right.index_at(snap)
             } else {
                 None
             };

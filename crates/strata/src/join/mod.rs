@@ -571,7 +571,7 @@ fn execute_in(
     let snap = snapshot.seqno();
     let budget = &*space.budget;
     feasible(method, l, r)?;
-    let need_index = |s: &Side| s.index().ok_or_else(|| no_index(method, s));
+    let need_index = |s: &Side| s.index_at(snap).ok_or_else(|| no_index(method, s));
     match method {
         JoinMethod::Auto => unreachable_auto()?,
         JoinMethod::NestedLoopPrimaryRight
@@ -607,12 +607,12 @@ fn execute_in(
             let use_index = method == JoinMethod::SortMergeIndex;
             let cap = budget.limit() * 3 / 8;
             let li = if use_index && !l.is_primary() {
-                l.index()
+                l.index_at(snap)
             } else {
                 None
             };
             let ri = if use_index && !r.is_primary() {
-                r.index()
+                r.index_at(snap)
             } else {
                 None
             };
@@ -646,7 +646,7 @@ fn execute_in(
     Ok(())
 }
 
-fn no_index(method: JoinMethod, s: &Side) -> Error {
+pub(super) fn no_index(method: JoinMethod, s: &Side) -> Error {
     Error::InvalidArgument(format!(
         "{} needs a built index on {}'s join column",
         method.name(),
