@@ -587,7 +587,11 @@ fn run_command(cli: &Cli, out: &mut impl Write) -> Result<i32, Failure> {
                     encode_bytes(it.value())
                 )?;
                 n += 1;
-                it.next();
+                // (Not past the limit: the entry after the last one asked
+                // for may fail to read, and is no concern of this scan.)
+                if n < limit {
+                    it.next();
+                }
             }
             it.status()?;
             0

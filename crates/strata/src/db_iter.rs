@@ -287,12 +287,16 @@ impl DbIter {
                 self.fail(malformed_key(self.inner.key()));
                 return;
             };
+            // The bound first: every entry after one past it is past it too,
+            // so versions too new for the snapshot there are not stepped
+            // over one by one (a bulk append past the bound after the
+            // iterator was made).
+            if self.past_upper(p.user_key) {
+                return;
+            }
             if p.seqno > self.snapshot || (skipping && self.skip_key == p.user_key) {
                 self.inner.next();
                 continue;
-            }
-            if self.past_upper(p.user_key) {
-                return;
             }
             match p.kind {
                 ValueKind::Delete => {

@@ -804,4 +804,13 @@ fn a_failed_merge_stops_a_scan_and_iteration_ends_after_an_error() {
     assert_eq!(items.len(), 2, "{items:?}");
     assert!(items[0].is_ok() && items[1].is_err());
     assert!(Iterator::next(&mut it).is_none(), "the iteration ended");
+    // A scan that stops at its limit before the key whose merge fails does
+    // not read that key (found in review, 2026-12-01: it stepped once past
+    // the last entry wanted and failed there).
+    let got = db
+        .default_keyspace()
+        .scan(None, None, 1)
+        .expect("a scan of one entry");
+    assert_eq!(got, vec![(b"a".to_vec(), b"1".to_vec())]);
+    assert!(db.default_keyspace().scan(None, None, 2).is_err());
 }
