@@ -16,7 +16,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{IntoPyDict, PyBool, PyBytes, PyFloat, PyInt, PyString};
 use strata::table::{Column, ColumnType, Schema, Value};
-use strata_sql::datafusion::arrow::array::RecordBatch;
+use strata_sql::datafusion::arrow::array::{ArrayRef, RecordBatch};
 use strata_sql::datafusion::arrow::compute::{CastOptions, cast_with_options};
 use strata_sql::datafusion::arrow::datatypes::{DataType, Schema as ArrowSchema, SchemaRef};
 
@@ -105,8 +105,12 @@ pub(crate) fn conform(batch: &RecordBatch, target: &SchemaRef) -> PyResult<Recor
                     f.data_type()
                 )));
             }
-            cast_with_options(from, &without_zone(f.data_type()), &strict)
-                .map_err(|e| InvalidArgumentError::new_err(format!("column {:?}: {e}", f.name())))
+            let cast =
+                cast_with_options(from, &without_zone(f.data_type()), &strict).map_err(|e| {
+                    InvalidArgumentError::new_err(format!("column {:?}: {e}", f.name()))
+                })?;
+            exact_doubles(from, &cast, f.name())?;
+            Ok(cast)
         })
         .collect::<PyResult<Vec<_>>>()?;
     RecordBatch::try_new(Arc::clone(target), columns)
@@ -115,16 +119,45 @@ pub(crate) fn conform(batch: &RecordBatch, target: &SchemaRef) -> PyResult<Recor
 
 /// Whether data of Arrow type `from` may go into a column of type `to`:
 /// its stored type is `to`, or integers into another integer width (an
-/// overflow is then an error) or into a double. A double into an integer
-/// column, text into numbers and the like are refused rather than
-/// converted.
+/// overflow is then an error) or into a double (an integer the double
+/// cannot hold exactly is then an error, [`exact_doubles`]), or a column of
+/// nulls alone (pyarrow's type for `[None]`, and pandas' for a column of
+/// `None`) into any column. A double into an integer column, text into
+/// numbers and the like are refused rather than converted.
 fn widens(from: &DataType, to: ColumnType) -> bool {
     use ColumnType::{Float64, Int32, Int64};
+    if *from == DataType::Null {
+        return true;
+    }
     match (stored_type(from), to) {
         (Some(t), to) if t == to => true,
         (Some(Int32 | Int64), Int32 | Int64 | Float64) => true,
         _ => false,
     }
+}
+
+/// Refuses integers that a cast to doubles changed: Arrow's cast rounds
+/// 2^53 + 1 to 2^53 without an error even when it must not lose data.
+fn exact_doubles(from: &ArrayRef, cast: &ArrayRef, column: &str) -> PyResult<()> {
+    use strata_sql::datafusion::arrow::array::{Array, Float64Array, Int64Array};
+    let (Some(ints), Some(doubles)) = (
+        from.as_any().downcast_ref::<Int64Array>(),
+        cast.as_any().downcast_ref::<Float64Array>(),
+    ) else {
+        return Ok(());
+    };
+    for i in 0..ints.len() {
+        if ints.is_valid(i) {
+            let (x, d) = (ints.value(i), doubles.value(i));
+            // (`d as i64` saturates: 2^63 would pass for i64::MAX.)
+            if d as i64 != x || x == i64::MAX {
+                return Err(InvalidArgumentError::new_err(format!(
+                    "column {column:?}: {x} has no exact double"
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn without_zone(t: &DataType) -> DataType {

@@ -463,6 +463,12 @@ struct IterState {
     it: DbIter,
     reverse: bool,
     ready: VecDeque<(Vec<u8>, Vec<u8>)>,
+    /// An error the iterator stopped on, raised once the entries read
+    /// before it have been handed out.
+    failed: Option<strata::Error>,
+    /// The iterator is at its end or stopped on an error: nothing more is
+    /// read.
+    ended: bool,
 }
 
 impl KeyIterator {
@@ -494,6 +500,8 @@ impl KeyIterator {
                 it,
                 reverse,
                 ready: VecDeque::new(),
+                failed: None,
+                ended: false,
             }),
         })
     }
@@ -516,9 +524,9 @@ impl KeyIterator {
                 "the iterator is being advanced by another thread",
             ));
         };
-        if state.ready.is_empty() {
+        if state.ready.is_empty() && !state.ended {
             let s = &mut *state;
-            py.detach(|| {
+            let r = py.detach(|| {
                 while s.it.valid() && s.ready.len() < ITER_CHUNK {
                     s.ready
                         .push_back((s.it.key().to_vec(), s.it.value().to_vec()));
@@ -529,8 +537,17 @@ impl KeyIterator {
                     }
                 }
                 s.it.status()
-            })
-            .map_err(engine_err)?;
+            });
+            // The entries read before an error come first: the error is
+            // raised when they are gone (it was raised at once, with them
+            // still waiting).
+            s.failed = r.err();
+            s.ended = s.failed.is_some() || !s.it.valid();
+        }
+        if state.ready.is_empty()
+            && let Some(e) = state.failed.take()
+        {
+            return Err(engine_err(e));
         }
         Ok(state
             .ready

@@ -113,3 +113,33 @@ def test_errors_are_python_exceptions_with_the_engines_message(tmp_path):
     assert "closed" in repr(db)
     with pytest.raises(TypeError):
         strata.open(tmp_path / "x").put("text is not bytes", b"v")
+
+
+def test_an_iterator_hands_out_what_it_read_before_an_error(tmp_path):
+    path = tmp_path / "db"
+    keys = [b"k%05d" % i for i in range(3000)]
+    with strata.open(path) as d:
+        for k in keys:
+            d.put(k, b"v" * 100)
+        d.flush()
+    # Damage a data block in the middle of the table (its index and filter
+    # are at its end).
+    sst = max(path.glob("*.sst"), key=lambda p: p.stat().st_size)
+    data = bytearray(sst.read_bytes())
+    data[len(data) // 3] ^= 0xFF
+    sst.write_bytes(bytes(data))
+    with strata.open(path) as d:
+        readable = 0
+        for k in keys:
+            try:
+                d.get(k)
+            except strata.CorruptionError:
+                break
+            readable += 1
+        assert 300 < readable < len(keys)
+        got = []
+        with pytest.raises(strata.CorruptionError):
+            for k, _ in d.scan():
+                got.append(k)
+        # Every key before the damaged block, then the error.
+        assert got == keys[:readable]

@@ -172,3 +172,23 @@ def test_table_options_and_an_empty_table_from_a_schema(db):
     assert "key (k)" in t.describe()
     db.drop_table("e")
     assert db.table_names() == []
+
+
+def test_columns_of_nulls_and_integers_into_doubles(db):
+    t = db.create_table("r", readings(3), primary_key="id")
+    # pyarrow types [None] as `null`; pandas does the same for a column of None.
+    t.insert(pa.table({"id": [10], "sensor": [None], "value": pa.array([2**53], pa.int64())}))
+    row = t.get(10, ["sensor", "value"])
+    assert row == {"sensor": None, "value": float(2**53)}
+    # An integer a double cannot hold exactly is refused, not rounded.
+    with pytest.raises(strata.InvalidArgumentError, match="exact double"):
+        t.insert(pa.table({"id": [11], "value": pa.array([2**53 + 1], pa.int64())}))
+    assert t.get(11) is None
+    # A Python int addresses a double key.
+    f = db.create_table("f", pa.table({"k": [1.0, 2.5], "v": [1, 2]}), primary_key="k")
+    assert f.get(1) == {"k": 1.0, "v": 1}
+    assert f.scan(["k"], lower=2).column("k").to_pylist() == [2.5]
+    f.delete(1)
+    assert f.get(1.0) is None
+    with pytest.raises(strata.InvalidArgumentError):
+        f.get(2**53 + 1)

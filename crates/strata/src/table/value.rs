@@ -62,6 +62,10 @@ impl Value {
                 Value::Int32(x as i32)
             }
             (Value::Int64(x), ColumnType::Timestamp) => Value::Timestamp(x),
+            // Exactly representable only: 2^53 + 1 has no double.
+            (Value::Int64(x), ColumnType::Float64) if (x as f64) as i64 == x && x != i64::MAX => {
+                Value::Float64(x as f64)
+            }
             (Value::Timestamp(x), ColumnType::Int64) => Value::Int64(x),
             (Value::Utf8(s), ColumnType::Binary) => Value::Binary(s.into_bytes()),
             (v, t) => {
@@ -199,6 +203,23 @@ mod tests {
                 .to_string()
                 .contains("\"c\"")
         );
+        // An i64 becomes a double when the double holds it exactly (an
+        // integer from Python addressing a double key): 2^53 + 1 does not.
+        for x in [3, -7, 1 << 53, -(1 << 53), 1 << 60, i64::MIN] {
+            assert_eq!(
+                Value::Int64(x)
+                    .coerce(ColumnType::Float64, "c")
+                    .expect("exact"),
+                Value::Float64(x as f64),
+                "{x}"
+            );
+        }
+        for x in [(1 << 53) + 1, -(1 << 53) - 1, i64::MAX] {
+            assert!(
+                Value::Int64(x).coerce(ColumnType::Float64, "c").is_err(),
+                "{x}"
+            );
+        }
     }
 
     #[test]
