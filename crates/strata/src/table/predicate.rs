@@ -146,55 +146,68 @@ impl Predicate {
     }
 
     /// Parses one comparison of the CLI's form `column<op>value` (for
-    /// example `score>=10`), or `column IS NULL` / `column IS NOT NULL`.
+    /// example `score>=10`), `column IN (v1, v2, ...)`, `column STARTS WITH
+    /// prefix`, or `column IS NULL` / `column IS NOT NULL`. A constant may
+    /// be quoted (`'Washington, D.C.'`, with `''` for a quote inside): what
+    /// is between the quotes is the value, and no operator, keyword or
+    /// comma in it is read as one (until 2026-12-01 an `IN` list split at
+    /// every comma, quoted or not).
     pub fn parse_simple(text: &str) -> Result<Predicate> {
+        let bad = || {
+            Error::InvalidArgument(format!(
+                "cannot read the predicate {text:?}; write column<op>value with op one of \
+                 = != < <= > >=, column IN (v1, v2, ...), column STARTS WITH prefix, or \
+                 column IS [NOT] NULL"
+            ))
+        };
         let t = text.trim();
-        let upper = t.to_ascii_uppercase();
-        if let Some(c) = upper.strip_suffix(" IS NOT NULL") {
-            return Ok(Predicate::IsNotNull(t[..c.len()].trim().to_string()));
+        // The column: everything before the first space or operator
+        // character.
+        let end = t
+            .find(|c: char| c.is_whitespace() || "<>=!".contains(c))
+            .unwrap_or(t.len());
+        let (column, rest) = (t[..end].to_string(), t[end..].trim_start());
+        if column.is_empty() || column.contains('\'') {
+            return Err(bad());
         }
-        if let Some(c) = upper.strip_suffix(" IS NULL") {
-            return Ok(Predicate::IsNull(t[..c.len()].trim().to_string()));
+        let upper = rest.to_ascii_uppercase();
+        if upper == "IS NOT NULL" {
+            return Ok(Predicate::IsNotNull(column));
         }
-        let unquote = |v: &str| v.trim().trim_matches('\'').to_string();
-        if let Some(i) = upper.find(" STARTS WITH ") {
+        if upper == "IS NULL" {
+            return Ok(Predicate::IsNull(column));
+        }
+        // Typed when bound to the schema.
+        let one = |v: &str| unquote(v).map(Value::Utf8).ok_or_else(bad);
+        if upper.starts_with("STARTS WITH ") {
             return Ok(Predicate::StartsWith {
-                column: t[..i].trim().to_string(),
-                prefix: Value::Utf8(unquote(&t[i + " STARTS WITH ".len()..])),
+                column,
+                prefix: one(&rest["STARTS WITH ".len()..])?,
             });
         }
-        if let Some(i) = upper.find(" IN ")
-            && let Some(list) = t[i + 4..]
+        if upper.starts_with("IN ") || upper.starts_with("IN(") {
+            let list = rest[2..]
                 .trim()
                 .strip_prefix('(')
                 .and_then(|l| l.strip_suffix(')'))
-        {
-            return Ok(Predicate::In {
-                column: t[..i].trim().to_string(),
-                values: list.split(',').map(|v| Value::Utf8(unquote(v))).collect(),
-            });
+                .ok_or_else(bad)?;
+            let values = split_outside_quotes(list)
+                .into_iter()
+                .map(one)
+                .collect::<Result<Vec<_>>>()?;
+            return Ok(Predicate::In { column, values });
         }
         for op in ["<=", ">=", "!=", "<>", "==", "=", "<", ">"] {
-            if let Some(i) = t.find(op) {
-                let column = t[..i].trim();
-                let value = t[i + op.len()..].trim();
-                if column.is_empty() {
-                    break;
-                }
-                let op = CmpOp::parse(op).ok_or_else(|| Error::InvalidArgument(op.into()))?;
+            if let Some(value) = rest.strip_prefix(op) {
+                let op = CmpOp::parse(op).ok_or_else(bad)?;
                 return Ok(Predicate::Cmp {
-                    column: column.to_string(),
+                    column,
                     op,
-                    // Typed when bound to the schema.
-                    value: Value::Utf8(value.trim_matches('\'').to_string()),
+                    value: one(value)?,
                 });
             }
         }
-        Err(Error::InvalidArgument(format!(
-            "cannot read the predicate {text:?}; write column<op>value with op one of \
-             = != < <= > >=, column IN (v1, v2, ...), column STARTS WITH prefix, or \
-             column IS [NOT] NULL"
-        )))
+        Err(bad())
     }
 
     /// Resolves column names and converts constants to the columns' types.
@@ -542,6 +555,49 @@ impl Bound {
     }
 }
 
+/// A constant of [`Predicate::parse_simple`]: the text between single
+/// quotes (`''` standing for a quote), or the trimmed text as it is; `None`
+/// for an unbalanced quote or text after the closing one.
+fn unquote(v: &str) -> Option<String> {
+    let v = v.trim();
+    let Some(inner) = v.strip_prefix('\'') else {
+        return Some(v.to_string());
+    };
+    let mut out = String::new();
+    let mut chars = inner.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\'' {
+            if chars.peek() == Some(&'\'') {
+                chars.next();
+                out.push('\'');
+            } else {
+                return chars.next().is_none().then_some(out);
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    None
+}
+
+/// `list` split at the commas outside single quotes.
+fn split_outside_quotes(list: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut quoted, mut from) = (false, 0);
+    for (i, c) in list.char_indices() {
+        match c {
+            '\'' => quoted = !quoted,
+            ',' if !quoted => {
+                parts.push(&list[from..i]);
+                from = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&list[from..]);
+    parts
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -654,6 +710,68 @@ mod tests {
         assert!(Predicate::cmp("nope", CmpOp::Eq, 1).bind(&s).is_err());
         assert!(Predicate::cmp("n", CmpOp::Eq, "x").bind(&s).is_err());
         assert!(Predicate::parse_simple("just words").is_err());
+    }
+
+    #[test]
+    fn simple_predicates_read_quoted_constants_whole() {
+        let p = |t: &str| Predicate::parse_simple(t).expect(t);
+        let s = |v: &str| Value::Utf8(v.into());
+        assert_eq!(
+            p("city IN ('Washington, D.C.', 'Paris')"),
+            Predicate::In {
+                column: "city".into(),
+                values: vec![s("Washington, D.C."), s("Paris")]
+            }
+        );
+        assert_eq!(
+            p("s='a<=b'"),
+            Predicate::Cmp {
+                column: "s".into(),
+                op: CmpOp::Eq,
+                value: s("a<=b")
+            }
+        );
+        assert_eq!(
+            p("s = 'it''s'"),
+            Predicate::Cmp {
+                column: "s".into(),
+                op: CmpOp::Eq,
+                value: s("it's")
+            }
+        );
+        assert_eq!(
+            p("name STARTS WITH 'x IN (1)'"),
+            Predicate::StartsWith {
+                column: "name".into(),
+                prefix: s("x IN (1)")
+            }
+        );
+        assert_eq!(
+            p("n IN (1,2, 3)"),
+            Predicate::In {
+                column: "n".into(),
+                values: vec![s("1"), s("2"), s("3")]
+            }
+        );
+        assert_eq!(
+            p("score>=10"),
+            Predicate::Cmp {
+                column: "score".into(),
+                op: CmpOp::Ge,
+                value: s("10")
+            }
+        );
+        assert_eq!(p("c is not null"), Predicate::IsNotNull("c".into()));
+        for bad in [
+            "s = 'open",
+            "s = 'a' b",
+            "= 3",
+            "'s' = 3",
+            "c IN (1",
+            "c ~ 3",
+        ] {
+            assert!(Predicate::parse_simple(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
