@@ -251,7 +251,18 @@ impl ValueColumn {
         }
         // An upper bound: a value in two sources counts twice.
         let bound = self.interned.distinct() as u64 + self.coded.distinct;
-        if bound > super::dictionary::MAX_VALUES as u64 {
+        // Lower bounds: each source's own distinct values. When even those
+        // rule a dictionary out, or the distinct values' bytes might pass
+        // what one dictionary holds (4 GiB), the values go plain without
+        // being sorted and merged first (a mostly distinct column of more
+        // than 4 GiB failed to write; found in review, 2026-12-01).
+        let lower = (self.interned.distinct() as u64).max(self.coded.merged_estimate().0);
+        let bytes = self.interned.value_bytes() as u64
+            + self.coded.per_input.iter().map(|p| p.1).sum::<u64>();
+        if bound > super::dictionary::MAX_VALUES as u64
+            || bytes > u64::from(u32::MAX)
+            || !use_dictionary(self.values, lower, self.max_distinct_ratio)
+        {
             self.switch_to_plain();
             return self.settle();
         }
