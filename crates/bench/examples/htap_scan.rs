@@ -55,6 +55,12 @@ struct Args {
     /// The database directory.
     #[arg(long, default_value = "/tmp/htap-scan")]
     dir: PathBuf,
+    /// Q4 scans 1/N of the key space (the suite's: 5 %).
+    #[arg(long, default_value_t = 20)]
+    q4_share: i64,
+    /// Q5 scans 1/N of the key space (the suite's: 50 %).
+    #[arg(long, default_value_t = 2)]
+    q5_share: i64,
 }
 
 const COLUMNS: usize = 30;
@@ -292,7 +298,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     if a.queries.split(',').any(|q| q == "q2a-mix") {
         mix_reads(&t, a.rows, a.reps)?;
     }
-    for (name, share, cols) in [("q4", 20, 20..30), ("q5", 2, 27..30)] {
+    for (name, share, cols) in [("q4", a.q4_share, 20..30), ("q5", a.q5_share, 27..30)] {
         if !a.queries.split(',').any(|q| q == name) {
             continue;
         }
