@@ -350,12 +350,21 @@ impl Join {
         let state = |t: &Table| -> Result<String> {
             let sv = t.inner().keyspace.super_version()?;
             let mem = sv.mem.len() + sv.imms.iter().map(|m| m.len()).sum::<usize>();
+            // Each index by id (never reused) and whether it is built: the
+            // set's address stayed the same when a build finished, and a
+            // freed set's address could come back for another set (found
+            // in review, 2026-12-01).
             let set = t.index_set();
+            let indexes: Vec<String> = set
+                .indexes
+                .iter()
+                .map(|i| format!("{}{}", i.id, if i.is_building() { "b" } else { "" }))
+                .collect();
             Ok(format!(
-                "{}:{}:{mem}:{:p}",
+                "{}:{}:{mem}:{}",
                 t.name(),
                 sv.version_no,
-                Arc::as_ptr(&set)
+                indexes.join(",")
             ))
         };
         Ok(format!(
