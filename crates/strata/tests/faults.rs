@@ -316,6 +316,14 @@ fn a_failed_read_in_a_scan_is_an_error_not_an_older_version() {
     vfs.clear_faults();
 }
 
+fn two_keyspaces(db: &Db) -> (strata::Keyspace, strata::Keyspace) {
+    let open = |name| {
+        db.keyspace(name, strata::KeyspaceOptions::default())
+            .expect("keyspace")
+    };
+    (open("a"), open("b"))
+}
+
 #[test]
 fn a_batch_across_keyspaces_survives_a_power_cut_whole_or_not_at_all_after_one_keyspace_flushes() {
     // Found in review (2026-12-01): flushing one keyspace made its half of
@@ -323,12 +331,7 @@ fn a_batch_across_keyspaces_survives_a_power_cut_whole_or_not_at_all_after_one_k
     // in the closed, never-synced log.
     let vfs = MemVfs::new();
     let db = Db::open(DIR, options(&vfs)).expect("open");
-    let a = db
-        .keyspace("a", strata::KeyspaceOptions::default())
-        .expect("keyspace a");
-    let b = db
-        .keyspace("b", strata::KeyspaceOptions::default())
-        .expect("keyspace b");
+    let (a, b) = two_keyspaces(&db);
     for i in 0..50 {
         let mut batch = strata::WriteBatch::new();
         batch.put_in(a.id(), &key(i), &value(i));
@@ -340,12 +343,7 @@ fn a_batch_across_keyspaces_survives_a_power_cut_whole_or_not_at_all_after_one_k
     drop((a, b));
     drop(db);
     let db = Db::open(DIR, options(&vfs)).expect("reopen after power cut");
-    let a = db
-        .keyspace("a", strata::KeyspaceOptions::default())
-        .expect("keyspace a");
-    let b = db
-        .keyspace("b", strata::KeyspaceOptions::default())
-        .expect("keyspace b");
+    let (a, b) = two_keyspaces(&db);
     for i in 0..50 {
         assert_eq!(
             a.get(&key(i)).expect("get a"),

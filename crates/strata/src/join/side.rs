@@ -495,14 +495,14 @@ mod tests {
     use crate::table::{Column, Schema, TableOptions};
     use crate::{Db, Options};
 
-    #[test]
-    fn a_join_at_a_snapshot_uses_only_indexes_complete_at_it() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let db = Db::open(dir.path(), Options::default()).expect("open");
+    /// Table `r` (id, a, pad) in a new database.
+    fn table_r(dir: &std::path::Path) -> (Db, Table) {
+        let db = Db::open(dir, Options::default()).expect("open");
         let schema = Schema::new(
             vec![
                 Column::new("id", ColumnType::Int64),
                 Column::nullable("a", ColumnType::Int64),
+                Column::nullable("pad", ColumnType::Utf8),
             ],
             &["id"],
         )
@@ -510,8 +510,15 @@ mod tests {
         let t = db
             .create_table("r", schema, TableOptions::default())
             .expect("create");
+        (db, t)
+    }
+
+    #[test]
+    fn a_join_at_a_snapshot_uses_only_indexes_complete_at_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (db, t) = table_r(dir.path());
         for id in 0..100i64 {
-            t.upsert_row(&[Value::Int64(id), Value::Int64(id % 7)])
+            t.upsert_row(&[Value::Int64(id), Value::Int64(id % 7), Value::Null])
                 .expect("upsert");
         }
         let before = db.snapshot();
@@ -529,19 +536,7 @@ mod tests {
     #[test]
     fn an_index_walk_holds_one_part_of_a_value_at_a_time() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let db = Db::open(dir.path(), Options::default()).expect("open");
-        let schema = Schema::new(
-            vec![
-                Column::new("id", ColumnType::Int64),
-                Column::nullable("a", ColumnType::Int64),
-                Column::nullable("pad", ColumnType::Utf8),
-            ],
-            &["id"],
-        )
-        .expect("schema");
-        let t = db
-            .create_table("r", schema, TableOptions::default())
-            .expect("create");
+        let (db, t) = table_r(dir.path());
         for kind in [IndexKind::Lazy, IndexKind::Composite] {
             let name = format!("{kind:?}");
             t.create_index(IndexSpec::new(&name, "a").kind(kind))
