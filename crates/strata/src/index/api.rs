@@ -123,7 +123,13 @@ impl Table {
                         .max()
                         .unwrap_or(0)
                         .max(r.next_index)
-                        + 1;
+                        .checked_add(1)
+                        .ok_or_else(|| {
+                            Error::InvalidArgument(format!(
+                                "table {:?} has had as many indexes as it can number",
+                                r.name
+                            ))
+                        })?;
                     r.next_index = id;
                     let rec = IndexRecord {
                         id,
@@ -264,8 +270,6 @@ impl Table {
         columns: Option<&[&str]>,
     ) -> Result<Vec<Vec<Value>>> {
         self.inner().check_live()?;
-        let set = self.index_set();
-        let index = set.find(index)?;
         // The index and then the table are read at one sequence number; a
         // registered snapshot keeps the versions it sees while a flush or
         // compaction runs between the two reads (a bare number did not: a
@@ -278,6 +282,11 @@ impl Table {
                 (s.seqno(), Some(s))
             }
         };
+        // The set is taken after the snapshot: an index dropped before it
+        // is then not in the set, and one dropped after it was maintained
+        // by every write the snapshot sees.
+        let set = self.index_set();
+        let index = set.find(index)?;
         index.check_serves(snapshot)?;
         let projection = self.schema().projection(columns)?;
         let snapshot = Some(snapshot);

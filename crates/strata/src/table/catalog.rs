@@ -253,7 +253,17 @@ impl Catalog {
         let mut tables = BTreeMap::new();
         let keyspaces = catalog.core.keyspace_names();
         for r in records {
-            next_id = next_id.max(r.id + 1);
+            let after = r.id.checked_add(1).ok_or_else(|| {
+                Error::corruption(
+                    CATALOG_KEYSPACE,
+                    0,
+                    format!(
+                        "catalog record of table {:?}: id {} is out of range",
+                        r.name, r.id
+                    ),
+                )
+            })?;
+            next_id = next_id.max(after);
             if catalog.core.is_read_only() && !keyspaces.contains(&r.keyspace_name()) {
                 // Created by a process that died before making its
                 // keyspace (so it holds no row); a writable open makes it.
@@ -375,6 +385,10 @@ impl Catalog {
         if self.core.is_read_only() {
             return Ok(());
         }
+        // Held so that no table is dropped between reading its log and
+        // writing it: the write would bring back the log the drop deleted,
+        // for a later table of the name to inherit.
+        let _ddl = self.ddl.lock();
         let mut b = WriteBatch::new();
         for t in self.tables.read().values() {
             let log = t.stats.workload.lock().to_stored();
@@ -395,9 +409,8 @@ impl Catalog {
         let _ddl = self.ddl.lock();
         let t = self.find(name)?;
         let ks = self.catalog_keyspace()?;
-        write_record(&self.core, &ks, name, None)?;
+        t.drop_record(|| write_record(&self.core, &ks, name, None))?;
         self.tables.write().remove(name);
-        t.mark_dropped();
         self.core.drop_keyspace(&t.keyspace_name())?;
         for name in self.core.keyspace_names() {
             if crate::index::is_index_keyspace_of(&name, t.id) {

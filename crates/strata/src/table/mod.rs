@@ -255,13 +255,21 @@ impl Table {
 
     fn write(&self, wb: WriteBatch, sync: bool) -> Result<()> {
         self.inner.check_live()?;
-        self.core.write(
+        let written = self.core.write(
             WriteOptions {
                 sync,
                 ..Default::default()
             },
             wb,
-        )
+        );
+        // A drop that finished after the check above: the write found the
+        // table's keyspace gone and wrote nothing; say so by the table.
+        match written {
+            Err(Error::InvalidArgument(_)) if self.inner.check_live().is_err() => {
+                Err(Error::TableNotFound(self.inner.name().to_string()))
+            }
+            other => other,
+        }
     }
 
     /// Inserts the rows of `batch` (every column of the table, by name),

@@ -128,9 +128,18 @@ impl TableInner {
         let state = LayoutState::new(layout, Arc::clone(&shape), ids)?;
         let keyspace =
             core.system_keyspace(&record.keyspace_name(), keyspace_options(&record, &state)?)?;
+        let keyspaces = core.keyspace_names();
         let indexes = record
             .indexes
             .iter()
+            // A build the process died in before it made the index's
+            // keyspace: nothing is indexed yet, and only a writable open
+            // may make the keyspace (a later create_index resumes it).
+            .filter(|r| {
+                !(core.is_read_only()
+                    && r.building
+                    && !keyspaces.contains(&crate::index::keyspace_name(record.id, r.id)))
+            })
             .map(|r| {
                 crate::index::Index::open(
                     core,
@@ -192,11 +201,18 @@ impl TableInner {
         super::catalog::keyspace_name(self.id)
     }
 
-    pub(crate) fn mark_dropped(&self) {
-        // Taken so that a layout change in flight finishes first and none
-        // starts after.
+    /// Drops the table's definition: `delete` removes its durable record,
+    /// and the table then counts as dropped. The record's lock is held
+    /// throughout, so that no change of the definition (a layout, an
+    /// index) runs between the two: one that passed its liveness check
+    /// before the delete wrote the record back after it, and the dropped
+    /// table came back at the next open (found in review, 2026-12-01).
+    pub(crate) fn drop_record(&self, delete: impl FnOnce() -> Result<()>) -> Result<()> {
         let _record = self.record.lock();
+        self.check_live()?;
+        delete()?;
         self.dropped.store(true, Ordering::Release);
+        Ok(())
     }
 
     pub(crate) fn check_live(&self) -> Result<()> {
@@ -261,7 +277,12 @@ impl TableInner {
             .with_levels(record.options.num_levels);
         let old = self.layout_state();
         let mut shape = (*old.shape).clone();
-        let generation = shape.generation() + 1;
+        let generation = shape.generation().checked_add(1).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "table {:?} has had as many layouts as it can record",
+                self.name
+            ))
+        })?;
         let ids = shape.register_layout(&layout, generation, Some(&old.ids));
         let shape = Arc::new(shape);
         let state = LayoutState::new(layout, Arc::clone(&shape), ids)?;
