@@ -703,6 +703,82 @@ fn tables_survive_restarts_and_drops_free_their_name() {
     assert_eq!(table_keyspaces, 2);
 }
 
+/// A batch size is a bound: a scan asked for batches of more rows than
+/// memory could hold returns the table's rows in one batch (it overflowed
+/// or aborted making room for them; found in review, 2026-12-01).
+#[test]
+fn a_huge_batch_size_returns_the_rows_without_making_room_for_it() {
+    let dir = tempfile::tempdir().expect("dir");
+    let (_db, t) = table_in(dir.path(), "groups:2");
+    let mut rng = StdRng::seed_from_u64(12);
+    for k in 0..500 {
+        t.upsert_row(&full(k, &random_row(&mut rng)))
+            .expect("upsert");
+    }
+    t.flush().expect("flush");
+    for threads in [1, 2] {
+        let batches: Vec<usize> = t
+            .scan(ScanOptions {
+                batch_rows: usize::MAX / 2,
+                ..ScanOptions::default().threads(threads)
+            })
+            .expect("scan")
+            .map(|b| b.expect("batch").num_rows())
+            .collect();
+        assert_eq!(batches.iter().sum::<usize>(), 500, "{threads} threads");
+        if threads == 1 {
+            assert_eq!(batches.len(), 1);
+        }
+    }
+}
+
+/// A table dropped while another thread changes its layout stays dropped
+/// after a reopen: a layout change that had passed its liveness check
+/// wrote the table's record back after the drop deleted it, and the table
+/// came back (found in review, 2026-12-01).
+#[test]
+fn a_drop_racing_layout_changes_stays_dropped_after_a_reopen() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let dir = tempfile::tempdir().expect("dir");
+    for round in 0..25 {
+        let db = Db::open(dir.path(), opts()).expect("open");
+        let t = db
+            .create_table("t", schema(), small("row"))
+            .expect("create");
+        let layouts: Vec<TableLayout> = ["column", "row", "groups:2"]
+            .iter()
+            .map(|l| TableLayout::parse(l, t.schema(), 5).expect("layout"))
+            .collect();
+        let started = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for l in layouts.iter().cycle() {
+                    started.store(true, Ordering::Release);
+                    match t.set_layout(l.clone()) {
+                        Ok(()) => {}
+                        Err(Error::TableNotFound(_)) => break,
+                        Err(e) => panic!("round {round}: set_layout: {e}"),
+                    }
+                }
+            });
+            while !started.load(Ordering::Acquire) {
+                std::thread::yield_now();
+            }
+            // Let a few changes through, then drop in the middle of one.
+            std::thread::sleep(std::time::Duration::from_micros(200 * (round % 5)));
+            db.drop_table("t").expect("drop");
+        });
+        drop(t);
+        db.close().expect("close");
+        let db = Db::open(dir.path(), opts()).expect("reopen");
+        assert!(
+            matches!(db.table("t"), Err(Error::TableNotFound(_))),
+            "round {round}: the dropped table came back"
+        );
+        db.close().expect("close");
+    }
+}
+
 /// Scans merge their sources in windows that end where a block ends; a
 /// key whose versions (kept for snapshots) span blocks, files and levels
 /// must still be read as one row at every snapshot.

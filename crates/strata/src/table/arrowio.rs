@@ -200,9 +200,16 @@ pub(crate) enum ColumnBuilder {
     Ts(TimestampMicrosecondBuilder),
 }
 
+/// The most rows a column builder makes room for before any arrive: a
+/// caller's batch size is a bound, not a promise, and a huge one (a scan
+/// asked for batches of 10^13 rows) must not allocate at once.
+pub(crate) const PREALLOCATED_ROWS: usize = 1 << 16;
+
 impl ColumnBuilder {
-    /// A builder for a column of `ty` with room for `rows`.
+    /// A builder for a column of `ty` with room for `rows` (at most
+    /// [`PREALLOCATED_ROWS`]; it grows past that as rows come).
     pub(crate) fn new(ty: ColumnType, rows: usize) -> ColumnBuilder {
+        let rows = rows.min(PREALLOCATED_ROWS);
         match ty {
             ColumnType::Int32 => ColumnBuilder::I32(Int32Builder::with_capacity(rows)),
             ColumnType::Int64 => ColumnBuilder::I64(Int64Builder::with_capacity(rows)),
