@@ -229,6 +229,13 @@ impl SpillWriter<'_> {
     /// itself (the buffer grows to hold it, and shrinks back after).
     pub(crate) fn push(&mut self, key: &[u8], row: &[u8]) -> Result<()> {
         let n = varint_len(key.len() as u64) + key.len() + varint_len(row.len() as u64) + row.len();
+        if n > MAX_BLOCK {
+            // The reader refuses a longer block as damage; refuse the
+            // record here, by what it is.
+            return Err(Error::InvalidArgument(format!(
+                "a join tuple of {n} bytes is larger than a spill block may be ({MAX_BLOCK} bytes)"
+            )));
+        }
         if self.buf.len() > BLOCK_HEAD && self.buf.len() + n > self.block {
             self.write_block()?;
         }
@@ -453,6 +460,26 @@ mod tests {
                 Some((k.clone(), r.clone()))
             );
         }
+        assert_eq!(rd.next_record().expect("end"), None);
+    }
+
+    /// The writer refuses a record its reader would refuse as damage, and
+    /// takes the largest the reader reads (a tuple over 64 MiB failed the
+    /// join as a corrupt spill file; found in review, 2026-12-01).
+    #[test]
+    fn a_record_past_the_block_limit_is_refused_when_written() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let space = space(tmp.path());
+        let head = varint_len(1) + 1 + varint_len(MAX_BLOCK as u64);
+        let mut w = space.create(4096).expect("create");
+        let row = vec![0u8; MAX_BLOCK - head + 1];
+        let err = w.push(b"k", &row).expect_err("too large");
+        assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+        let row = vec![1u8; MAX_BLOCK - head];
+        w.push(b"k", &row).expect("the largest record");
+        let f = w.finish().expect("finish");
+        let mut rd = f.reader();
+        assert_eq!(rd.next_record().expect("read"), Some((b"k".to_vec(), row)));
         assert_eq!(rd.next_record().expect("end"), None);
     }
 
