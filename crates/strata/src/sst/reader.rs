@@ -319,6 +319,10 @@ impl TableReader {
                 break;
             }
             let h = self.decode_data_handle(index.value())?;
+            // Callers add these sizes up before reading any block.
+            if h.size > MAX_BLOCK_SIZE {
+                return Err(self.index_error("a block handle larger than a block may be"));
+            }
             let sep = crate::key::user_key(index.key()).to_vec();
             out.push((std::mem::replace(&mut start, sep), h.size));
             index.next();

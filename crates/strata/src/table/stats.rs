@@ -47,6 +47,10 @@ fn kind_name(k: OpKind) -> &'static str {
     }
 }
 
+/// The largest number a stored log's count may add (10^15 operations,
+/// decades of a busy table); larger is damage.
+const MAX_STORED_COUNT: f64 = 1e15;
+
 impl WorkloadLog {
     /// The log in its stored form.
     pub(crate) fn to_stored(&self) -> StoredLog {
@@ -70,7 +74,17 @@ impl WorkloadLog {
     /// Adds a stored log's operations to this one (unknown kinds and
     /// impossible levels are skipped: the log is advice, not data).
     pub(crate) fn absorb(&mut self, s: &StoredLog) {
-        self.inserts += s.inserts.max(0.0);
+        // Counts are clamped to what a workload could record: a damaged
+        // 1e308 made the cost model's sums infinite and its comparisons
+        // NaN (found in review, 2026-12-01).
+        let sane = |x: f64| {
+            if x.is_finite() {
+                x.clamp(0.0, MAX_STORED_COUNT)
+            } else {
+                0.0
+            }
+        };
+        self.inserts += sane(s.inserts);
         for (l, kind, cols, count, entries) in &s.classes {
             let kind = match kind.as_str() {
                 "point" => OpKind::Point,
@@ -79,7 +93,7 @@ impl WorkloadLog {
                 _ => continue,
             };
             if *l < 64 && count.is_finite() && entries.is_finite() {
-                self.add(*l, kind, cols.clone(), count.max(0.0), entries.max(0.0));
+                self.add(*l, kind, cols.clone(), sane(*count), sane(*entries));
             }
         }
     }
@@ -286,6 +300,23 @@ mod tests {
         let mut f2 = WorkloadLog::default();
         f2.absorb(&bad);
         assert_eq!(f2.to_stored(), stored);
+        // Counts no workload could make are clamped.
+        let huge = StoredLog {
+            inserts: 1e308,
+            classes: vec![(0, "point".into(), vec![1], 1e308, f64::MAX)],
+        };
+        let mut f3 = WorkloadLog::default();
+        f3.absorb(&huge);
+        let w = f3.to_stored();
+        assert_eq!(w.inserts, MAX_STORED_COUNT);
+        assert_eq!(w.classes[0].3, MAX_STORED_COUNT);
+        assert_eq!(w.classes[0].4, MAX_STORED_COUNT);
+        let mut f4 = WorkloadLog::default();
+        f4.absorb(&StoredLog {
+            inserts: f64::INFINITY,
+            classes: Vec::new(),
+        });
+        assert_eq!(f4.to_stored().inserts, 0.0);
     }
 
     #[test]

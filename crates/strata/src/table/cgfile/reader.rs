@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::key::{KIND_SEEK, ValueKind, pack_trailer};
 use crate::keyblock::{KeyRows, LastKeys, RowSource, find_rows};
 use crate::sst::bloom::BloomFilter;
-use crate::sst::format::Footer;
+use crate::sst::format::{Footer, MAX_BLOCK_SIZE};
 use crate::sst::reader::read_block_contents;
 use crate::stats::Statistics;
 use crate::table::piece::PieceEncoder;
@@ -114,6 +114,22 @@ impl CgReader {
             data_end = data_end.min(d.handle.offset);
             dictionaries[i] = Some(DictionarySlot::open(&src, d.handle, d.values)?);
             counts[i] = Some(d.values);
+        }
+        // Every data block lies before the meta blocks: scans size their
+        // parts by these handles before reading any block (a damaged size
+        // near 2^64 overflowed their sums).
+        for b in &blocks {
+            let end = b.handle.end_with_trailer();
+            if end.is_none_or(|e| e > data_end) || b.handle.size > MAX_BLOCK_SIZE {
+                return Err(Error::corruption(
+                    &path,
+                    footer.index.offset,
+                    format!(
+                        "index block: a data block at {} of {} bytes passes the data's end at {data_end}",
+                        b.handle.offset, b.handle.size
+                    ),
+                ));
+            }
         }
         // Scans skip blocks by the index's code ranges: they must be codes
         // of the file's dictionaries, and only where there is one.
