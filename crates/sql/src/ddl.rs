@@ -95,13 +95,37 @@ fn table_name(name: &ObjectName) -> Result<String> {
 pub(crate) fn column_type(sql_type: &str) -> Result<ColumnType> {
     let t = sql_type.to_ascii_uppercase();
     let word = t.split(['(', ' ']).next().unwrap_or("");
+    // Types Strata would store wider than declared are refused rather than
+    // widened: a SMALLINT column that took 100000, or a REAL that compared
+    // as a double, would answer differently from PostgreSQL (found in
+    // review, 2026-12-01). Lengths of character types are accepted and not
+    // enforced, as DuckDB and SQLite do.
+    let narrower = |wide: &str| {
+        Err(invalid(format!(
+            "type {sql_type} is not supported: Strata has no narrower type to hold it; use {wide}"
+        )))
+    };
     Ok(match word {
-        "INT" | "INTEGER" | "INT4" | "SMALLINT" | "INT2" | "TINYINT" | "INT32" => ColumnType::Int32,
+        "INT" | "INTEGER" | "INT4" | "INT32" => ColumnType::Int32,
+        "SMALLINT" | "INT2" | "TINYINT" => return narrower("INT"),
         "BIGINT" | "INT8" | "INT64" => ColumnType::Int64,
-        "DOUBLE" | "FLOAT" | "FLOAT8" | "FLOAT64" | "REAL" | "FLOAT4" => ColumnType::Float64,
+        "DOUBLE" | "FLOAT8" | "FLOAT64" => ColumnType::Float64,
+        // FLOAT(p) is single precision up to p = 24, as in PostgreSQL.
+        "FLOAT" => match t.split(['(', ')']).nth(1).map(|p| p.trim().parse::<u32>()) {
+            None => ColumnType::Float64,
+            Some(Ok(p)) if p > 24 => ColumnType::Float64,
+            Some(_) => return narrower("DOUBLE"),
+        },
+        "REAL" | "FLOAT4" => return narrower("DOUBLE"),
         "BOOL" | "BOOLEAN" => ColumnType::Bool,
         "TEXT" | "VARCHAR" | "CHAR" | "CHARACTER" | "STRING" | "NVARCHAR" => ColumnType::Utf8,
         "BYTEA" | "BLOB" | "BINARY" | "VARBINARY" => ColumnType::Binary,
+        // Microseconds: TIMESTAMP(6) is the only precision stored as given.
+        "TIMESTAMP" if t.contains('(') && !t.contains("(6)") => {
+            return Err(invalid(format!(
+                "type {sql_type} is not supported: timestamps keep microseconds; use TIMESTAMP"
+            )));
+        }
         "TIMESTAMP" if !t.contains("WITH TIME ZONE") => ColumnType::Timestamp,
         _ => {
             return Err(invalid(format!(
@@ -365,6 +389,25 @@ mod tests {
         assert_eq!(column_type("TIMESTAMP").ok(), Some(ColumnType::Timestamp));
         assert!(column_type("TIMESTAMP WITH TIME ZONE").is_err());
         assert!(column_type("DECIMAL(10,2)").is_err());
+        assert_eq!(column_type("FLOAT").ok(), Some(ColumnType::Float64));
+        assert_eq!(column_type("FLOAT(53)").ok(), Some(ColumnType::Float64));
+        assert_eq!(
+            column_type("TIMESTAMP(6)").ok(),
+            Some(ColumnType::Timestamp)
+        );
+        // Narrower than Strata stores: refused, naming the wider type.
+        for (t, wide) in [
+            ("SMALLINT", "INT"),
+            ("int2", "INT"),
+            ("TINYINT", "INT"),
+            ("REAL", "DOUBLE"),
+            ("FLOAT4", "DOUBLE"),
+            ("FLOAT(24)", "DOUBLE"),
+        ] {
+            let e = column_type(t).expect_err(t).to_string();
+            assert!(e.contains(&format!("use {wide}")), "{t}: {e}");
+        }
+        assert!(column_type("TIMESTAMP(0)").is_err());
     }
 
     #[test]

@@ -43,10 +43,18 @@ pub(crate) fn translate(expr: &Expr, schema: &Schema) -> Option<Pushed> {
             _ => comparison(left, *op, right, schema),
         },
         Expr::Not(inner) => {
+            // Negation needs the inner predicate to agree with SQL on every
+            // row, false and null alike: an inexact one may keep rows SQL
+            // drops (negated, it drops rows SQL keeps), and `x IN (1, NULL)`
+            // pushed as `x IN (1)` is false where SQL says null. DataFusion
+            // rewrites most negations away before they get here.
             let p = translate(inner, schema)?;
+            if !p.exact || has_null_in_list(inner) {
+                return None;
+            }
             Some(Pushed {
                 predicate: Predicate::Not(Box::new(p.predicate)),
-                exact: p.exact,
+                exact: true,
             })
         }
         Expr::IsNull(inner) => {
@@ -66,6 +74,10 @@ pub(crate) fn translate(expr: &Expr, schema: &Schema) -> Option<Pushed> {
             let lo = comparison(expr, Operator::GtEq, low, schema)?;
             let hi = comparison(expr, Operator::LtEq, high, schema)?;
             let exact = lo.exact && hi.exact;
+            if *negated && !exact {
+                // See `Expr::Not`: only exact predicates are negated.
+                return None;
+            }
             let both = lo.predicate.and(hi.predicate);
             let predicate = if *negated {
                 Predicate::Not(Box::new(both))
@@ -86,7 +98,8 @@ pub(crate) fn translate(expr: &Expr, schema: &Schema) -> Option<Pushed> {
             }
             // `x NOT IN (.., NULL)` is never true; `x IN (.., NULL)` is true
             // exactly where `x IN (..)` is.
-            if values.is_empty() || (list.negated && saw_null) {
+            let exact = ty != ColumnType::Float64;
+            if values.is_empty() || (list.negated && (saw_null || !exact)) {
                 return None;
             }
             let p = Predicate::In {
@@ -98,13 +111,26 @@ pub(crate) fn translate(expr: &Expr, schema: &Schema) -> Option<Pushed> {
             } else {
                 p
             };
-            Some(Pushed {
-                predicate,
-                exact: ty != ColumnType::Float64,
-            })
+            Some(Pushed { predicate, exact })
         }
         Expr::Like(like) => prefix_like(like, schema),
         _ => None,
+    }
+}
+
+/// Whether `expr` holds an `IN` list with a null item (which its
+/// translation drops).
+fn has_null_in_list(expr: &Expr) -> bool {
+    match expr {
+        Expr::BinaryExpr(BinaryExpr { left, right, .. }) => {
+            has_null_in_list(left) || has_null_in_list(right)
+        }
+        Expr::Not(inner) => has_null_in_list(inner),
+        Expr::InList(list) => list
+            .list
+            .iter()
+            .any(|e| matches!(e, Expr::Literal(v, _) if v.is_null())),
+        _ => false,
     }
 }
 
@@ -319,7 +345,37 @@ mod tests {
             }
         );
         // NOT IN with a null is never true: not expressible as Not(In).
-        assert_eq!(t(col("n").in_list(vec![lit(1i32), null], true)), None);
+        assert_eq!(
+            t(col("n").in_list(vec![lit(1i32), null.clone()], true)),
+            None
+        );
+        // Nor is the negation of an IN with a null, written out.
+        let inner = col("n").in_list(vec![lit(1i32), null], false);
+        assert_eq!(t(Expr::Not(Box::new(inner.clone()))), None);
+        assert_eq!(
+            t(Expr::Not(Box::new(inner.or(col("id").eq(lit(3i64)))))),
+            None
+        );
+    }
+
+    #[test]
+    fn negations_only_of_exact_predicates() {
+        // Negating a predicate DataFusion re-checks could drop rows SQL
+        // keeps.
+        assert_eq!(t(Expr::Not(Box::new(col("f").lt(lit(1.5f64))))), None);
+        assert_eq!(t(col("f").not_between(lit(1.0f64), lit(2.0f64))), None);
+        assert_eq!(t(col("f").in_list(vec![lit(1.0f64)], true)), None);
+        assert!(
+            t(col("n").not_between(lit(1i32), lit(2i32)))
+                .expect("pushed")
+                .exact
+        );
+        let p = t(Expr::Not(Box::new(col("n").lt(lit(3i32))))).expect("pushed");
+        assert!(p.exact);
+        assert_eq!(
+            p.predicate,
+            Predicate::Not(Box::new(Predicate::cmp("n", CmpOp::Lt, Value::Int32(3))))
+        );
     }
 
     #[test]
