@@ -1657,3 +1657,114 @@ fn a_column_group_file_under_another_group_s_name_is_corruption() {
         }
     }
 }
+
+/// A column-group file whose index, checksummed and well formed, gives a
+/// data block a size near 2^64 is refused as corruption naming the block
+/// when it opens, before a scan in parts adds the sizes up to share out
+/// its range (found in review, 2026-12-01: those sums were unchecked).
+#[test]
+fn an_index_claiming_a_block_past_the_data_is_corruption() {
+    use strata::coding::{crc32c, put_varint64};
+    use strata::sst::format::block_trailer;
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let (db, t) = table_in(dir.path(), "column");
+        let mut rng = StdRng::seed_from_u64(5);
+        for k in 0..2000 {
+            t.upsert_row(&full(k, &random_row(&mut rng)))
+                .expect("insert");
+        }
+        t.compact().expect("compact");
+        db.close().expect("close");
+    }
+    // The largest column-group file is rewritten with the same length (the
+    // manifest records it): its filter is dropped to make room for an index
+    // whose first block's size is replaced, then its properties, zeros and
+    // a footer pointing at both.
+    let file = std::fs::read_dir(dir.path())
+        .expect("list")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| std::fs::read(p).is_ok_and(|b| b.len() > 64 && b.ends_with(b"SRTATSCG")))
+        .max_by_key(|p| std::fs::metadata(p).expect("stat").len())
+        .expect("a column-group file");
+    let bytes = std::fs::read(&file).expect("read");
+    let len = bytes.len();
+    let mut footer = bytes[len - 64..].to_vec();
+    let u64_at = |f: &[u8], i: usize| {
+        u64::from_le_bytes(f[i * 8..i * 8 + 8].try_into().expect("8")) as usize
+    };
+    assert_eq!(
+        crc32c(&footer[..48]).to_le_bytes(),
+        footer[48..52],
+        "the footer's checksum covers its handles"
+    );
+    let (index_at, index_len) = (u64_at(&footer, 0), u64_at(&footer, 1));
+    let (filter_at, filter_len) = (u64_at(&footer, 2), u64_at(&footer, 3));
+    let (props_at, props_len) = (u64_at(&footer, 4), u64_at(&footer, 5));
+    assert!(filter_len > 16, "the file has a filter to give up");
+    assert_eq!(bytes[index_at + index_len], 0, "the index is stored plain");
+    // Entries begin: block count, then the first block's offset (0) and size.
+    let mut src = &bytes[index_at..index_at + index_len];
+    let mut varint = || {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let (b, rest) = src.split_first().expect("varint");
+            src = rest;
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                break;
+            }
+        }
+        v
+    };
+    let count = varint();
+    let offset = varint();
+    let _size = varint();
+    assert!(count > 1 && offset == 0, "count {count}, offset {offset}");
+    let mut forged = Vec::new();
+    put_varint64(&mut forged, count);
+    put_varint64(&mut forged, offset);
+    put_varint64(&mut forged, u64::MAX - 1000);
+    forged.extend_from_slice(src);
+    let mut out = bytes[..filter_at].to_vec();
+    let new_index = out.len();
+    out.extend_from_slice(&forged);
+    out.extend_from_slice(&block_trailer(&forged, 0));
+    let new_props = out.len();
+    out.extend_from_slice(&bytes[props_at..props_at + props_len + 5]);
+    assert!(out.len() <= len - 64, "the forged file fits");
+    out.resize(len - 64, 0);
+    for (i, v) in [new_index, forged.len(), 0, 0, new_props, props_len]
+        .into_iter()
+        .enumerate()
+    {
+        footer[i * 8..i * 8 + 8].copy_from_slice(&(v as u64).to_le_bytes());
+    }
+    let crc = crc32c(&footer[..48]);
+    footer[48..52].copy_from_slice(&crc.to_le_bytes());
+    out.extend_from_slice(&footer);
+    let bytes = out;
+    std::fs::write(&file, &bytes).expect("write");
+    // The open checks the files it opens; whatever opens later, a scan
+    // (in one part or two) must meet the damage as corruption.
+    let check = |e: Error| {
+        assert!(
+            matches!(e, Error::Corruption { .. }) && e.to_string().contains("data block"),
+            "{e}"
+        )
+    };
+    let db = match Db::open(dir.path(), opts()) {
+        Ok(db) => db,
+        Err(e) => return check(e),
+    };
+    let t = db.table("t").expect("table");
+    for threads in [1, 2] {
+        match t
+            .scan(ScanOptions::default().threads(threads))
+            .and_then(|s| s.collect::<Result<Vec<RecordBatch>, Error>>())
+        {
+            Err(e) => check(e),
+            Ok(b) => panic!("{threads} threads: {} batches", b.len()),
+        }
+    }
+}
