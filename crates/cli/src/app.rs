@@ -522,6 +522,7 @@ fn run_command(cli: &Cli, out: &mut impl Write) -> Result<i32, Failure> {
             opts,
             wopts,
             db: Some(db),
+            failed: false,
         };
         let stdin = io::stdin();
         let code = session.run(stdin.lock(), out)?;
@@ -685,16 +686,27 @@ fn load(db: &Db, wopts: WriteOptions, mut input: impl BufRead) -> Result<u64, Fa
         if l.is_empty() {
             continue;
         }
-        let bad = |m: String| {
-            Failure::Other(format!(
-                "line {lineno}: {m} ({written} entries written before it)"
-            ))
+        let parsed = match l.iter().position(|&b| b == b'\t') {
+            None => Err("expected KEY<TAB>VALUE".to_string()),
+            Some(tab) => decode_token_bytes(&l[..tab])
+                .and_then(|k| Ok((k, decode_token_bytes(&l[tab + 1..])?))),
         };
-        let Some(tab) = l.iter().position(|&b| b == b'\t') else {
-            return Err(bad("expected KEY<TAB>VALUE".into()));
+        let (key, value) = match parsed {
+            Ok(kv) => kv,
+            Err(m) => {
+                // The lines before this one are written, the batch being
+                // built included, so that the load resumes at this line
+                // (the batch was dropped, and the count left it out).
+                let len = batch.len() as u64;
+                db.write(wopts, std::mem::take(&mut batch))
+                    .map_err(|e| load_failed(e, written, batch_start))?;
+                written += len;
+                return Err(Failure::Other(format!(
+                    "line {lineno}: {m} ({written} entries written, every line before it; \
+                     none from it on)"
+                )));
+            }
         };
-        let key = decode_token_bytes(&l[..tab]).map_err(bad)?;
-        let value = decode_token_bytes(&l[tab + 1..]).map_err(bad)?;
         if batch.is_empty() {
             batch_start = lineno;
         }
@@ -814,6 +826,10 @@ struct Session {
     /// `None` after a failed reopen; commands then report the error until a
     /// `reopen` succeeds.
     db: Option<Db>,
+    /// Whether a command answered `error:` or `check` found damage: the
+    /// shell then exits 1, so a script piped into it fails as a whole
+    /// (it exited 0 whatever happened).
+    failed: bool,
 }
 
 impl Session {
@@ -823,8 +839,9 @@ impl Session {
         let mut line = Vec::new();
         loop {
             line.clear();
+            let code = i32::from(self.failed);
             match input.read_until(b'\n', &mut line) {
-                Ok(0) => return Ok(0),
+                Ok(0) => return Ok(code),
                 Ok(_) => {}
                 Err(e) => return Err(Failure::Other(format!("reading standard input: {e}"))),
             }
@@ -834,9 +851,12 @@ impl Session {
             };
             let r = match cmd {
                 Ok(Command::Nop) => continue,
-                Ok(Command::Quit) => return Ok(0),
+                Ok(Command::Quit) => return Ok(code),
                 Ok(c) => self.execute(c, out),
-                Err(e) => writeln!(out, "error: {e}"),
+                Err(e) => {
+                    self.failed = true;
+                    writeln!(out, "error: {e}")
+                }
             };
             match r.and_then(|()| out.flush()) {
                 Ok(()) => {}
@@ -855,7 +875,10 @@ impl Session {
     fn execute(&mut self, cmd: Command, out: &mut impl Write) -> io::Result<()> {
         match self.answer(cmd, out) {
             Ok(()) => Ok(()),
-            Err(AnswerError::Db(e)) => writeln!(out, "error: {e}"),
+            Err(AnswerError::Db(e)) => {
+                self.failed = true;
+                writeln!(out, "error: {e}")
+            }
             Err(AnswerError::Output(e)) => Err(e),
         }
     }
@@ -923,7 +946,7 @@ impl Session {
             Command::Check => {
                 let db = self.db()?;
                 match check(db, out) {
-                    Ok(_) => {}
+                    Ok(code) => self.failed |= code != 0,
                     Err(Failure::Output(e)) => return Err(AnswerError::Output(e)),
                     Err(Failure::Db(e)) => return Err(AnswerError::Db(e)),
                     Err(Failure::Usage(m) | Failure::Other(m)) => {

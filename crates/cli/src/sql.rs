@@ -11,10 +11,14 @@
 //! `-c` and standard input may hold several.
 
 use std::io::{IsTerminal, Read, Write};
+use std::sync::Arc;
 use std::time::Instant;
 
 use strata::Db;
+use strata_sql::datafusion::arrow::array::{Array, ArrayRef, RecordBatch, StringArray};
 use strata_sql::datafusion::arrow::util::pretty::pretty_format_batches;
+
+use crate::tabular::escape;
 use strata_sql::{Output, SqlEngine, SqlOptions};
 
 /// What a backslash command or a statement asked for.
@@ -93,11 +97,50 @@ struct Shell {
     timing: bool,
 }
 
+/// Why a statement or meta-command stopped: the SQL failed (reported, the
+/// script stops with exit code 1), or writing its output did (a closed pipe
+/// ends quietly; others are reported).
+enum Fail {
+    Sql(String),
+    Output(std::io::Error),
+}
+
+impl From<std::io::Error> for Fail {
+    fn from(e: std::io::Error) -> Self {
+        Fail::Output(e)
+    }
+}
+
+/// The exit code of a script that stopped on `f`, after saying why. Output
+/// errors were printing panics, or ignored with exit 0 (found in review,
+/// 2026-12-01).
+fn failed(f: Fail) -> i32 {
+    match f {
+        Fail::Sql(e) => eprintln!("ERROR: {e}"),
+        Fail::Output(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return 0,
+        Fail::Output(e) => eprintln!("error: writing the output: {e}"),
+    }
+    1
+}
+
 impl Shell {
     /// Runs `sql` (from `-c` or standard input) in order: statements, and
     /// meta-commands where they stand (`\q` stops the script, as in psql).
     /// Stops at the first error (exit code 1).
     async fn script(&mut self, sql: &str) -> i32 {
+        let stdout = std::io::stdout();
+        let mut out = stdout.lock();
+        match self
+            .script_to(sql, &mut out)
+            .await
+            .and_then(|()| Ok(out.flush()?))
+        {
+            Ok(()) => 0,
+            Err(f) => failed(f),
+        }
+    }
+
+    async fn script_to(&mut self, sql: &str, out: &mut impl Write) -> Result<(), Fail> {
         let mut body = String::new();
         for line in sql.lines() {
             if !line.trim_start().starts_with('\\') {
@@ -105,52 +148,40 @@ impl Shell {
                 body.push('\n');
                 continue;
             }
-            if let Err(e) = self.run_body(&mut body).await {
-                eprintln!("ERROR: {e}");
-                return 1;
-            }
+            self.run_body(&mut body, out).await?;
             match parse_meta(line.trim()) {
-                Meta::Quit => return 0,
+                Meta::Quit => return Ok(()),
                 Meta::Timing => self.timing = !self.timing,
-                Meta::Tables => self.list_tables(),
-                Meta::Describe(t) => {
-                    if !self.describe(&t) {
-                        return 1;
-                    }
-                }
-                Meta::Help => println!("{HELP}"),
-                Meta::Unknown(m) => {
-                    eprintln!("error: unknown command {m}");
-                    return 1;
-                }
+                Meta::Tables => self.list_tables(out)?,
+                Meta::Describe(t) => self.describe(&t, out)?,
+                Meta::Help => writeln!(out, "{HELP}")?,
+                Meta::Unknown(m) => return Err(Fail::Sql(format!("unknown command {m}"))),
             }
         }
-        match self.run_body(&mut body).await {
-            Ok(()) => 0,
-            Err(e) => {
-                eprintln!("ERROR: {e}");
-                1
-            }
-        }
+        self.run_body(&mut body, out).await
     }
 
     /// Runs the statements gathered in `body`, and empties it.
-    async fn run_body(&self, body: &mut String) -> Result<(), String> {
+    async fn run_body(&self, body: &mut String, out: &mut impl Write) -> Result<(), Fail> {
         let text = std::mem::take(body);
         if text.trim().is_empty() {
             return Ok(());
         }
-        self.statements(&text).await
+        self.statements(&text, out).await
     }
 
-    async fn statements(&self, sql: &str) -> Result<(), String> {
-        let stmts = SqlEngine::parse(sql).map_err(|e| e.to_string())?;
+    async fn statements(&self, sql: &str, out: &mut impl Write) -> Result<(), Fail> {
+        let stmts = SqlEngine::parse(sql).map_err(|e| Fail::Sql(e.to_string()))?;
         for stmt in stmts {
             let start = Instant::now();
-            let out = self.engine.run(stmt).await.map_err(|e| e.to_string())?;
-            print_output(&out, &mut std::io::stdout().lock());
+            let result = self
+                .engine
+                .run(stmt)
+                .await
+                .map_err(|e| Fail::Sql(e.to_string()))?;
+            print_output(&result, out)?;
             if self.timing {
-                println!("Time: {:.3} ms", start.elapsed().as_secs_f64() * 1e3);
+                writeln!(out, "Time: {:.3} ms", start.elapsed().as_secs_f64() * 1e3)?;
             }
         }
         Ok(())
@@ -169,10 +200,29 @@ impl Shell {
         if let Some(h) = &history {
             let _ = editor.load_history(h);
         }
-        println!(
+        let code = self.repl(rt, &mut editor, &mut std::io::stdout());
+        if let Some(h) = &history {
+            let _ = editor.save_history(h);
+        }
+        code
+    }
+
+    /// Reads lines until `\q` or the end of input; an error in a statement
+    /// is reported and the session goes on, an output error ends it.
+    fn repl(
+        &mut self,
+        rt: &tokio::runtime::Runtime,
+        editor: &mut rustyline::DefaultEditor,
+        out: &mut impl Write,
+    ) -> i32 {
+        let said = writeln!(
+            out,
             "strata sql on {} (\\? for help, \\q to quit)",
             self.engine.db().path().display()
         );
+        if let Err(e) = said {
+            return failed(Fail::Output(e));
+        }
         let mut buffer = String::new();
         loop {
             let prompt = if buffer.is_empty() {
@@ -193,90 +243,113 @@ impl Shell {
                 }
             };
             let _ = editor.add_history_entry(line.as_str());
-            if buffer.is_empty() && line.trim_start().starts_with('\\') {
+            let done: Result<(), Fail> = if buffer.is_empty() && line.trim_start().starts_with('\\')
+            {
                 match parse_meta(line.trim()) {
                     Meta::Quit => break,
                     Meta::Timing => {
                         self.timing = !self.timing;
-                        println!("Timing is {}.", if self.timing { "on" } else { "off" });
+                        let state = if self.timing { "on" } else { "off" };
+                        writeln!(out, "Timing is {state}.").map_err(Fail::Output)
                     }
-                    Meta::Tables => self.list_tables(),
-                    Meta::Describe(t) => {
-                        self.describe(&t);
+                    Meta::Tables => self.list_tables(out),
+                    Meta::Describe(t) => self.describe(&t, out),
+                    Meta::Help => writeln!(out, "{HELP}").map_err(Fail::Output),
+                    Meta::Unknown(m) => {
+                        Err(Fail::Sql(format!("unknown command {m}; \\? lists them")))
                     }
-                    Meta::Help => println!("{HELP}"),
-                    Meta::Unknown(m) => eprintln!("unknown command {m}; \\? lists them"),
                 }
-                continue;
+            } else {
+                buffer.push_str(&line);
+                buffer.push('\n');
+                if !line.trim_end().ends_with(';') {
+                    continue;
+                }
+                let sql = std::mem::take(&mut buffer);
+                rt.block_on(self.statements(&sql, out))
+            };
+            match done.and_then(|()| Ok(out.flush()?)) {
+                Ok(()) => {}
+                Err(Fail::Sql(e)) => eprintln!("ERROR: {e}"),
+                Err(f) => return failed(f),
             }
-            buffer.push_str(&line);
-            buffer.push('\n');
-            if !line.trim_end().ends_with(';') {
-                continue;
-            }
-            let sql = std::mem::take(&mut buffer);
-            if let Err(e) = rt.block_on(self.statements(&sql)) {
-                eprintln!("ERROR: {e}");
-            }
-        }
-        if let Some(h) = &history {
-            let _ = editor.save_history(h);
         }
         0
     }
 
-    fn list_tables(&self) {
+    fn list_tables(&self, out: &mut impl Write) -> Result<(), Fail> {
         let db = self.engine.db();
         let names = db.table_names();
         if names.is_empty() {
-            println!("No tables.");
+            writeln!(out, "No tables.")?;
         }
         for n in names {
             let rows = db
                 .table(&n)
                 .and_then(|t| t.estimated_rows())
                 .map_or(String::from("?"), |r| format!("{r:.0}"));
-            println!("{n}  (about {rows} rows)");
+            writeln!(out, "{n}  (about {rows} rows)")?;
         }
+        Ok(())
     }
 
-    /// Prints table `name`'s columns, layout and indexes; false (after
-    /// saying why) when there is no such table.
-    fn describe(&self, name: &str) -> bool {
-        let t = match self.engine.db().table(name) {
-            Ok(t) => t,
-            Err(e) => {
-                eprintln!("ERROR: {e}");
-                return false;
-            }
-        };
+    /// Prints table `name`'s columns, layout and indexes; an error when
+    /// there is no such table.
+    fn describe(&self, name: &str, out: &mut impl Write) -> Result<(), Fail> {
+        let t = self
+            .engine
+            .db()
+            .table(name)
+            .map_err(|e| Fail::Sql(e.to_string()))?;
         let s = t.schema();
-        println!("Table {name}");
+        writeln!(out, "Table {name}")?;
         for (i, c) in s.columns().iter().enumerate() {
             let key = if s.is_key(i) { "  primary key" } else { "" };
             let null = if c.nullable { "" } else { "  not null" };
-            println!("  {:<24} {:<10}{null}{key}", c.name, c.ty.name());
+            writeln!(out, "  {:<24} {:<10}{null}{key}", c.name, c.ty.name())?;
         }
-        println!("Layout: {}", t.layout().summary(s));
+        writeln!(out, "Layout: {}", t.layout().summary(s))?;
         for ix in t.indexes() {
-            println!(
+            writeln!(
+                out,
                 "Index {} on ({}) {} {}",
                 ix.name, ix.column, ix.kind, ix.consistency
-            );
+            )?;
         }
-        true
+        Ok(())
     }
+}
+
+/// `batches` with control characters in their text cells escaped (as the
+/// `table` commands print them): a newline or a terminal escape sequence
+/// in a value broke the table's layout or reached the terminal.
+fn escaped(batches: &[RecordBatch]) -> Vec<RecordBatch> {
+    batches
+        .iter()
+        .map(|b| {
+            let columns: Vec<ArrayRef> = b
+                .columns()
+                .iter()
+                .map(|c| match c.as_any().downcast_ref::<StringArray>() {
+                    Some(s) if s.iter().flatten().any(|v| v.chars().any(char::is_control)) => {
+                        let e: StringArray = s.iter().map(|v| v.map(escape)).collect();
+                        Arc::new(e) as ArrayRef
+                    }
+                    _ => Arc::clone(c),
+                })
+                .collect();
+            RecordBatch::try_new(b.schema(), columns).unwrap_or_else(|_| b.clone())
+        })
+        .collect()
 }
 
 /// Prints a statement's result: rows as an aligned table and a count, or
 /// the command tag.
-fn print_output(out: &Output, w: &mut impl Write) {
+fn print_output(out: &Output, w: &mut impl Write) -> std::io::Result<()> {
     let rows_returned = out.tag.starts_with("SELECT");
     if rows_returned && !out.schema.fields().is_empty() {
-        match pretty_format_batches(&out.batches) {
-            Ok(t) if !out.batches.is_empty() => {
-                let _ = writeln!(w, "{t}");
-            }
+        match pretty_format_batches(&escaped(&out.batches)) {
+            Ok(t) if !out.batches.is_empty() => writeln!(w, "{t}")?,
             _ => {
                 let names: Vec<&str> = out
                     .schema
@@ -284,13 +357,13 @@ fn print_output(out: &Output, w: &mut impl Write) {
                     .iter()
                     .map(|f| f.name().as_str())
                     .collect();
-                let _ = writeln!(w, "{}", names.join(" | "));
+                writeln!(w, "{}", names.join(" | "))?;
             }
         }
         let n = out.num_rows();
-        let _ = writeln!(w, "({n} row{})", if n == 1 { "" } else { "s" });
+        writeln!(w, "({n} row{})", if n == 1 { "" } else { "s" })
     } else {
-        let _ = writeln!(w, "{}", out.tag);
+        writeln!(w, "{}", out.tag)
     }
 }
 

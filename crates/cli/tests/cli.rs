@@ -182,7 +182,8 @@ fn load_from_stdin_then_scan() {
         7
     );
 
-    // A bad line stops the load with its line number; earlier batches stay.
+    // A bad line stops the load with its line number; every line before
+    // it is written (the batch it interrupted too), none after it.
     let mut bad = String::new();
     for i in 0..2500 {
         bad.push_str(&format!("more{i:05}\tx\n"));
@@ -191,12 +192,12 @@ fn load_from_stdin_then_scan() {
     let r = strata_in(&db, &["load"], &bad);
     assert_eq!(r.code, 1);
     assert!(r.stderr.contains("line 2501"), "{}", r.stderr);
-    assert!(r.stderr.contains("2000 entries written"), "{}", r.stderr);
+    assert!(r.stderr.contains("2500 entries written"), "{}", r.stderr);
     assert_eq!(
         strata(&db, &["scan", "--from", "more", "--to", "mp"])
             .lines()
             .len(),
-        2000
+        2500
     );
 
     let r = strata_in(&db, &["load"], "k\t0xq\n");
@@ -409,7 +410,8 @@ scan - - 5
         .write_all(&input)
         .expect("write");
     let r = finish(child.wait_with_output().expect("wait"));
-    assert_ok(&r, "shell");
+    // The bad lines are answered and the shell goes on, then exits 1.
+    assert_eq!(r.code, 1, "shell: {}", r.stderr);
     let lines = r.lines();
     let expect_prefix = [
         "OK",
@@ -453,6 +455,10 @@ fn help_and_stats_in_shell() {
     let db = db_dir(&t);
     let r = strata_in(&db, &["shell"], "put a 1\nstats\nhelp\ncheck\n");
     assert_ok(&r, "shell");
+    // One failed command makes the whole script fail, after the rest ran.
+    let failing = strata_in(&db, &["shell"], "put 0xzz 1\nput b 2\n");
+    assert_eq!(failing.code, 1, "{}", failing.stdout);
+    assert_eq!(failing.lines()[1], "OK");
     assert!(r.stdout.contains("keyspace default"));
     assert!(r.stdout.contains("reopen"));
     assert!(r.stdout.contains("table files OK"));
@@ -532,7 +538,7 @@ fn check_passes_then_finds_a_flipped_byte() {
 
     // Reads of the damaged block answer `error:`; the shell goes on.
     let r = strata_in(&db, &["shell"], "scan\nput z 1\nget z\ncheck\n");
-    assert_ok(&r, "shell on a corrupt db");
+    assert_eq!(r.code, 1, "shell on a corrupt db: {}", r.stderr);
     let lines = r.lines();
     assert!(lines[0].starts_with("error: corruption"), "{}", r.stdout);
     assert_eq!(&lines[1..3], ["OK", "1"]);

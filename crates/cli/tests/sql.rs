@@ -85,3 +85,49 @@ fn meta_commands_in_a_script_run_in_order() {
     let run = strata(dir.path(), &["sql", "-c", "\\d"]);
     assert!(run.stdout.contains("t  (about"), "{}", run.stdout);
 }
+
+/// Text cells are printed with their control characters escaped (a newline
+/// or a terminal escape sequence in a value broke the table or reached the
+/// terminal), and an output that cannot be written fails the run with exit
+/// code 1 instead of a panic (`\d`) or a silent exit 0 (`SELECT`).
+#[test]
+fn control_characters_are_escaped_and_output_errors_fail_the_run() {
+    let dir = tempfile::tempdir().expect("dir");
+    let run = strata(
+        dir.path(),
+        &[
+            "sql",
+            "-c",
+            "CREATE TABLE t (id BIGINT PRIMARY KEY, name TEXT); \
+             INSERT INTO t VALUES (1, concat('two', chr(10), 'lines', chr(27), '[2J'));
+             SELECT name FROM t;",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(!run.stdout.contains('\u{1b}'), "{:?}", run.stdout);
+    assert!(
+        run.stdout.contains("two\\nlines\\u{1b}[2J"),
+        "{:?}",
+        run.stdout
+    );
+    if !std::path::Path::new("/dev/full").exists() {
+        return;
+    }
+    for script in ["\\d", "SELECT name FROM t;"] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("/dev/full");
+        let out = std::process::Command::new(common::BIN)
+            .arg("--db")
+            .arg(dir.path())
+            .args(["sql", "-c", script])
+            .stdout(full)
+            .output()
+            .expect("run");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{script}: {stderr}");
+        assert!(stderr.contains("writing the output"), "{script}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{script}: {stderr}");
+    }
+}
