@@ -71,7 +71,15 @@ pub(crate) fn table_schema(src: &ArrowSchema, primary_key: &[String]) -> PyResul
 /// would change (an overflow, a lost fraction), is an error.
 pub(crate) fn conform(batch: &RecordBatch, target: &SchemaRef) -> PyResult<RecordBatch> {
     let src = batch.schema();
-    for f in src.fields() {
+    for (i, f) in src.fields().iter().enumerate() {
+        // Columns are matched by name: a second column of a name would be
+        // dropped unsaid (found in review, 2026-12-01).
+        if src.fields()[..i].iter().any(|g| g.name() == f.name()) {
+            return Err(InvalidArgumentError::new_err(format!(
+                "column {:?} is given twice",
+                f.name()
+            )));
+        }
         if target.field_with_name(f.name()).is_err() {
             return Err(InvalidArgumentError::new_err(format!(
                 "column {:?} is not a column of the table",

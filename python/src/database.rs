@@ -138,11 +138,14 @@ impl Database {
         Ok(self.handle()?.keyspace_names())
     }
 
-    /// Applies every change in `batch` atomically (the batch is emptied).
+    /// Applies every change in `batch` atomically. The batch is emptied
+    /// when the write succeeds and kept as it was when it fails, so that it
+    /// can be written again (it was emptied first, and a retry "succeeded"
+    /// writing nothing; found in review, 2026-12-01).
     #[pyo3(signature = (batch, *, sync = false))]
     fn write(&self, py: Python<'_>, batch: &WriteBatch, sync: bool) -> PyResult<()> {
         let db = self.handle()?;
-        let b = std::mem::take(&mut *batch.batch.lock());
+        let b = batch.batch.lock().clone();
         py.detach(|| {
             db.write(
                 WriteOptions {
@@ -152,7 +155,9 @@ impl Database {
                 b,
             )
         })
-        .map_err(engine_err)
+        .map_err(engine_err)?;
+        batch.batch.lock().clear();
+        Ok(())
     }
 
     /// Writes the memtables to disk.

@@ -88,6 +88,16 @@ def test_read_only_refuses_writes(tmp_path):
         assert db.get(b"a") == b"1"
         with pytest.raises(strata.InvalidArgumentError, match="read-only"):
             db.put(b"b", b"2")
+        # A failed write keeps its batch, to be written again.
+        batch = strata.WriteBatch()
+        batch.put(b"b", b"2")
+        with pytest.raises(strata.InvalidArgumentError, match="read-only"):
+            db.write(batch)
+        assert len(batch) == 1
+    with strata.open(path) as db:
+        db.write(batch)
+        assert len(batch) == 0
+        assert db.get(b"b") == b"2"
 
 
 def test_errors_are_python_exceptions_with_the_engines_message(tmp_path):

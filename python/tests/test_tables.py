@@ -141,6 +141,8 @@ def test_bad_input_is_refused_by_name(db):
     t = db.create_table("r", readings(3), primary_key="id")
     with pytest.raises(strata.InvalidArgumentError, match="not a column"):
         t.insert(pa.table({"id": [9], "nope": [1]}))
+    with pytest.raises(strata.InvalidArgumentError, match="twice"):
+        t.insert(pa.table([[9], [1.0], [2.0]], names=["id", "value", "value"]))
     with pytest.raises(strata.InvalidArgumentError, match="id"):
         t.insert(pa.table({"id": pa.array([None], pa.int64()), "value": [1.0]}))
     with pytest.raises(strata.InvalidArgumentError, match="value"):
