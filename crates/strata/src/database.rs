@@ -138,9 +138,12 @@ impl Db {
         self.core.merge(key, operand)
     }
 
-    /// Applies a batch atomically.
+    /// Applies a batch atomically. A batch that names one of the engine's
+    /// own keyspaces (`__`-named: the table catalog, tables' rows, indexes)
+    /// is refused with [`Error::InvalidArgument`]: tables are written
+    /// through their [`Table`](crate::table::Table) handles.
     pub fn write(&self, opts: WriteOptions, batch: WriteBatch) -> Result<()> {
-        self.core.write(opts, batch)
+        self.core.write_application(opts, batch)
     }
 
     /// A consistent view of every keyspace and table at this moment.

@@ -703,6 +703,37 @@ fn tables_survive_restarts_and_drops_free_their_name() {
     assert_eq!(table_keyspaces, 2);
 }
 
+/// The application's write batches cannot reach the engine's keyspaces (a
+/// batch names keyspaces by id, and an id from another database or a guess
+/// wrote raw bytes into a table's rows; found in review, 2026-12-01).
+#[test]
+fn application_batches_cannot_write_into_a_table_s_keyspace() {
+    let dir = tempfile::tempdir().expect("dir");
+    let (db, t) = table_in(dir.path(), "row");
+    t.upsert_row(&full(1, &random_row(&mut StdRng::seed_from_u64(1))))
+        .expect("upsert");
+    let user = db
+        .keyspace("mine", Default::default())
+        .expect("keyspace")
+        .id();
+    let mut refused = 0;
+    for id in 0..16u32 {
+        let mut b = strata::WriteBatch::new();
+        b.put_in(strata::KeyspaceId(id), b"junk", b"\xff");
+        match db.write(Default::default(), b) {
+            Ok(()) => assert!(id == 0 || strata::KeyspaceId(id) == user, "id {id}"),
+            Err(Error::InvalidArgument(m)) if m.contains("belongs to the engine") => refused += 1,
+            Err(Error::InvalidArgument(m)) if m.contains("no keyspace") => {}
+            Err(e) => panic!("id {id}: {e}"),
+        }
+    }
+    assert!(
+        refused >= 2,
+        "the catalog's and the table's keyspaces: {refused}"
+    );
+    assert_eq!(scan_rows(&t, ScanOptions::default()).len(), 1);
+}
+
 /// A batch size is a bound: a scan asked for batches of more rows than
 /// memory could hold returns the table's rows in one batch (it overflowed
 /// or aborted making room for them; found in review, 2026-12-01).

@@ -193,6 +193,15 @@ impl DbCore {
         self.inner.write(opts, batch)
     }
 
+    /// Applies an application's batch atomically: [`DbCore::write`], but a
+    /// keyspace the engine keeps for itself (`__`-named: the table catalog,
+    /// tables' rows, indexes) is refused. A batch names keyspaces by id,
+    /// and an id taken from another database, or guessed, wrote raw bytes
+    /// into a table (found in review, 2026-12-01).
+    pub fn write_application(&self, opts: WriteOptions, batch: WriteBatch) -> Result<()> {
+        self.inner.write_as(opts, batch, true)
+    }
+
     /// A consistent view of every keyspace at this moment.
     pub fn snapshot(&self) -> Snapshot {
         let mut st = self.inner.state.lock();

@@ -26,6 +26,17 @@ pub(super) fn check_key_value(key: &[u8], value: Option<&[u8]>) -> Result<()> {
 
 impl DbInner {
     pub(super) fn write(&self, opts: WriteOptions, batch: WriteBatch) -> Result<()> {
+        self.write_as(opts, batch, false)
+    }
+
+    /// Writes `batch`; `application`: it comes from the application,
+    /// which may not write to the engine's own keyspaces.
+    pub(super) fn write_as(
+        &self,
+        opts: WriteOptions,
+        batch: WriteBatch,
+        application: bool,
+    ) -> Result<()> {
         self.check_open()?;
         self.check_writable("write")?;
         if batch.is_empty() {
@@ -54,6 +65,13 @@ impl DbInner {
                         e.keyspace
                     )));
                 };
+                if application && ks.name.starts_with("__") {
+                    return Err(Error::InvalidArgument(format!(
+                        "keyspace {:?} (id {}) belongs to the engine: write to a table \
+                         through its Table handle",
+                        ks.name, e.keyspace
+                    )));
+                }
                 if !ks.registered {
                     return Err(Error::InvalidArgument(format!(
                         "keyspace {:?} needs options only the application can give (its merge \
