@@ -446,3 +446,35 @@ SELECT * FROM u;
     assert_eq!(rows, ["id | v", "1 | 1", "2 | 2"], "{out}");
     assert!(err.contains("42P01"), "the table was created: {err}");
 }
+
+/// Strata commits each statement as it runs: a `ROLLBACK` of a block that
+/// wrote warns that the writes stay (it answered `ROLLBACK` alone, and a
+/// client believed them undone; found in review, 2026-12-01). A block
+/// that only read rolls back without a warning.
+#[test]
+fn a_rollback_after_writes_warns_that_they_stay() {
+    if !have_psql() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("dir");
+    let server = serve(dir.path(), &[]);
+    let script = "\
+CREATE TABLE t (id BIGINT PRIMARY KEY, v INT);
+BEGIN;
+SELECT count(*) FROM t;
+ROLLBACK;
+BEGIN;
+INSERT INTO t VALUES (1, 1);
+ROLLBACK;
+SELECT id, v FROM t;
+";
+    let (code, out, err) = psql(server.port, "ada", None, script);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(
+        err.matches("ROLLBACK does not undo them").count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains("WARNING"), "{err}");
+    assert!(out.contains("1 | 1"), "the row stays: {out}");
+}

@@ -10,8 +10,12 @@
 //! - Inside a transaction block that an error aborted, those statements
 //!   are refused (`25P01`), as every other statement is by
 //!   datafusion-postgres's transaction hook, which runs after this one.
+//! - Strata has no transactions: each statement is committed as it runs.
+//!   A `ROLLBACK` of a block that wrote is answered with a warning saying
+//!   so before datafusion-postgres's `ROLLBACK`.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use datafusion::common::{DFSchema, ParamValues};
@@ -25,14 +29,69 @@ use datafusion_postgres::hooks::HookClient;
 use datafusion_postgres::pgwire::api::ClientInfo;
 use datafusion_postgres::pgwire::api::results::{Response, Tag};
 use datafusion_postgres::pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use datafusion_postgres::pgwire::messages::PgWireBackendMessage;
 use datafusion_postgres::pgwire::messages::response::TransactionStatus;
 use strata::Db;
 
 use super::errors::engine_to_pg;
 
-/// Strata's statements over the wire (see the module documentation).
+/// Strata's statements over the wire (see the module documentation). One
+/// per connection.
 pub(crate) struct StrataHook {
     pub db: Db,
+    /// Whether a statement that writes ran inside the open transaction
+    /// block: each was committed as it ran, and a `ROLLBACK` of the block
+    /// warns that it undoes none of them.
+    pub wrote_in_block: AtomicBool,
+}
+
+impl StrataHook {
+    pub(crate) fn new(db: Db) -> StrataHook {
+        StrataHook {
+            db,
+            wrote_in_block: AtomicBool::new(false),
+        }
+    }
+
+    /// Follows the transaction block `statement` runs in; before a
+    /// `ROLLBACK` of a block that wrote, warns the client that the writes
+    /// stay (the client was told `ROLLBACK` and believed them undone;
+    /// found in review, 2026-12-01). The transaction statements themselves
+    /// are answered by datafusion-postgres's hook.
+    async fn track_block(&self, statement: &Statement, client: &mut dyn HookClient) {
+        let in_block = client.transaction_status() != TransactionStatus::Idle;
+        match statement {
+            Statement::StartTransaction { .. } if !in_block => {
+                self.wrote_in_block.store(false, Ordering::Relaxed);
+            }
+            Statement::Commit { .. } => self.wrote_in_block.store(false, Ordering::Relaxed),
+            Statement::Rollback { .. } => {
+                if in_block && self.wrote_in_block.swap(false, Ordering::Relaxed) {
+                    let warning = ErrorInfo::new(
+                        "WARNING".to_string(),
+                        "01000".to_string(),
+                        "Strata commits each statement as it runs: the writes of this \
+                         transaction block stay, ROLLBACK does not undo them"
+                            .to_string(),
+                    );
+                    let _ = client
+                        .send_message(PgWireBackendMessage::NoticeResponse(warning.into()))
+                        .await;
+                }
+            }
+            Statement::Insert(_)
+            | Statement::Update(_)
+            | Statement::Delete(_)
+            | Statement::CreateTable(_)
+            | Statement::CreateIndex(_)
+            | Statement::Drop { .. }
+                if in_block =>
+            {
+                self.wrote_in_block.store(true, Ordering::Relaxed);
+            }
+            _ => {}
+        }
+    }
 }
 
 impl StrataHook {
@@ -102,6 +161,7 @@ impl QueryHook for StrataHook {
         session_context: &SessionContext,
         client: &mut dyn HookClient,
     ) -> Option<PgWireResult<Response>> {
+        self.track_block(statement, client).await;
         if handled_here(statement)
             && let Some(refused) = refused_in_aborted_block(client)
         {
@@ -142,6 +202,7 @@ impl QueryHook for StrataHook {
         session_context: &SessionContext,
         client: &mut dyn HookClient,
     ) -> Option<PgWireResult<Response>> {
+        self.track_block(statement, client).await;
         if handled_here(statement)
             && let Some(refused) = refused_in_aborted_block(client)
         {

@@ -206,9 +206,8 @@ impl Server {
         let ctx = Arc::new(engine.context().clone());
         setup_pg_catalog(&ctx, crate::engine::CATALOG, EmptyContextProvider)
             .map_err(|e| Arc::new(Refusal::new("XX000", e.to_string())))?;
-        let mut hooks: Vec<Arc<dyn QueryHook>> = vec![Arc::new(hook::StrataHook {
-            db: self.db.clone(),
-        })];
+        let mut hooks: Vec<Arc<dyn QueryHook>> =
+            vec![Arc::new(hook::StrataHook::new(self.db.clone()))];
         // What datafusion-postgres installs by default: cursors, SET and
         // SHOW, transaction statements.
         hooks.push(Arc::new(CursorStatementHook));
