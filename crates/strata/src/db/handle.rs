@@ -202,6 +202,32 @@ impl DbCore {
         self.inner.write_as(opts, batch, true)
     }
 
+    /// A snapshot at `seqno`, held for a read that was handed the bare
+    /// number: one a live snapshot holds, or the latest. An older number
+    /// that no snapshot holds is refused: compaction may have dropped some
+    /// of the versions a read at it needs, and a table's columns would
+    /// then come from different versions (found in review, 2026-12-01).
+    pub(crate) fn hold_snapshot(&self, seqno: SeqNo) -> Result<Snapshot> {
+        let mut st = self.inner.state.lock();
+        match st.snapshots.get_mut(&seqno) {
+            Some(c) => *c += 1,
+            None if seqno >= self.inner.last_seqno() => {
+                st.snapshots.insert(seqno, 1);
+            }
+            None => {
+                return Err(Error::InvalidArgument(format!(
+                    "a read at sequence number {} needs a snapshot at it held until the read \
+                     opens (Db::snapshot); none is",
+                    seqno.0
+                )));
+            }
+        }
+        Ok(Snapshot {
+            inner: Arc::clone(&self.inner),
+            seqno,
+        })
+    }
+
     /// A consistent view of every keyspace at this moment.
     pub fn snapshot(&self) -> Snapshot {
         let mut st = self.inner.state.lock();

@@ -19,7 +19,9 @@ pub struct IndexQuery {
     pub lower: Bound<Value>,
     /// Upper bound on the indexed value.
     pub upper: Bound<Value>,
-    /// Read at this sequence number instead of the latest state.
+    /// Read at this sequence number instead of the latest state; a
+    /// snapshot at it must be live when the lookup runs, as for
+    /// [`ScanOptions::snapshot`](crate::table::ScanOptions::snapshot).
     pub snapshot: Option<SeqNo>,
 }
 
@@ -275,13 +277,11 @@ impl Table {
         // compaction runs between the two reads (a bare number did not: a
         // flush could drop a row's version there, and the table read then
         // found an older one, or none; found in review, 2026-12-01).
-        let (snapshot, _held) = match query.snapshot {
-            Some(s) => (s, None),
-            None => {
-                let s = self.core().snapshot();
-                (s.seqno(), Some(s))
-            }
+        let held = match query.snapshot {
+            Some(s) => self.core().hold_snapshot(s)?,
+            None => self.core().snapshot(),
         };
+        let snapshot = held.seqno();
         // The set is taken after the snapshot: an index dropped before it
         // is then not in the set, and one dropped after it was maintained
         // by every write the snapshot sees.

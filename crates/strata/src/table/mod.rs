@@ -571,14 +571,16 @@ impl Table {
         // versions it sees while a flush or compaction runs in between (see
         // `lookup_rows`). A scan of the table alone reads one pinned
         // super-version and needs none.
-        let held = (opts.snapshot.is_none() && opts.use_index && opts.predicate.is_some())
-            .then(|| self.core().snapshot());
-        let (sv, plan) = self.read_plan()?;
-        let snap = match (&held, opts.snapshot) {
-            (Some(s), _) => s.seqno(),
-            (None, Some(s)) => s,
-            (None, None) => i.keyspace.last_seqno(),
+        // A snapshot given by number is held too, until the scan has pinned
+        // what it reads: the caller's may be gone already.
+        let held = match opts.snapshot {
+            Some(s) => Some(self.core().hold_snapshot(s)?),
+            None => (opts.use_index && opts.predicate.is_some()).then(|| self.core().snapshot()),
         };
+        let (sv, plan) = self.read_plan()?;
+        let snap = held
+            .as_ref()
+            .map_or_else(|| i.keyspace.last_seqno(), |s| s.seqno());
         let mut want: Vec<usize> = projection
             .iter()
             .filter_map(|&c| i.schema.value_number(c))

@@ -28,6 +28,10 @@ pub struct ScanOptions {
     /// Upper bound on the key, likewise.
     pub upper: RangeBound<Vec<Value>>,
     /// Read at this snapshot's sequence number instead of the latest state.
+    /// A snapshot at it must be live when the scan opens (the scan then
+    /// holds its own until it has pinned what it reads); a number no live
+    /// snapshot holds is [`Error::InvalidArgument`](crate::Error), since
+    /// compaction may have dropped versions a read at it needs.
     pub snapshot: Option<crate::key::SeqNo>,
     /// Rows per batch (default 8192).
     pub batch_rows: usize,
