@@ -1410,22 +1410,26 @@ fn parallel_scans_read_at_snapshots_and_stop_when_dropped() {
     db.close().expect("close");
 }
 
+/// Writes `rows` random rows (from `seed`) into a table "t" under `layout`
+/// in `dir`, compacts it and closes the database.
+fn write_compacted(dir: &Path, layout: &str, rows: i64, seed: u64) {
+    let (db, t) = table_in(dir, layout);
+    let mut rng = StdRng::seed_from_u64(seed);
+    for k in 0..rows {
+        t.upsert_row(&full(k, &random_row(&mut rng)))
+            .expect("insert");
+    }
+    t.compact().expect("compact");
+    db.close().expect("close");
+}
+
 /// A damaged block fails a scan in parts with a corruption error, whichever
 /// thread reads it (the caller's own or a helper): when the scan opens (a
 /// range's first block is read as its scanner seeks) or as it reads.
 #[test]
 fn a_damaged_block_fails_a_scan_in_parts() {
     let dir = tempfile::tempdir().expect("dir");
-    {
-        let (db, t) = table_in(dir.path(), "groups:2");
-        let mut rng = StdRng::seed_from_u64(9);
-        for k in 0..4000 {
-            t.upsert_row(&full(k, &random_row(&mut rng)))
-                .expect("insert");
-        }
-        t.compact().expect("compact");
-        db.close().expect("close");
-    }
+    write_compacted(dir.path(), "groups:2", 4000, 9);
     // One byte in the middle of every file of the table's runs: a data
     // block's. (Files of a few hundred bytes are the catalog's, read at
     // open: their damage would fail the open, not the scan.)
@@ -1746,16 +1750,7 @@ fn an_index_claiming_a_block_past_the_data_is_corruption() {
     use strata::coding::{crc32c, put_varint64};
     use strata::sst::format::block_trailer;
     let dir = tempfile::tempdir().expect("tempdir");
-    {
-        let (db, t) = table_in(dir.path(), "column");
-        let mut rng = StdRng::seed_from_u64(5);
-        for k in 0..2000 {
-            t.upsert_row(&full(k, &random_row(&mut rng)))
-                .expect("insert");
-        }
-        t.compact().expect("compact");
-        db.close().expect("close");
-    }
+    write_compacted(dir.path(), "column", 2000, 5);
     // The largest column-group file is rewritten with the same length (the
     // manifest records it): its filter is dropped to make room for an index
     // whose first block's size is replaced, then its properties, zeros and
