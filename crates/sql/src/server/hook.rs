@@ -65,19 +65,19 @@ impl StrataHook {
                 self.wrote_in_block.store(false, Ordering::Relaxed);
             }
             Statement::Commit { .. } => self.wrote_in_block.store(false, Ordering::Relaxed),
-            Statement::Rollback { .. } => {
-                if in_block && self.wrote_in_block.swap(false, Ordering::Relaxed) {
-                    let warning = ErrorInfo::new(
-                        "WARNING".to_string(),
-                        "01000".to_string(),
-                        "Strata commits each statement as it runs: the writes of this \
-                         transaction block stay, ROLLBACK does not undo them"
-                            .to_string(),
-                    );
-                    let _ = client
-                        .send_message(PgWireBackendMessage::NoticeResponse(warning.into()))
-                        .await;
-                }
+            Statement::Rollback { .. }
+                if in_block && self.wrote_in_block.swap(false, Ordering::Relaxed) =>
+            {
+                let warning = ErrorInfo::new(
+                    "WARNING".to_string(),
+                    "01000".to_string(),
+                    "Strata commits each statement as it runs: the writes of this \
+                     transaction block stay, ROLLBACK does not undo them"
+                        .to_string(),
+                );
+                let _ = client
+                    .send_message(PgWireBackendMessage::NoticeResponse(warning.into()))
+                    .await;
             }
             Statement::Insert(_)
             | Statement::Update(_)
