@@ -460,13 +460,19 @@ pub fn run(cli: Cli) -> i32 {
             eprintln!("error: {m}");
             EXIT_FAILURE
         }
-        // The reader went away (`strata scan | head`): not an error of ours.
-        Err(Failure::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => 0,
-        Err(Failure::Output(e)) => {
-            eprintln!("error: writing output: {e}");
-            EXIT_FAILURE
-        }
+        Err(Failure::Output(e)) => output_failed(&e),
     }
+}
+
+/// The exit code after writing the output failed with `e`, said on
+/// standard error: 0 when the reader went away (`strata scan | head`: not
+/// an error of ours), else 1.
+pub(crate) fn output_failed(e: &io::Error) -> i32 {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        return 0;
+    }
+    eprintln!("error: writing the output: {e}");
+    EXIT_FAILURE
 }
 
 /// Commands that never change the database.

@@ -116,11 +116,12 @@ impl From<std::io::Error> for Fail {
 /// 2026-12-01).
 fn failed(f: Fail) -> i32 {
     match f {
-        Fail::Sql(e) => eprintln!("ERROR: {e}"),
-        Fail::Output(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return 0,
-        Fail::Output(e) => eprintln!("error: writing the output: {e}"),
+        Fail::Sql(e) => {
+            eprintln!("ERROR: {e}");
+            1
+        }
+        Fail::Output(e) => crate::app::output_failed(&e),
     }
-    1
 }
 
 impl Shell {

@@ -209,29 +209,25 @@ impl DbCore {
     /// then come from different versions (found in review, 2026-12-01).
     pub(crate) fn hold_snapshot(&self, seqno: SeqNo) -> Result<Snapshot> {
         let mut st = self.inner.state.lock();
-        match st.snapshots.get_mut(&seqno) {
-            Some(c) => *c += 1,
-            None if seqno >= self.inner.last_seqno() => {
-                st.snapshots.insert(seqno, 1);
-            }
-            None => {
-                return Err(Error::InvalidArgument(format!(
-                    "a read at sequence number {} needs a snapshot at it held until the read \
-                     opens (Db::snapshot); none is",
-                    seqno.0
-                )));
-            }
+        if !st.snapshots.contains_key(&seqno) && seqno < self.inner.last_seqno() {
+            return Err(Error::InvalidArgument(format!(
+                "a read at sequence number {} needs a snapshot at it held until the read \
+                 opens (Db::snapshot); none is",
+                seqno.0
+            )));
         }
-        Ok(Snapshot {
-            inner: Arc::clone(&self.inner),
-            seqno,
-        })
+        Ok(self.register_snapshot(&mut st, seqno))
     }
 
     /// A consistent view of every keyspace at this moment.
     pub fn snapshot(&self) -> Snapshot {
         let mut st = self.inner.state.lock();
         let seqno = self.inner.last_seqno();
+        self.register_snapshot(&mut st, seqno)
+    }
+
+    /// Counts one more snapshot at `seqno` (its drop counts it off).
+    fn register_snapshot(&self, st: &mut State, seqno: SeqNo) -> Snapshot {
         *st.snapshots.entry(seqno).or_insert(0) += 1;
         Snapshot {
             inner: Arc::clone(&self.inner),
