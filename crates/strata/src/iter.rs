@@ -50,8 +50,8 @@ pub trait InternalIterator: Send {
     }
     /// Makes `value()` readable. A source may position itself lazily
     /// (knowing its current key without reading the entry: a level whose
-    /// next entry is a file's first, see [`crate::version::LevelIter::new_lazy`]);
-    /// whoever reads the value calls this first. [`MergingIterator`] does,
+    /// next entry is a file's first, see `version::LevelIter::new_lazy`);
+    /// whoever reads the value calls this first. `MergingIterator` does,
     /// on the child it makes current.
     fn settle(&mut self) {}
     /// Whether `seek(target)` would read anything (a block, a node). False
