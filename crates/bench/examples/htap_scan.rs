@@ -212,14 +212,15 @@ fn mix_reads(t: &Table, rows: usize, reps: usize) -> Result<(), Box<dyn Error>> 
     Ok(())
 }
 
-/// Scans `cols` over `[lo, hi)`; the rows read.
+/// Scans `cols` over `[lo, hi)`; the rows read and the entries each level
+/// supplied (index 0: memtables and level 0).
 fn scan(
     t: &Table,
     lo: i64,
     hi: i64,
     cols: Range<usize>,
     threads: usize,
-) -> Result<usize, Box<dyn Error>> {
+) -> Result<(usize, Vec<u64>), Box<dyn Error>> {
     let names = names();
     let cols: Vec<&str> = names[cols].iter().map(String::as_str).collect();
     let opts = ScanOptions::default()
@@ -227,7 +228,8 @@ fn scan(
         .range(vec![Value::Int64(lo)], vec![Value::Int64(hi)])
         .threads(threads);
     let mut rows = 0;
-    for b in t.scan(opts)? {
+    let mut s = t.scan(opts)?;
+    for b in s.by_ref() {
         let b = b?;
         rows += b.num_rows();
         for c in b.columns() {
@@ -238,7 +240,7 @@ fn scan(
             std::hint::black_box(a.values().iter().max());
         }
     }
-    Ok(rows)
+    Ok((rows, s.counters().entries_per_level.clone()))
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
@@ -304,10 +306,11 @@ fn main() -> Result<(), Box<dyn Error>> {
         }
         let mut times = Vec::with_capacity(a.reps);
         let mut rows = 0;
+        let mut levels = Vec::new();
         for r in 0..a.reps.max(1) {
             let lo = KEY_SPACE / 97 * (r as i64 % 40);
             let started = Instant::now();
-            rows = scan(&t, lo, lo + KEY_SPACE / share, cols.clone(), a.threads)?;
+            (rows, levels) = scan(&t, lo, lo + KEY_SPACE / share, cols.clone(), a.threads)?;
             times.push(started.elapsed().as_secs_f64() * 1e3);
         }
         times.sort_by(f64::total_cmp);
@@ -316,6 +319,9 @@ fn main() -> Result<(), Box<dyn Error>> {
             "{name}: median {median:.2} ms, fastest {:.2} ms, {rows} rows, {:.1} ns a row",
             times[0],
             median * 1e6 / rows.max(1) as f64
+        );
+        println!(
+            "{name}: entries per level in the last scan (0: memtables and level 0): {levels:?}"
         );
     }
     Ok(())
