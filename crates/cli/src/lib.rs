@@ -1,7 +1,8 @@
 //! The `strata` command-line tool, as a library so its parts can be tested:
 //! [`encoding`] (how keys and values are typed and printed), [`filter`]
 //! (`strata filter`, predicates on values), [`shell`] (the
-//! line language of `strata shell`), [`app`] (the commands), [`demo`] (`strata
+//! line language of `strata shell`), [`args`] (the arguments and flags),
+//! [`app`] (the commands), [`demo`] (`strata
 //! demo`, a tour of the table layer), [`table`] (the
 //! `strata table` commands) with [`cells`] (typed cells), [`import`] (CSV
 //! import) and [`tabular`] (aligned text output), [`index`] (`strata
@@ -14,6 +15,7 @@
 #![allow(rustdoc::invalid_html_tags)]
 
 pub mod app;
+pub mod args;
 pub mod cells;
 pub mod demo;
 pub mod encoding;
