@@ -9,7 +9,7 @@ use strata::log::{LogReader, LogWriter, TailPolicy};
 use strata::manifest::VersionEdit;
 use strata::recovery::{parse_wal_header, wal_header};
 use strata::vfs::{StdVfs, Vfs};
-use strata::{Db, Error, Options};
+use strata::{Db, Error, KeyspaceOptions, Options, WriteBatch, WriteOptions};
 
 mod common;
 
@@ -198,6 +198,111 @@ fn skip_damaged_recovery_keeps_every_valid_record() {
     let missing = p.iter().filter(|p| !**p).count();
     assert_eq!(missing, 1, "exactly the damaged put is lost: {p:?}");
     assert!(p[99], "records after the damage are applied");
+}
+
+/// The largest write-ahead log in `dir`: the one the test's writes went to.
+fn largest_log(dir: &Path) -> PathBuf {
+    files_with(dir, ".log")
+        .into_iter()
+        .max_by_key(|p| fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+        .expect("a log")
+}
+
+fn point_in_time() -> Options {
+    let mut o = options();
+    o.wal_recovery = strata::WalRecoveryMode::PointInTime;
+    o
+}
+
+/// Point-in-time recovery stops at damage, but a keyspace that flushed
+/// after the damaged log was written holds writes from after that point:
+/// batches written to both keyspaces would come back in that keyspace
+/// only, so the open is refused and changes nothing (RocksDB's "SST file
+/// is ahead of WALs").
+#[test]
+fn point_in_time_refuses_a_keyspace_flushed_past_the_damage() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let db = Db::open(dir.path(), options()).expect("open");
+        let other = db
+            .keyspace("other", KeyspaceOptions::default())
+            .expect("keyspace");
+        for i in 0..100u32 {
+            let key = format!("key{i:06}");
+            let mut b = WriteBatch::new();
+            b.put(key.as_bytes(), b"v");
+            b.put_in(other.id(), key.as_bytes(), b"v");
+            db.write(WriteOptions::default(), b).expect("write");
+        }
+        other.flush().expect("flush");
+        db.close().expect("close");
+    }
+    let log = largest_log(dir.path());
+    let len = fs::metadata(&log).expect("stat").len() as usize;
+    flip(&log, len / 2);
+    let before = common::snapshot_except_lock(dir.path());
+    match Db::open(dir.path(), point_in_time()) {
+        Err(Error::Corruption { file, reason, .. }) => {
+            assert_eq!(file, log);
+            assert!(
+                reason.contains("`other`") && reason.contains("skip-damaged"),
+                "{reason}"
+            );
+        }
+        Err(e) => panic!("not corruption: {e}"),
+        Ok(_) => panic!("opened with the keyspaces at different points"),
+    }
+    assert!(
+        common::snapshot_except_lock(dir.path()) == before,
+        "the refused open changed the directory"
+    );
+}
+
+/// A keyspace whose files are all older than the damage is not ahead of
+/// it, though its log number moved past the damaged log with its flush:
+/// point-in-time recovery opens, with a prefix of the other keyspace's
+/// writes and every one of its own.
+#[test]
+fn point_in_time_opens_when_a_flushed_keyspace_holds_only_older_writes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let db = Db::open(dir.path(), options()).expect("open");
+        let other = db
+            .keyspace("other", KeyspaceOptions::default())
+            .expect("keyspace");
+        for i in 0..100u32 {
+            other
+                .put(format!("key{i:06}").as_bytes(), b"v")
+                .expect("put");
+        }
+        for i in 0..100u32 {
+            db.put(format!("key{i:06}").as_bytes(), b"v").expect("put");
+        }
+        other.flush().expect("flush");
+        db.close().expect("close");
+    }
+    // The default keyspace's writes are the log's second half.
+    let log = largest_log(dir.path());
+    let len = fs::metadata(&log).expect("stat").len() as usize;
+    flip(&log, len * 3 / 4);
+    let db = Db::open(dir.path(), point_in_time()).expect("point-in-time opens");
+    assert_eq!(db.recovery_report().wal_damage.len(), 1);
+    let p = present(&db);
+    let first_missing = p.iter().position(|p| !p).expect("something dropped");
+    assert!(first_missing > 0);
+    assert!(p[first_missing..].iter().all(|p| !p), "recovered a prefix");
+    let other = db
+        .keyspace("other", KeyspaceOptions::default())
+        .expect("keyspace");
+    for i in 0..100u32 {
+        assert!(
+            other
+                .get(format!("key{i:06}").as_bytes())
+                .expect("get")
+                .is_some(),
+            "the flushed keyspace lost key {i}"
+        );
+    }
 }
 
 #[test]

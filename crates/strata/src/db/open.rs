@@ -339,6 +339,27 @@ impl DbInner {
             },
         )?;
         report.entries_replayed = entries_replayed;
+        if let Some((log, offset)) = outcome.stopped
+            && let Some((k, newest)) =
+                recovery::ahead_of_stop(&manifest.keyspaces, log, next_replay_seqno)
+        {
+            return Err(Error::corruption(
+                filename::log_path(path, log),
+                offset,
+                format!(
+                    "point-in-time recovery stops at damage in this write-ahead log, but \
+                     keyspace `{}` has flushed writes from after that point (its files hold \
+                     sequence number {}; the writes after the damage are numbered {} or \
+                     more): it would keep them while the other keyspaces lose theirs, and \
+                     batches written across keyspaces would come back split. Nothing was \
+                     changed. To open, recover past the damage instead (`--wal-recovery \
+                     skip-damaged`, WalRecoveryMode::SkipDamagedRecords)",
+                    k.name,
+                    newest.get(),
+                    next_replay_seqno.get()
+                ),
+            ));
+        }
 
         // Cleanup: a dry run for a read-only open (it reports what is not
         // the database's), the real one after the new manifest is written.

@@ -111,7 +111,10 @@ pub enum WalRecoveryMode {
     #[default]
     TolerateTornTail,
     /// Recover to the last consistent point: stop at the first damage and
-    /// apply nothing after it, in this log or any later one.
+    /// apply nothing after it, in this log or any later one. A database in
+    /// which a keyspace has flushed writes from after that point is
+    /// refused with [`crate::Error::Corruption`], changing nothing: it
+    /// would keep them while the other keyspaces lose theirs.
     PointInTime,
     /// Skip damaged records and apply every valid record after them. The
     /// state recovered may then lack writes from the middle of the log.

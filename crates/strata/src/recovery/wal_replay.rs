@@ -15,6 +15,9 @@ pub(crate) struct LogReplay {
     /// Logs recovery dropped something from, and how each would be
     /// rewritten to what was applied, should it be kept ([`LogRepair`]).
     pub repairs: BTreeMap<FileNumber, LogRepair>,
+    /// Where point-in-time recovery stopped: the log and the damage's
+    /// offset in it.
+    pub stopped: Option<(FileNumber, u64)>,
 }
 
 /// What [`replay_logs`] replays and how.
@@ -121,6 +124,7 @@ pub(crate) fn replay_logs(
                 WalRecoveryMode::PointInTime => {
                     report.wal_damage.push(damage("stopped", d.bytes));
                     out.repairs.insert(log, LogRepair::UpToDamage);
+                    out.stopped = Some((log, d.offset));
                     partial = true;
                     stopped = true;
                     break;
@@ -162,6 +166,30 @@ pub(crate) fn replay_logs(
         }
     }
     Ok(out)
+}
+
+/// A keyspace that point-in-time recovery would leave ahead of the others,
+/// and its newest write: recovery stopped at damage in log `stopped`, and
+/// every write after the damage has a sequence number of at least `next`
+/// (the writer logs batches in sequence order). A keyspace whose log
+/// number is past that log had flushed what the log held; if its files
+/// hold a write numbered `next` or more, it holds writes that the other
+/// keyspaces lose, and batches written across keyspaces would come back
+/// split. RocksDB refuses such a database ("SST file is ahead of WALs").
+/// A keyspace whose files are all older than the damage (one idle since,
+/// whose log number moved on with empty memtables) is no such keyspace.
+pub(crate) fn ahead_of_stop(
+    keyspaces: &BTreeMap<KeyspaceId, RecoveredKeyspace>,
+    stopped: FileNumber,
+    next: SeqNo,
+) -> Option<(&RecoveredKeyspace, SeqNo)> {
+    keyspaces
+        .values()
+        .filter(|k| k.log_number > stopped)
+        .find_map(|k| {
+            let newest = k.files.values().map(|f| f.largest_seqno).max()?;
+            (newest >= next).then_some((k, newest))
+        })
 }
 
 /// Whether `data`, a log with not one valid record, is log `log` cut while
