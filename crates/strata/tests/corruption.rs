@@ -208,6 +208,20 @@ fn largest_log(dir: &Path) -> PathBuf {
         .expect("a log")
 }
 
+/// A database of the default keyspace and one named `other`: `write`
+/// writes to them, then `other` alone is flushed (its log number moves past
+/// the log the writes went to) and the database is closed, the default
+/// keyspace's writes left in the log.
+fn with_other_flushed(dir: &Path, write: impl FnOnce(&Db, &strata::Keyspace)) {
+    let db = Db::open(dir, options()).expect("open");
+    let other = db
+        .keyspace("other", KeyspaceOptions::default())
+        .expect("keyspace");
+    write(&db, &other);
+    other.flush().expect("flush");
+    db.close().expect("close");
+}
+
 fn point_in_time() -> Options {
     let mut o = options();
     o.wal_recovery = strata::WalRecoveryMode::PointInTime;
@@ -222,11 +236,7 @@ fn point_in_time() -> Options {
 #[test]
 fn point_in_time_refuses_a_keyspace_flushed_past_the_damage() {
     let dir = tempfile::tempdir().expect("tempdir");
-    {
-        let db = Db::open(dir.path(), options()).expect("open");
-        let other = db
-            .keyspace("other", KeyspaceOptions::default())
-            .expect("keyspace");
+    with_other_flushed(dir.path(), |db, other| {
         for i in 0..100u32 {
             let key = format!("key{i:06}");
             let mut b = WriteBatch::new();
@@ -234,9 +244,7 @@ fn point_in_time_refuses_a_keyspace_flushed_past_the_damage() {
             b.put_in(other.id(), key.as_bytes(), b"v");
             db.write(WriteOptions::default(), b).expect("write");
         }
-        other.flush().expect("flush");
-        db.close().expect("close");
-    }
+    });
     let log = largest_log(dir.path());
     let len = fs::metadata(&log).expect("stat").len() as usize;
     flip(&log, len / 2);
@@ -265,11 +273,7 @@ fn point_in_time_refuses_a_keyspace_flushed_past_the_damage() {
 #[test]
 fn point_in_time_opens_when_a_flushed_keyspace_holds_only_older_writes() {
     let dir = tempfile::tempdir().expect("tempdir");
-    {
-        let db = Db::open(dir.path(), options()).expect("open");
-        let other = db
-            .keyspace("other", KeyspaceOptions::default())
-            .expect("keyspace");
+    with_other_flushed(dir.path(), |db, other| {
         for i in 0..100u32 {
             other
                 .put(format!("key{i:06}").as_bytes(), b"v")
@@ -278,9 +282,7 @@ fn point_in_time_opens_when_a_flushed_keyspace_holds_only_older_writes() {
         for i in 0..100u32 {
             db.put(format!("key{i:06}").as_bytes(), b"v").expect("put");
         }
-        other.flush().expect("flush");
-        db.close().expect("close");
-    }
+    });
     // The default keyspace's writes are the log's second half.
     let log = largest_log(dir.path());
     let len = fs::metadata(&log).expect("stat").len() as usize;
