@@ -268,8 +268,8 @@ fn point_in_time_refuses_a_keyspace_flushed_past_the_damage() {
 
 /// A keyspace whose files are all older than the damage is not ahead of
 /// it, though its log number moved past the damaged log with its flush:
-/// point-in-time recovery opens, with a prefix of the other keyspace's
-/// writes and every one of its own.
+/// point-in-time recovery opens, with a prefix of the default keyspace's
+/// writes and every one of `other`'s.
 #[test]
 fn point_in_time_opens_when_a_flushed_keyspace_holds_only_older_writes() {
     let dir = tempfile::tempdir().expect("tempdir");
