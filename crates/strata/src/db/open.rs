@@ -343,28 +343,13 @@ impl DbInner {
             && let Some((k, newest)) =
                 recovery::ahead_of_stop(&manifest.keyspaces, log, next_replay_seqno)
         {
-            // (Salvage has set corrupt tables aside by now; nothing else
-            // has been written.)
-            let changed = if opts.skip_corrupt_tables {
-                "The logs were not changed (salvage may have set corrupt tables aside in lost/)"
-            } else {
-                "Nothing was changed"
-            };
-            return Err(Error::corruption(
-                filename::log_path(path, log),
+            return Err(recovery::ahead_of_stop_error(
+                &filename::log_path(path, log),
                 offset,
-                format!(
-                    "point-in-time recovery stops at damage in this write-ahead log, but \
-                     keyspace `{}` has flushed writes from after that point (its files hold \
-                     sequence number {}; the writes after the damage are numbered {} or \
-                     more): it would keep them while the other keyspaces lose theirs, and \
-                     batches written across keyspaces would come back split. {changed}. To \
-                     open, recover past the damage instead (`--wal-recovery skip-damaged`, \
-                     WalRecoveryMode::SkipDamagedRecords)",
-                    k.name,
-                    newest.get(),
-                    next_replay_seqno.get()
-                ),
+                &k.name,
+                newest,
+                next_replay_seqno,
+                opts.skip_corrupt_tables,
             ));
         }
 

@@ -192,6 +192,39 @@ pub(crate) fn ahead_of_stop(
         })
 }
 
+/// The error refusing the open [`ahead_of_stop`] found a keyspace for:
+/// keyspace `name`, whose files hold sequence number `newest`, is ahead of
+/// the damage at `offset` in `log`, after which writes are numbered `next`
+/// or more. Only salvage (`salvaged`) has changed anything by then.
+pub(crate) fn ahead_of_stop_error(
+    log: &Path,
+    offset: u64,
+    name: &str,
+    newest: SeqNo,
+    next: SeqNo,
+    salvaged: bool,
+) -> Error {
+    let changed = if salvaged {
+        "The logs were not changed (salvage may have set corrupt tables aside in lost/)"
+    } else {
+        "Nothing was changed"
+    };
+    Error::corruption(
+        log,
+        offset,
+        format!(
+            "point-in-time recovery stops at damage in this write-ahead log, but keyspace \
+             `{name}` has flushed writes from after that point (its files hold sequence number \
+             {}; the writes after the damage are numbered {} or more): it would keep them while \
+             the other keyspaces lose theirs, and batches written across keyspaces would come \
+             back split. {changed}. To open, recover past the damage instead (`--wal-recovery \
+             skip-damaged`, WalRecoveryMode::SkipDamagedRecords)",
+            newest.get(),
+            next.get()
+        ),
+    )
+}
+
 /// Whether `data`, a log with not one valid record, is log `log` cut while
 /// its header was being written: a prefix of that header, or zeros.
 fn is_torn_header(data: &[u8], expect_id: Option<&DbId>, log: FileNumber) -> bool {
