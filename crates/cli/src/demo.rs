@@ -14,8 +14,10 @@
 //! reads through it, and joins the table with a small `sensors` table by
 //! the cost model's choice of method, and ends with a SQL query (a join
 //! and an aggregate through DataFusion, its filter pushed into Strata's
-//! scans). Each step prints what it did and how long it took. Tables `readings` and `sensors` left by an earlier demo are
-//! replaced.
+//! scans). Each step prints what it did and how long it took. Tables
+//! `readings` and `sensors` left by an earlier demo are replaced; the demo
+//! knows its own by the ids it recorded in the keyspace `strata-demo`, so a
+//! user's table of one of these names is never touched, whatever its schema.
 
 use std::io::Write;
 use std::sync::Arc;
@@ -117,9 +119,13 @@ fn ms(t: Instant) -> String {
     }
 }
 
-/// Drops table `name` if an earlier demo made it (it has the demo's
-/// `schema`); whether it did. A table of that name with another schema is
-/// the user's: the demo refuses to touch it.
+/// The keyspace in which the demo records the id of each table it makes,
+/// under the table's name (decimal).
+const MARKS: &str = "strata-demo";
+
+/// Drops table `name` if an earlier demo made it; whether it did. A table
+/// of that name that the demo did not make is the user's: the demo refuses
+/// to touch it.
 fn replace_demo_table(db: &Db, name: &str, schema: &Schema) -> Result<bool, Failure> {
     if !demo_table_exists(db, name, schema)? {
         return Ok(false);
@@ -128,13 +134,20 @@ fn replace_demo_table(db: &Db, name: &str, schema: &Schema) -> Result<bool, Fail
     Ok(true)
 }
 
-/// Whether table `name` exists and an earlier demo made it; an error if it
+/// Whether table `name` exists and an earlier demo made it (its id is the
+/// one the demo recorded, and it has the demo's `schema`); an error if it
 /// is the user's.
 fn demo_table_exists(db: &Db, name: &str, schema: &Schema) -> Result<bool, Failure> {
     let Ok(t) = db.table(name) else {
         return Ok(false);
     };
-    if t.schema() != schema {
+    let recorded = if db.keyspace_names().iter().any(|n| n == MARKS) {
+        db.keyspace(MARKS, Default::default())?.get(name.as_bytes())?
+    } else {
+        None
+    };
+    let made = recorded.is_some_and(|id| id == t.id().to_string().as_bytes());
+    if !made || t.schema() != schema {
         return Err(Failure::Other(format!(
             "this database has a table {name:?} that the demo did not make ({}); the demo \
              would replace it: run it on another database (--db DIR)",
@@ -142,6 +155,19 @@ fn demo_table_exists(db: &Db, name: &str, schema: &Schema) -> Result<bool, Failu
         )));
     }
     Ok(true)
+}
+
+/// Creates the demo's table `name` and records that the demo made it.
+fn create_demo_table(
+    db: &Db,
+    name: &str,
+    schema: Schema,
+    opts: TableOptions,
+) -> Result<Table, Failure> {
+    let t = db.create_table(name, schema, opts)?;
+    db.keyspace(MARKS, Default::default())?
+        .put(name.as_bytes(), t.id().to_string().as_bytes())?;
+    Ok(t)
 }
 
 /// The schema of the demo's table of sensors.
@@ -175,7 +201,7 @@ pub(crate) fn run(db: &Db, rows: u64, out: &mut impl Write) -> Result<i32, Failu
         target_file_size: 4 << 20,
         ..TableOptions::default()
     };
-    let t = db.create_table(TABLE, schema()?, opts)?;
+    let t = create_demo_table(db, TABLE, schema()?, opts)?;
     writeln!(
         out,
         "\n1. create table {TABLE} ({})\n   layout: whole rows in the memtables and level 0; one column per group from level 1 down",
@@ -386,7 +412,7 @@ fn sql(db: &Db, out: &mut impl Write) -> Result<(), Failure> {
 fn index_and_join(db: &Db, t: &Table, sensor: i32, out: &mut impl Write) -> Result<(), Failure> {
     let schema = sensors_schema()?;
     replace_demo_table(db, SENSORS, &schema)?;
-    let sensors = db.create_table(SENSORS, schema, TableOptions::default())?;
+    let sensors = create_demo_table(db, SENSORS, schema, TableOptions::default())?;
     for s in 0..100 {
         let model = ["alpha", "beta", "gamma"][s as usize % 3];
         sensors.insert_row(&[Value::Int32(s), Value::from(model)])?;

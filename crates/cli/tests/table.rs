@@ -630,6 +630,37 @@ fn the_demo_leaves_a_user_s_table_of_its_names_alone() {
     );
 }
 
+/// A user's table with exactly the schema of one of the demo's is not the
+/// demo's either: the demo knows its tables by the ids it recorded.
+#[test]
+fn the_demo_leaves_a_user_s_table_of_its_name_and_schema_alone() {
+    let t = tempdir();
+    let db = db_dir(&t);
+    let r = strata(
+        &db,
+        &[
+            "table",
+            "create",
+            "sensors",
+            "--columns",
+            "sensor:i32, model:utf8",
+            "--key",
+            "sensor",
+        ],
+    );
+    assert_ok(&r, "create");
+    let csv = write_file(t.path(), "mine.csv", "sensor,model\n7,mine\n");
+    assert_ok(&strata(&db, &["table", "import", "sensors", &csv]), "import");
+    let r = strata(&db, &["demo", "--rows", "2000"]);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(r.stderr.contains("did not make"), "{}", r.stderr);
+    let r = strata(&db, &["table", "scan", "sensors", "--format", "csv"]);
+    assert_ok(&r, "scan");
+    assert!(r.stdout.contains("7,mine"), "the user's row stays: {}", r.stdout);
+    let r = strata(&db, &["table", "list"]);
+    assert!(!r.stdout.contains("readings"), "nothing was written first: {}", r.stdout);
+}
+
 #[test]
 fn the_demo_builds_a_table_that_the_table_commands_then_read_and_reruns_cleanly() {
     let t = tempdir();

@@ -703,6 +703,34 @@ fn tables_survive_restarts_and_drops_free_their_name() {
     assert_eq!(table_keyspaces, 2);
 }
 
+/// A table's id is never given to another table: not after its table is
+/// dropped, and not after a reopen either, when the dropped table had the
+/// highest id (the next id was the highest recorded plus one until then).
+#[test]
+fn a_dropped_table_s_id_is_not_given_again_after_a_reopen() {
+    let dir = tempfile::tempdir().expect("dir");
+    let (a, b) = {
+        let db = Db::open(dir.path(), opts()).expect("open");
+        let a = db.create_table("a", schema(), TableOptions::default());
+        let b = db.create_table("b", schema(), TableOptions::default());
+        let (a, b) = (a.expect("a").id(), b.expect("b").id());
+        assert_ne!(a, b);
+        db.drop_table("b").expect("drop");
+        db.close().expect("close");
+        (a, b)
+    };
+    let db = Db::open(dir.path(), opts()).expect("reopen");
+    assert_eq!(db.table("a").expect("a").id(), a, "an id lasts");
+    let c = db
+        .create_table("b", schema(), TableOptions::default())
+        .expect("recreate")
+        .id();
+    assert!(c != a && c != b, "ids {a}, {b} given again: {c}");
+    db.close().expect("close");
+    let db = Db::open(dir.path(), opts()).expect("reopen");
+    assert_eq!(db.table("b").expect("b").id(), c);
+}
+
 /// The application's write batches cannot reach the engine's keyspaces (a
 /// batch names keyspaces by id, and an id from another database or a guess
 /// wrote raw bytes into a table's rows; found in review, 2026-12-01).

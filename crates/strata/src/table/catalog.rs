@@ -53,6 +53,10 @@ pub const CATALOG_FORMAT: u32 = 2;
 
 const RECORD_PREFIX: &str = "table/";
 const STATS_PREFIX: &str = "stats/";
+/// The key of the next table id (decimal), written with each new table's
+/// record: without it the highest id would be given again after its table
+/// was dropped and the database reopened.
+const NEXT_ID_KEY: &str = "next_id";
 
 /// One table's durable definition.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -279,6 +283,19 @@ impl Catalog {
                 t.stats.workload.lock().absorb(&log);
             }
         }
+        if let Some(v) = keyspace.get(NEXT_ID_KEY.as_bytes())? {
+            let stored = std::str::from_utf8(&v)
+                .ok()
+                .and_then(|s| s.parse::<u64>().ok())
+                .ok_or_else(|| {
+                    Error::corruption(
+                        CATALOG_KEYSPACE,
+                        0,
+                        format!("catalog key {NEXT_ID_KEY:?} is not a decimal number"),
+                    )
+                })?;
+            next_id = next_id.max(stored);
+        }
         catalog.tables = RwLock::new(tables);
         catalog.ddl = Mutex::new(next_id);
         *catalog.keyspace.get_mut() = Some(keyspace);
@@ -346,8 +363,11 @@ impl Catalog {
         let record = TableRecord::new(id, name, &schema, &layout, Vec::new(), options);
         let record = TableInner::with_registry(record, &schema, &layout)?;
         let catalog = self.catalog_keyspace()?;
-        write_record(&self.core, &catalog, name, Some(&record))?;
-        *next_id += 1;
+        let after = id.checked_add(1).ok_or_else(|| {
+            Error::InvalidArgument("every table id has been given out".into())
+        })?;
+        write_catalog(&self.core, &catalog, name, Some(&record), Some(after))?;
+        *next_id = after;
         let t = Arc::new(TableInner::open(&self.core, &catalog, record)?);
         self.tables.write().insert(name.to_string(), Arc::clone(&t));
         Ok(Table::new(t, self.core.clone()))
@@ -428,8 +448,23 @@ pub(crate) fn write_record(
     name: &str,
     record: Option<&TableRecord>,
 ) -> Result<()> {
+    write_catalog(core, catalog, name, record, None)
+}
+
+/// [`write_record`], and with a new table's record the next id, in the
+/// same synced batch.
+fn write_catalog(
+    core: &DbCore,
+    catalog: &Keyspace,
+    name: &str,
+    record: Option<&TableRecord>,
+    next_id: Option<u64>,
+) -> Result<()> {
     core.check_writable("change the table catalog")?;
     let mut b = WriteBatch::new();
+    if let Some(n) = next_id {
+        b.put_in(catalog.id(), NEXT_ID_KEY.as_bytes(), n.to_string().as_bytes());
+    }
     match record {
         Some(r) => b.put_in(catalog.id(), &record_key(name), &r.encode()),
         None => {

@@ -201,6 +201,15 @@ impl Table {
         &self.inner.name
     }
 
+    /// The number the database gave the table at its creation: it stays
+    /// the table's for as long as the table exists and is never given to
+    /// another, so a table dropped and created again under the same name
+    /// has a new one (a caller can tell its own table from another of the
+    /// same name and schema by it).
+    pub fn id(&self) -> u64 {
+        self.inner.id
+    }
+
     /// The table's schema.
     pub fn schema(&self) -> &Schema {
         &self.inner.schema
