@@ -203,9 +203,12 @@ impl Join {
     /// Threads the join may use (default 1): an index nested loop's
     /// lookups, and the scans that need no order (a hash join's sides, an
     /// external sort's input, a nested loop's outer side), which read
-    /// their table in that many key ranges at once.
+    /// their table in that many key ranges at once. At most the machine's
+    /// cores are used: more would only share them (the planner's cost
+    /// model counts no more), and each is a thread the system must be able
+    /// to start.
     pub fn threads(mut self, n: usize) -> Join {
-        self.threads = n.max(1);
+        self.threads = n.clamp(1, cores());
         self
     }
 
@@ -415,7 +418,7 @@ impl Join {
             bloom_fpr: 0.6185f64.powf(opts.bloom_bits_per_key as f64),
             memory_bytes: self.memory_bytes as f64,
             cpu_per_tuple: self.cpu_per_tuple,
-            threads: self.threads.min(cores()) as f64,
+            threads: self.threads as f64,
         })
     }
 
