@@ -861,6 +861,24 @@ fn sites() -> Vec<Site> {
     ));
     v.extend([
         site(
+            "db/open.rs:DbInner::open → recovery/wal_replay.rs:replay_logs → recovery/cleanup.rs:first_record",
+            "open a write-ahead log to read its header",
+            Open,
+            ".log",
+            &["first_record", "starts_as_ours", "replay_logs", OPEN],
+            Reopen,
+            FAILS,
+        ),
+        site(
+            "db/open.rs:DbInner::open → recovery/wal_replay.rs:replay_logs → recovery/cleanup.rs:first_record",
+            "read a write-ahead log's header",
+            Read,
+            ".log",
+            &["first_record", "starts_as_ours", "replay_logs", OPEN],
+            Reopen,
+            FAILS,
+        ),
+        site(
             "db/open.rs:DbInner::open → recovery/wal_replay.rs:replay_logs → log/reader.rs:LogReader::open",
             "open a write-ahead log to replay",
             Open,

@@ -155,6 +155,43 @@ fn files_that_only_look_like_the_engines_are_left_in_place_and_not_replayed() {
     }
 }
 
+/// An open asks who wrote a log or manifest it did not expect by reading
+/// its first record, not the whole file: huge sparse files of such names
+/// (a terabyte each here, no disk space) are left and reported, and the
+/// open neither reads them into memory nor fails.
+#[test]
+fn huge_sparse_files_of_engine_names_are_probed_not_read_whole() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    db_with_table_and_log(dir.path());
+    let planted = [
+        dir.path().join("999999.log"),
+        dir.path().join("MANIFEST-999997"),
+    ];
+    for p in &planted {
+        fs::File::create(p)
+            .and_then(|f| f.set_len(1 << 40))
+            .expect("plant a sparse file");
+    }
+    for _ in 0..2 {
+        let db = Db::open(dir.path(), options()).expect("open");
+        assert_eq!(db.get(b"a").expect("get"), Some(b"1".to_vec()));
+        let left: Vec<&PathBuf> = db
+            .recovery_report()
+            .left_in_place
+            .iter()
+            .map(|(p, _)| p)
+            .collect();
+        for p in &planted {
+            assert!(left.contains(&p), "{} not reported: {left:?}", p.display());
+        }
+        db.put(b"c", b"3").expect("put");
+        db.close().expect("close");
+    }
+    for p in &planted {
+        assert_eq!(fs::metadata(p).expect("still there").len(), 1 << 40);
+    }
+}
+
 /// Repair copies (`NNNNNN.log.tmp`) that an open which crashed while
 /// rewriting a kept log left behind: the next open removes the database's
 /// own (one naming it, one that holds no record), reports them nowhere,

@@ -55,6 +55,8 @@ pub struct LogReader {
     last_record_offset: u64,
     dropped: Option<Dropped>,
     state: ReaderState,
+    /// The data ended inside a record (see [`LogReader::ran_out`]).
+    ran_out: bool,
 }
 
 /// What a [`TailPolicy::StopAtDamage`] reader stopped at.
@@ -102,7 +104,17 @@ impl LogReader {
             last_record_offset: 0,
             dropped: None,
             state: ReaderState::Reading,
+            ran_out: false,
         }
+    }
+
+    /// Whether the reader stopped because its data ended inside a record
+    /// (a truncated header or fragment, or a fragmented record without its
+    /// last fragment) rather than at a clean end or at damage. Over a
+    /// prefix of a file, only then can the rest of the file complete the
+    /// record.
+    pub fn ran_out(&self) -> bool {
+        self.ran_out
     }
 
     /// The next logical record (an owned copy); `Ok(None)` at the end of the
@@ -125,6 +137,7 @@ impl LogReader {
             match self.read_physical() {
                 Physical::Eof => {
                     if let Some((start, _)) = pending {
+                        self.ran_out = true;
                         return self.damage(
                             start,
                             "log ends inside a fragmented record (LAST fragment missing)"
@@ -366,6 +379,7 @@ impl LogReader {
                 return Physical::Eof;
             }
             if len - at < HEADER_SIZE {
+                self.ran_out = true;
                 return Physical::Bad {
                     at,
                     reason: format!(
@@ -404,6 +418,7 @@ impl LogReader {
             let start = at + HEADER_SIZE;
             let end = start + length;
             if end > len {
+                self.ran_out = true;
                 return Physical::Bad {
                     at,
                     reason: format!(

@@ -131,12 +131,70 @@ pub(crate) fn temp_owner(vfs: &dyn Vfs, dir: &Path, name: &str) -> Owner {
     }
 }
 
+/// Bytes of a log or manifest an owner probe reads first: a log's first
+/// record is its header, a few dozen bytes at the start of the first block.
+const PROBE_BYTES: usize = 4 * crate::log::BLOCK_SIZE;
+
+/// The most an owner probe reads: a manifest's first record (the version
+/// as it was when the manifest was started) can span blocks, but a first
+/// record longer than this is not one this engine wrote.
+pub(crate) const MAX_PROBE_BYTES: usize = 64 << 20;
+
+/// What the start of a log-format file holds.
+pub(crate) enum FirstRecord {
+    /// Its first record.
+    Record(Vec<u8>),
+    /// No readable first record (empty, zero-filled, or damaged), exactly
+    /// as reading the whole file would find; the file's size.
+    Nothing { size: u64 },
+    /// A first record longer than [`MAX_PROBE_BYTES`] (or one cut off
+    /// there): not a record this engine starts a file with.
+    TooLong,
+}
+
+/// The first record of the log-format file `path`, read from as little of
+/// it as decides it: a probe must not read a huge file (perhaps a sparse
+/// one) whole into memory.
+pub(crate) fn first_record(vfs: &dyn Vfs, path: &Path) -> crate::error::Result<FirstRecord> {
+    let file = vfs.open(path)?;
+    let size = file.len();
+    let mut want = PROBE_BYTES;
+    loop {
+        let len = usize::try_from(size).map_or(want, |s| s.min(want));
+        let data = file.read_vec_at(len, 0)?;
+        let mut reader = LogReader::from_bytes(path, data, TailPolicy::StopAtDamage);
+        match reader.next_record() {
+            Ok(Some(rec)) => return Ok(FirstRecord::Record(rec)),
+            // The prefix ended inside the first record: more of the file
+            // may complete it.
+            _ if reader.ran_out() && (want as u64) < size => {
+                if want >= MAX_PROBE_BYTES {
+                    return Ok(FirstRecord::TooLong);
+                }
+                want = want.saturating_mul(8).min(MAX_PROBE_BYTES);
+            }
+            _ => return Ok(FirstRecord::Nothing { size }),
+        }
+    }
+}
+
+/// [`first_record`] for an owner probe: what cannot be read, or is too
+/// long to be the engine's, is another's.
+fn probe(vfs: &dyn Vfs, path: &Path) -> std::result::Result<Option<Vec<u8>>, Owner> {
+    match first_record(vfs, path) {
+        Ok(FirstRecord::Record(rec)) => Ok(Some(rec)),
+        Ok(FirstRecord::Nothing { .. }) => Ok(None),
+        Ok(FirstRecord::TooLong) => Err(Owner::Other(format!(
+            "its first record is longer than {} MiB",
+            MAX_PROBE_BYTES >> 20
+        ))),
+        Err(e) => Err(Owner::Other(format!("unreadable: {e}"))),
+    }
+}
+
 /// Who wrote log `path`: its header's database id.
 pub(crate) fn log_owner(vfs: &dyn Vfs, path: &Path, id: &DbId) -> Owner {
-    let Ok(mut reader) = LogReader::open(vfs, path, TailPolicy::StopAtDamage) else {
-        return Owner::Other("unreadable".into());
-    };
-    match reader.next_record() {
+    match probe(vfs, path) {
         Ok(Some(rec)) => match parse_wal_header(&rec) {
             Some((got, _)) if got == *id => Owner::Ours,
             Some((got, _)) => Owner::Other(format!(
@@ -146,16 +204,14 @@ pub(crate) fn log_owner(vfs: &dyn Vfs, path: &Path, id: &DbId) -> Owner {
             None => Owner::Other("no write-ahead log header naming this database".into()),
         },
         // Empty, or not one readable record: nothing in it can be lost.
-        _ => Owner::Unmarked,
+        Ok(None) => Owner::Unmarked,
+        Err(owner) => owner,
     }
 }
 
 /// Who wrote manifest `path`: the id in its first record.
 pub(crate) fn manifest_owner(vfs: &dyn Vfs, path: &Path, id: &DbId) -> Owner {
-    let Ok(mut reader) = LogReader::open(vfs, path, TailPolicy::StopAtDamage) else {
-        return Owner::Other("unreadable".into());
-    };
-    match reader.next_record() {
+    match probe(vfs, path) {
         Ok(Some(rec)) => match VersionEdit::decode(&rec) {
             Ok(e) => match e.db_id {
                 Some(got) if got == *id => Owner::Ours,
@@ -167,6 +223,7 @@ pub(crate) fn manifest_owner(vfs: &dyn Vfs, path: &Path, id: &DbId) -> Owner {
             },
             Err(_) => Owner::Other("its first record is not a version edit".into()),
         },
-        _ => Owner::Unmarked,
+        Ok(None) => Owner::Unmarked,
+        Err(owner) => owner,
     }
 }

@@ -62,6 +62,14 @@ pub(crate) fn replay_logs(
             continue;
         }
         let is_newest = i + 1 == logs.len();
+        if let Some(want) = expect_id
+            && !starts_as_ours(vfs, &lpath, want, log)?
+        {
+            if needed.contains(&log) {
+                return Err(not_this_databases_log(&lpath));
+            }
+            continue;
+        }
         let mut reader = LogReader::open(vfs, &lpath, TailPolicy::StopAtDamage)?;
         if reader.file_len() == 0 {
             out.applied.insert(log);
@@ -149,13 +157,7 @@ pub(crate) fn replay_logs(
         }
         if foreign {
             if needed.contains(&log) {
-                return Err(Error::corruption(
-                    &lpath,
-                    0,
-                    "a keyspace needs this write-ahead log, but it does not start with a header \
-                     naming this database: it was replaced, and the acknowledged writes it held \
-                     are not here. Nothing was changed",
-                ));
+                return Err(not_this_databases_log(&lpath));
             }
             continue;
         }
@@ -166,6 +168,34 @@ pub(crate) fn replay_logs(
         }
     }
     Ok(out)
+}
+
+/// Whether log `log` at `path` may be this database's (`id`), decided
+/// from its first record alone, so that a huge file of a log's name is not
+/// read whole: a first record that is not this log's header says it is
+/// not; so does no readable first record in a file longer than a probe
+/// reads (a log of this database starts with its header, and a damaged
+/// header is told from a torn one only by reading the whole file, which
+/// is done for files up to that length).
+fn starts_as_ours(vfs: &dyn Vfs, path: &Path, id: &DbId, log: FileNumber) -> Result<bool> {
+    Ok(match cleanup::first_record(vfs, path)? {
+        cleanup::FirstRecord::Record(rec) => {
+            matches!(parse_wal_header(&rec), Some((got, n)) if got == *id && n == log)
+        }
+        cleanup::FirstRecord::Nothing { size } => size <= cleanup::MAX_PROBE_BYTES as u64,
+        cleanup::FirstRecord::TooLong => false,
+    })
+}
+
+/// The error for a log a keyspace needs that is not this database's.
+fn not_this_databases_log(path: &Path) -> Error {
+    Error::corruption(
+        path,
+        0,
+        "a keyspace needs this write-ahead log, but it does not start with a header \
+         naming this database: it was replaced, and the acknowledged writes it held \
+         are not here. Nothing was changed",
+    )
 }
 
 /// A keyspace that point-in-time recovery would leave ahead of the others,
