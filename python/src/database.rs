@@ -4,6 +4,7 @@
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use arrow_array::ffi_stream::ArrowArrayStreamReader;
 use arrow_pyarrow::{FromPyArrow, IntoPyArrow};
@@ -30,7 +31,15 @@ pub struct Database {
     path: PathBuf,
     db: Mutex<Option<Db>>,
     sql: Mutex<Option<Arc<Sql>>>,
+    /// This object's number among the databases opened in the process: a
+    /// batch records the number of the database its keyspaces came from,
+    /// because a batch names a keyspace by its id, and the same id in
+    /// another database is another keyspace.
+    serial: u64,
 }
+
+/// The next `Database::serial`.
+static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
 
 /// A DataFusion session over the database and the runtime it runs on,
 /// made at the first `sql()` call.
@@ -56,6 +65,7 @@ impl Database {
             path,
             db: Mutex::new(Some(db)),
             sql: Mutex::new(None),
+            serial: NEXT_SERIAL.fetch_add(1, Ordering::Relaxed),
         })
     }
 
@@ -130,7 +140,10 @@ impl Database {
         let ks = py
             .detach(|| db.keyspace(name, Default::default()))
             .map_err(engine_err)?;
-        Ok(Keyspace { ks })
+        Ok(Keyspace {
+            ks,
+            owner: self.serial,
+        })
     }
 
     /// Names of the keyspaces, tables' own included.
@@ -145,7 +158,16 @@ impl Database {
     #[pyo3(signature = (batch, *, sync = false))]
     fn write(&self, py: Python<'_>, batch: &WriteBatch, sync: bool) -> PyResult<()> {
         let db = self.handle()?;
-        let b = batch.batch.lock().clone();
+        let b = {
+            let state = batch.state.lock();
+            if state.owner.is_some_and(|o| o != self.serial) {
+                return Err(InvalidArgumentError::new_err(
+                    "the batch names a keyspace of another Database object; \
+                     a keyspace handle writes only through the database it came from",
+                ));
+            }
+            state.batch.clone()
+        };
         py.detach(|| {
             db.write(
                 WriteOptions {
@@ -156,7 +178,9 @@ impl Database {
             )
         })
         .map_err(engine_err)?;
-        batch.batch.lock().clear();
+        let mut state = batch.state.lock();
+        state.batch.clear();
+        state.owner = None;
         Ok(())
     }
 
@@ -337,6 +361,8 @@ fn table_options(options: Option<&Bound<'_, PyDict>>) -> PyResult<TableOptions> 
 #[pyclass(module = "strata", frozen)]
 pub struct Keyspace {
     ks: strata::Keyspace,
+    /// The `Database::serial` of the database it came from.
+    owner: u64,
 }
 
 #[pymethods]
@@ -419,7 +445,32 @@ fn delete(py: Python<'_>, ks: &strata::Keyspace, key: &[u8], sync: bool) -> PyRe
 #[pyclass(module = "strata", frozen)]
 #[derive(Default)]
 pub struct WriteBatch {
-    batch: Mutex<strata::WriteBatch>,
+    state: Mutex<BatchState>,
+}
+
+#[derive(Default)]
+struct BatchState {
+    batch: strata::WriteBatch,
+    /// The `Database::serial` of the keyspaces named so far, if any was:
+    /// one batch writes to one database.
+    owner: Option<u64>,
+}
+
+impl BatchState {
+    /// Records that the batch names a keyspace of database `owner`;
+    /// refuses a keyspace of another database than the batch's others.
+    fn name(&mut self, owner: u64) -> PyResult<()> {
+        match self.owner {
+            Some(o) if o != owner => Err(InvalidArgumentError::new_err(
+                "the batch already names a keyspace of another Database object; \
+                 one batch writes to one database",
+            )),
+            _ => {
+                self.owner = Some(owner);
+                Ok(())
+            }
+        }
+    }
 }
 
 #[pymethods]
@@ -431,26 +482,34 @@ impl WriteBatch {
 
     /// Sets `key` to `value` (in `keyspace`, default the default one).
     #[pyo3(signature = (key, value, keyspace = None))]
-    fn put(&self, key: &[u8], value: &[u8], keyspace: Option<&Keyspace>) {
-        let mut b = self.batch.lock();
+    fn put(&self, key: &[u8], value: &[u8], keyspace: Option<&Keyspace>) -> PyResult<()> {
+        let mut s = self.state.lock();
         match keyspace {
-            Some(ks) => b.put_in(ks.ks.id(), key, value),
-            None => b.put(key, value),
+            Some(ks) => {
+                s.name(ks.owner)?;
+                s.batch.put_in(ks.ks.id(), key, value)
+            }
+            None => s.batch.put(key, value),
         }
+        Ok(())
     }
 
     /// Deletes `key` (in `keyspace`, default the default one).
     #[pyo3(signature = (key, keyspace = None))]
-    fn delete(&self, key: &[u8], keyspace: Option<&Keyspace>) {
-        let mut b = self.batch.lock();
+    fn delete(&self, key: &[u8], keyspace: Option<&Keyspace>) -> PyResult<()> {
+        let mut s = self.state.lock();
         match keyspace {
-            Some(ks) => b.delete_in(ks.ks.id(), key),
-            None => b.delete(key),
+            Some(ks) => {
+                s.name(ks.owner)?;
+                s.batch.delete_in(ks.ks.id(), key)
+            }
+            None => s.batch.delete(key),
         }
+        Ok(())
     }
 
     fn __len__(&self) -> usize {
-        self.batch.lock().len()
+        self.state.lock().batch.len()
     }
 }
 

@@ -82,7 +82,9 @@ pub(crate) fn sql_err(e: strata_sql::datafusion::error::DataFusionError) -> PyEr
 /// The exception class an engine error maps to, carrying `msg`.
 fn error_of(e: &strata::Error, msg: String) -> PyErr {
     match e {
-        strata::Error::InvalidArgument(_) | strata::Error::OpenedReadOnly { .. } => {
+        strata::Error::InvalidArgument(_)
+        | strata::Error::NotNull { .. }
+        | strata::Error::OpenedReadOnly { .. } => {
             InvalidArgumentError::new_err(msg)
         }
         strata::Error::TableNotFound(_) | strata::Error::NotFound { .. } => {

@@ -68,6 +68,33 @@ def test_keyspaces_are_separate_and_a_batch_spans_them(db):
     assert "index" in db.keyspace_names()
 
 
+def test_a_batch_refuses_keyspaces_of_another_database(tmp_path):
+    # A batch names keyspaces by id; the same id in another database is
+    # another keyspace, so a handle must not write through a database it
+    # did not come from.
+    with strata.open(tmp_path / "a") as a, strata.open(tmp_path / "b") as b:
+        ka = a.keyspace("ks")
+        kb = b.keyspace("ks")
+        batch = strata.WriteBatch()
+        batch.put(b"k", b"from-a", ka)
+        with pytest.raises(strata.InvalidArgumentError, match="another Database"):
+            batch.put(b"k", b"from-b", kb)
+        with pytest.raises(strata.InvalidArgumentError, match="another Database"):
+            batch.delete(b"k", kb)
+        with pytest.raises(strata.InvalidArgumentError, match="another Database"):
+            b.write(batch)
+        assert len(batch) == 1
+        assert kb.get(b"k") is None
+        a.write(batch)
+        assert ka.get(b"k") == b"from-a"
+        assert kb.get(b"k") is None
+        # An emptied batch may serve the other database.
+        batch.put(b"k", b"from-b", kb)
+        b.write(batch)
+        assert kb.get(b"k") == b"from-b"
+        assert ka.get(b"k") == b"from-a"
+
+
 def test_writes_survive_close_and_reopen(tmp_path):
     path = tmp_path / "db"
     with strata.open(path) as db:
