@@ -156,6 +156,11 @@ SELECT * FROM nowhere;
 INSERT INTO users VALUES (2, 'again', 1);
 SELECT u.name, t.title FROM users u JOIN teams t ON u.team = t.id ORDER BY u.name;
 \\d users
+CREATE TABLE nn (id INT PRIMARY KEY, v INT NOT NULL);
+INSERT INTO nn VALUES (1, 1);
+INSERT INTO nn VALUES (2, NULL);
+UPDATE nn SET v = NULL WHERE id = 1;
+UPDATE nn SET v = NULL WHERE v > 0;
 ";
     let (code, out, err) = psql(server.port, "ada", None, script);
     assert_eq!(code, 0, "{out}\n{err}");
@@ -164,6 +169,9 @@ SELECT u.name, t.title FROM users u JOIN teams t ON u.team = t.id ORDER BY u.nam
     assert!(err.contains("42601"), "{err}");
     assert!(err.contains("42P01"), "{err}");
     assert!(err.contains("23505") && err.contains("already"), "{err}");
+    // A null for a NOT NULL column, by INSERT, by an UPDATE of one key and
+    // by one of many rows, is PostgreSQL's not_null_violation.
+    assert_eq!(err.matches("23502").count(), 3, "{err}");
     let rows: Vec<&str> = out
         .lines()
         .filter(|l| l.contains(" | "))

@@ -279,10 +279,10 @@ impl DmlExec {
                     strict_cast(&v, f.data_type())?
                 };
                 if !f.is_nullable() && v.null_count() > 0 {
-                    return Err(DataFusionError::Execution(format!(
-                        "UPDATE would set NOT NULL column {:?} to NULL",
-                        schema.columns()[*i].name
-                    )));
+                    return Err(crate::error::engine_error(strata::Error::NotNull {
+                        column: schema.columns()[*i].name.clone(),
+                        detail: Some(format!("the UPDATE would set it to NULL in {} rows", v.null_count())),
+                    }));
                 }
                 cols.push(v);
             }

@@ -79,6 +79,15 @@ pub enum Error {
         /// The key's values, as text.
         key: String,
     },
+    /// A write would put a null in a column that is not nullable; nothing
+    /// of it was written.
+    NotNull {
+        /// The column.
+        column: String,
+        /// What held the null, if more is known (for example "the batch
+        /// holds 3 nulls in it").
+        detail: Option<String>,
+    },
 }
 
 impl Error {
@@ -140,6 +149,10 @@ impl Error {
             Error::Closed => Error::Closed,
             Error::TableNotFound(n) => Error::TableNotFound(n.clone()),
             Error::TableExists(n) => Error::TableExists(n.clone()),
+            Error::NotNull { column, detail } => Error::NotNull {
+                column: column.clone(),
+                detail: detail.clone(),
+            },
             Error::DuplicateKey { table, key } => Error::DuplicateKey {
                 table: table.clone(),
                 key: key.clone(),
@@ -188,6 +201,13 @@ impl fmt::Display for Error {
             Error::Closed => write!(f, "database is closed"),
             Error::TableNotFound(n) => write!(f, "no table named {n:?}"),
             Error::TableExists(n) => write!(f, "a table named {n:?} exists already"),
+            Error::NotNull { column, detail } => {
+                write!(f, "column {column:?} is not nullable")?;
+                match detail {
+                    Some(d) => write!(f, "; {d}"),
+                    None => Ok(()),
+                }
+            }
             Error::DuplicateKey { table, key } => write!(
                 f,
                 "table {table:?} has a row with key ({key}) already; nothing was inserted"

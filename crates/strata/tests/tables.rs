@@ -703,6 +703,66 @@ fn tables_survive_restarts_and_drops_free_their_name() {
     assert_eq!(table_keyspaces, 2);
 }
 
+/// A null for a column that is not nullable is `Error::NotNull` naming the
+/// column, from a row, an update and a batch alike, and writes nothing.
+#[test]
+fn nulls_in_not_null_columns_are_refused_by_name() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = Db::open(dir.path(), opts()).expect("open");
+    let schema = Schema::new(
+        vec![
+            Column::new("id", ColumnType::Int64),
+            Column::new("v", ColumnType::Int32),
+            Column::nullable("w", ColumnType::Int32),
+        ],
+        &["id"],
+    )
+    .expect("schema");
+    let t = db
+        .create_table("nn", schema, TableOptions::default())
+        .expect("create");
+    let not_null = |r: strata::Result<()>| match r {
+        Err(Error::NotNull { column, .. }) => column,
+        other => panic!("expected a NOT NULL refusal, got {other:?}"),
+    };
+    assert_eq!(
+        not_null(t.insert_row(&[Value::Int64(1), Value::Null, Value::Int32(1)])),
+        "v"
+    );
+    t.insert_row(&[Value::Int64(2), Value::Int32(2), Value::Null])
+        .expect("a null where one is allowed");
+    assert_eq!(
+        not_null(t.update_row(&[Value::Int64(2)], &[("v", Value::Null)])),
+        "v"
+    );
+    // (Arrow itself refuses a batch whose schema says NOT NULL with nulls
+    // in it; one of the same fields, all nullable, reaches the table.)
+    let fields: Vec<_> = t
+        .schema()
+        .arrow_schema()
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone().with_nullable(true))
+        .collect();
+    let batch = RecordBatch::try_new(
+        Arc::new(arrow_schema::Schema::new(fields)),
+        vec![
+            Arc::new(Int64Array::from(vec![3, 4])),
+            Arc::new(Int32Array::from(vec![Some(3), None])),
+            Arc::new(Int32Array::from(vec![Some(3), Some(4)])),
+        ],
+    )
+    .expect("batch");
+    assert_eq!(not_null(t.insert(&batch)), "v");
+    let rows = t.scan(ScanOptions::default()).expect("scan");
+    let n: usize = rows.map(|b| b.expect("batch").num_rows()).sum();
+    assert_eq!(n, 1, "only the row without a forbidden null was written");
+    assert_eq!(
+        t.get(&[Value::Int64(2)], None).expect("get"),
+        Some(vec![Value::Int64(2), Value::Int32(2), Value::Null])
+    );
+}
+
 /// A table's id is never given to another table: not after its table is
 /// dropped, and not after a reopen either, when the dropped table had the
 /// highest id (the next id was the highest recorded plus one until then).

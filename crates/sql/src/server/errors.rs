@@ -1,5 +1,6 @@
 //! Engine errors as PostgreSQL errors, with the SQLSTATE a driver can act
-//! on (a duplicate key is `23505`, as PostgreSQL reports it).
+//! on (a duplicate key is `23505` and a null in a `NOT NULL` column
+//! `23502`, as PostgreSQL reports them).
 
 use datafusion::error::DataFusionError;
 use datafusion_postgres::pgwire::error::{ErrorInfo, PgWireError};
@@ -9,6 +10,7 @@ pub(crate) fn sqlstate(e: &strata::Error) -> &'static str {
     use strata::Error as E;
     match e {
         E::DuplicateKey { .. } => "23505",
+        E::NotNull { .. } => "23502",
         E::TableNotFound(_) => "42P01",
         E::TableExists(_) => "42P07",
         E::InvalidArgument(_) => "22023",
@@ -36,6 +38,10 @@ pub fn query_sqlstate(e: &DataFusionError) -> &'static str {
     }
     match e.find_root() {
         DataFusionError::ResourcesExhausted(_) => "53200",
+        // Arrow's own check of a batch against a schema's NOT NULL
+        // columns (an INSERT of a NULL literal is refused there, before
+        // the engine sees it); its message is all that marks it.
+        DataFusionError::ArrowError(a, _) if is_arrow_null_violation(a) => "23502",
         DataFusionError::SQL(..) => "42601",
         DataFusionError::Plan(m) if m.starts_with("table '") && m.ends_with("' not found") => {
             "42P01"
@@ -44,4 +50,10 @@ pub fn query_sqlstate(e: &DataFusionError) -> &'static str {
         DataFusionError::NotImplemented(_) => "0A000",
         _ => "XX000",
     }
+}
+
+/// Whether `e` is Arrow's refusal of nulls in a non-nullable column.
+fn is_arrow_null_violation(e: &datafusion::arrow::error::ArrowError) -> bool {
+    matches!(e, datafusion::arrow::error::ArrowError::InvalidArgumentError(m)
+        if m.contains("is declared as non-nullable but contains null values"))
 }

@@ -41,11 +41,10 @@ impl<'a> ColumnReader<'a> {
             ))
         })?;
         if !column.nullable && array.null_count() > 0 {
-            return Err(Error::InvalidArgument(format!(
-                "column {:?} is not nullable; the batch holds {} nulls in it",
-                column.name,
-                array.null_count()
-            )));
+            return Err(Error::NotNull {
+                column: column.name.clone(),
+                detail: Some(format!("the batch holds {} nulls in it", array.null_count())),
+            });
         }
         Ok(r)
     }

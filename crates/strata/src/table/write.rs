@@ -212,10 +212,10 @@ pub(crate) fn encode_row(
     let mut coerced: Vec<Cow<'_, Value>> = Vec::with_capacity(row.len());
     for (v, c) in row.iter().zip(schema.columns()) {
         if v.is_null() && !c.nullable {
-            return Err(Error::InvalidArgument(format!(
-                "column {:?} is not nullable",
-                c.name
-            )));
+            return Err(Error::NotNull {
+                column: c.name.clone(),
+                detail: None,
+            });
         }
         coerced.push(if v.is_null() || v.column_type() == Some(c.ty) {
             Cow::Borrowed(v)
@@ -261,9 +261,10 @@ pub(crate) fn encode_update(
             )));
         }
         if v.is_null() && !c.nullable {
-            return Err(Error::InvalidArgument(format!(
-                "column {name:?} is not nullable"
-            )));
+            return Err(Error::NotNull {
+                column: c.name.clone(),
+                detail: None,
+            });
         }
         cols.push((vn, v.clone().coerce(c.ty, &c.name)?));
     }
