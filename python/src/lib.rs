@@ -84,9 +84,7 @@ fn error_of(e: &strata::Error, msg: String) -> PyErr {
     match e {
         strata::Error::InvalidArgument(_)
         | strata::Error::NotNull { .. }
-        | strata::Error::OpenedReadOnly { .. } => {
-            InvalidArgumentError::new_err(msg)
-        }
+        | strata::Error::OpenedReadOnly { .. } => InvalidArgumentError::new_err(msg),
         strata::Error::TableNotFound(_) | strata::Error::NotFound { .. } => {
             NotFoundError::new_err(msg)
         }

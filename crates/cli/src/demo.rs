@@ -142,7 +142,8 @@ fn demo_table_exists(db: &Db, name: &str, schema: &Schema) -> Result<bool, Failu
         return Ok(false);
     };
     let recorded = if db.keyspace_names().iter().any(|n| n == MARKS) {
-        db.keyspace(MARKS, Default::default())?.get(name.as_bytes())?
+        db.keyspace(MARKS, Default::default())?
+            .get(name.as_bytes())?
     } else {
         None
     };

@@ -650,15 +650,26 @@ fn the_demo_leaves_a_user_s_table_of_its_name_and_schema_alone() {
     );
     assert_ok(&r, "create");
     let csv = write_file(t.path(), "mine.csv", "sensor,model\n7,mine\n");
-    assert_ok(&strata(&db, &["table", "import", "sensors", &csv]), "import");
+    assert_ok(
+        &strata(&db, &["table", "import", "sensors", &csv]),
+        "import",
+    );
     let r = strata(&db, &["demo", "--rows", "2000"]);
     assert_eq!(r.code, 1, "{}", r.stdout);
     assert!(r.stderr.contains("did not make"), "{}", r.stderr);
     let r = strata(&db, &["table", "scan", "sensors", "--format", "csv"]);
     assert_ok(&r, "scan");
-    assert!(r.stdout.contains("7,mine"), "the user's row stays: {}", r.stdout);
+    assert!(
+        r.stdout.contains("7,mine"),
+        "the user's row stays: {}",
+        r.stdout
+    );
     let r = strata(&db, &["table", "list"]);
-    assert!(!r.stdout.contains("readings"), "nothing was written first: {}", r.stdout);
+    assert!(
+        !r.stdout.contains("readings"),
+        "nothing was written first: {}",
+        r.stdout
+    );
 }
 
 #[test]

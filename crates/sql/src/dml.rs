@@ -281,7 +281,10 @@ impl DmlExec {
                 if !f.is_nullable() && v.null_count() > 0 {
                     return Err(crate::error::engine_error(strata::Error::NotNull {
                         column: schema.columns()[*i].name.clone(),
-                        detail: Some(format!("the UPDATE would set it to NULL in {} rows", v.null_count())),
+                        detail: Some(format!(
+                            "the UPDATE would set it to NULL in {} rows",
+                            v.null_count()
+                        )),
                     }));
                 }
                 cols.push(v);

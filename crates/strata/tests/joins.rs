@@ -174,7 +174,11 @@ fn check_all(r: &Table, s: &Table, rm: &Model, sm: &Model, memory: usize, dir: &
             assert!(two.peak_memory_bytes <= memory as u64);
             // Asking for far more threads than cores is the same join on
             // the cores there are, not that many threads started.
-            let many = j.clone().threads(1 << 20).count().expect("count, many threads");
+            let many = j
+                .clone()
+                .threads(1 << 20)
+                .count()
+                .expect("count, many threads");
             assert_eq!(
                 (many.rows, many.checksum),
                 (summary.rows, summary.checksum),

@@ -43,7 +43,10 @@ impl<'a> ColumnReader<'a> {
         if !column.nullable && array.null_count() > 0 {
             return Err(Error::NotNull {
                 column: column.name.clone(),
-                detail: Some(format!("the batch holds {} nulls in it", array.null_count())),
+                detail: Some(format!(
+                    "the batch holds {} nulls in it",
+                    array.null_count()
+                )),
             });
         }
         Ok(r)

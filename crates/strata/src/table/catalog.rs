@@ -363,9 +363,9 @@ impl Catalog {
         let record = TableRecord::new(id, name, &schema, &layout, Vec::new(), options);
         let record = TableInner::with_registry(record, &schema, &layout)?;
         let catalog = self.catalog_keyspace()?;
-        let after = id.checked_add(1).ok_or_else(|| {
-            Error::InvalidArgument("every table id has been given out".into())
-        })?;
+        let after = id
+            .checked_add(1)
+            .ok_or_else(|| Error::InvalidArgument("every table id has been given out".into()))?;
         write_catalog(&self.core, &catalog, name, Some(&record), Some(after))?;
         *next_id = after;
         let t = Arc::new(TableInner::open(&self.core, &catalog, record)?);
@@ -463,7 +463,11 @@ fn write_catalog(
     core.check_writable("change the table catalog")?;
     let mut b = WriteBatch::new();
     if let Some(n) = next_id {
-        b.put_in(catalog.id(), NEXT_ID_KEY.as_bytes(), n.to_string().as_bytes());
+        b.put_in(
+            catalog.id(),
+            NEXT_ID_KEY.as_bytes(),
+            n.to_string().as_bytes(),
+        );
     }
     match record {
         Some(r) => b.put_in(catalog.id(), &record_key(name), &r.encode()),
