@@ -667,6 +667,75 @@ fn a_chain_of_joins_matches_the_naive_three_way_join_by_every_method() {
     assert!(pk.count().is_err());
 }
 
+/// A chain reads every table at one snapshot, so under concurrent writes
+/// its result is one state of the database. S holds rows 0..N (b = id);
+/// a writer slides a window of K + 1 keys (K + 2 between its writes) along R (a = key) and T (c =
+/// key): it adds key i to R, then to T, then removes key i - K from R,
+/// then from T. In every state the two windows overlap in K + 1 or K + 2
+/// keys, which is the chain's count; steps that each took their own snapshot
+/// read a T window that had moved on from the R the first join read, and
+/// counted fewer (found in review, 2026-12-01).
+#[test]
+fn a_chain_under_concurrent_writes_counts_one_state() {
+    use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+    use strata::join::JoinChain;
+    const K: i64 = 100;
+    const N: i64 = 100_000;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), Options::default()).expect("open");
+    let r = db.create_table("r", schema("a", "pr"), small()).expect("r");
+    let s = db.create_table("s", schema("b", "ps"), small()).expect("s");
+    let t = db.create_table("t", schema("c", "pt"), small()).expect("t");
+    let row = |i: i64| vec![Value::Int64(i), Value::Int64(i), Value::Null];
+    for i in 0..N {
+        s.insert_row(&row(i)).expect("s");
+    }
+    for i in 0..=K {
+        r.insert_row(&row(i)).expect("r");
+        t.insert_row(&row(i)).expect("t");
+    }
+    let stop = AtomicBool::new(false);
+    let next = AtomicI64::new(K + 1);
+    std::thread::scope(|sc| {
+        sc.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                let i = next.load(Ordering::Relaxed);
+                if i >= N {
+                    break;
+                }
+                r.insert_row(&row(i)).expect("r");
+                t.insert_row(&row(i)).expect("t");
+                r.delete_row(&[Value::Int64(i - K - 1)]).expect("r");
+                t.delete_row(&[Value::Int64(i - K - 1)]).expect("t");
+                next.store(i + 1, Ordering::Relaxed);
+            }
+        });
+        let before = next.load(Ordering::Relaxed);
+        let counts: Vec<u64> = (0..50)
+            .map(|_| {
+                JoinChain::new(Join::new(&r, "a", &s, "b").method(JoinMethod::HybridHash))
+                    .then("s.id", &t, "c")
+                    .method(JoinMethod::HybridHash)
+                    .count()
+                    .expect("chain")
+                    .rows
+            })
+            .collect();
+        let after = next.load(Ordering::Relaxed);
+        stop.store(true, Ordering::Relaxed);
+        for &c in &counts {
+            assert!(
+                c == K as u64 + 1 || c == K as u64 + 2,
+                "count {c} is no one state's: {counts:?}"
+            );
+        }
+        assert!(
+            after - before > 50,
+            "the writer hardly ran during the chains ({before} to {after})"
+        );
+    });
+}
+
 /// Doubles come out of every join method with their stored bits, through
 /// spilled tuples and index entries alike: -0.0 stays -0.0 and a NaN keeps
 /// its sign, whether the double is the join column or another (found in

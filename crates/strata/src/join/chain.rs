@@ -166,6 +166,17 @@ impl JoinChain {
         let method = first.resolve_method()?;
         let out = first.output()?;
         let (l, r) = first.sides(&out)?;
+        let rights = self
+            .steps
+            .iter()
+            .map(|s| Side::new(s.right.clone(), &s.right_column, all_columns(&s.right)))
+            .collect::<Result<Vec<Side>>>()?;
+        // Every step reads at one snapshot, so that the chain's result is
+        // one state of the database under concurrent writes.
+        let mut sides = vec![&l, &r];
+        sides.extend(rights.iter());
+        let snapshot = Side::snapshot(&sides)?;
+        let snap = snapshot.seqno();
         let mut file = {
             let mut sink = SpillSink {
                 writer: space.create(sink_block(&space))?,
@@ -174,15 +185,11 @@ impl JoinChain {
                 rows: 0,
                 row: Vec::new(),
             };
-            super::execute_in(&first, method, &l, &r, &mut sink, &space)?;
+            super::execute_at(&first, method, &l, &r, &mut sink, &space, snap)?;
             (sink.writer.finish()?, sink.rows)
         };
         for (n, step) in middle.iter().enumerate() {
-            let right = Side::new(
-                step.right.clone(),
-                &step.right_column,
-                all_columns(&step.right),
-            )?;
+            let right = &rights[n];
             let mut next = cols.types.clone();
             next.extend(right.types.iter().copied());
             let mut names = cols.names.clone();
@@ -196,19 +203,16 @@ impl JoinChain {
                     rows: 0,
                     row: Vec::new(),
                 };
-                run_step(step, &file, &cols, &right, &space, &mut sink)?;
+                run_step(step, &file, &cols, right, &space, &mut sink, snap)?;
                 (sink.writer.finish()?, sink.rows)
             };
             file = out;
             cols = next_cols;
         }
-        let right = Side::new(
-            last.right.clone(),
-            &last.right_column,
-            all_columns(&last.right),
-        )?;
+        let right = &rights[middle.len()];
         let mut sink = CountSink::default();
-        let last_method = run_step(last, &file, &cols, &right, &space, &mut sink)?;
+        let last_method = run_step(last, &file, &cols, right, &space, &mut sink, snap)?;
+        drop(snapshot);
         Ok(JoinSummary {
             rows: sink.rows,
             checksum: sink.checksum,
@@ -229,7 +233,8 @@ fn all_columns(t: &Table) -> Vec<usize> {
 }
 
 /// Joins the spilled rows so far (`file`, keyed by `step.on`) with
-/// `right`; emits (rows so far, right row) pairs. Returns the method run.
+/// `right` at `snap` (the chain's snapshot); emits (rows so far, right
+/// row) pairs. Returns the method run.
 fn run_step(
     step: &Step,
     file: &(SpillFile, u64),
@@ -237,6 +242,7 @@ fn run_step(
     right: &Side,
     space: &SpillSpace,
     sink: &mut dyn Sink,
+    snap: crate::key::SeqNo,
 ) -> Result<JoinMethod> {
     let on = cols.find(&step.on)?;
     if cols.types[on] != right.ty {
@@ -293,8 +299,6 @@ fn run_step(
             )));
         }
     };
-    let snapshot = Side::snapshot(&[right])?;
-    let snap = snapshot.seqno();
     let mut emit = Emit {
         sink,
         swapped: false,

@@ -580,7 +580,22 @@ fn execute_in(
     space: &SpillSpace,
 ) -> Result<()> {
     let snapshot = Side::snapshot(&[l, r])?;
-    let snap = snapshot.seqno();
+    execute_at(join, method, l, r, sink, space, snapshot.seqno())?;
+    drop(snapshot);
+    Ok(())
+}
+
+/// [`execute_in`] at `snap`, which the caller holds (a snapshot from
+/// [`Side::snapshot`] of these sides among others).
+pub(super) fn execute_at(
+    join: &Join,
+    method: JoinMethod,
+    l: &Side,
+    r: &Side,
+    sink: &mut dyn Sink,
+    space: &SpillSpace,
+    snap: crate::key::SeqNo,
+) -> Result<()> {
     let budget = &*space.budget;
     feasible(method, l, r)?;
     let need_index = |s: &Side| s.index_at(snap).ok_or_else(|| no_index(method, s));
@@ -654,7 +669,6 @@ fn execute_in(
             )?;
         }
     }
-    drop(snapshot);
     Ok(())
 }
 
