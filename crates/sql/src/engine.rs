@@ -123,6 +123,10 @@ impl SqlEngine {
                 memory_bytes: opts.join_memory.max(strata::join::MIN_JOIN_MEMORY),
             }));
         }
+        // Last: the Strata nodes the rules above made read at one snapshot.
+        state = state.with_physical_optimizer_rule(Arc::new(
+            crate::snapshot::OneSnapshotPerStatement { db: db.clone() },
+        ));
         let ctx = SessionContext::new_with_state(state.build());
         let catalog = MemoryCatalogProvider::new();
         catalog.register_schema(SCHEMA, Arc::new(StrataSchema::new(db.clone())))?;

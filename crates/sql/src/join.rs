@@ -42,6 +42,7 @@ use strata::join::{Join, JoinMethod};
 
 use crate::error::engine_error;
 use crate::scan::StrataScanExec;
+use crate::snapshot::StatementSnapshot;
 
 /// The physical optimizer rule; see the module documentation.
 #[derive(Debug)]
@@ -175,6 +176,7 @@ impl StrataJoinRule {
             schema: hj.schema(),
             costs: (strata_cost, hash_cost),
             properties: crate::leaf::properties(hj.schema(), EmissionType::Incremental),
+            statement: None,
         };
         let exec: Arc<dyn ExecutionPlan> = Arc::new(exec);
         // Keep the partitioning the hash join promised its parents.
@@ -205,6 +207,9 @@ pub struct StrataJoinExec {
     /// Predicted cost of the chosen method and of a hash join.
     costs: (f64, f64),
     properties: Arc<PlanProperties>,
+    /// The statement's snapshot ([`crate::snapshot`]); none: the state
+    /// when the join starts.
+    statement: Option<Arc<StatementSnapshot>>,
 }
 
 impl fmt::Debug for StrataJoinExec {
@@ -217,6 +222,21 @@ impl StrataJoinExec {
     /// The method Strata runs.
     pub fn method(&self) -> JoinMethod {
         self.method
+    }
+
+    /// The same join, reading at `statement`'s snapshot.
+    pub(crate) fn at_statement(&self, statement: Arc<StatementSnapshot>) -> StrataJoinExec {
+        StrataJoinExec {
+            join: self.join.clone(),
+            method: self.method,
+            on: self.on.clone(),
+            left_key: self.left_key.clone(),
+            columns: self.columns.clone(),
+            schema: Arc::clone(&self.schema),
+            costs: self.costs,
+            properties: Arc::clone(&self.properties),
+            statement: Some(statement),
+        }
     }
 }
 
@@ -276,11 +296,17 @@ impl ExecutionPlan for StrataJoinExec {
         } else {
             self.columns.iter().map(String::as_str).collect()
         };
-        let join = self.join.clone().columns(&names);
+        let mut join = self.join.clone().columns(&names);
+        // (The stream holds the statement's snapshot while it reads.)
+        let statement = self.statement.clone();
+        if let Some(s) = &statement {
+            join = join.at(s.get());
+        }
         let schema = Arc::clone(&self.schema);
         let mut builder = RecordBatchReceiverStreamBuilder::new(Arc::clone(&schema), 2);
         let tx = builder.tx();
         builder.spawn_blocking(move || {
+            let _statement = statement;
             let mut stream = join.run().map_err(engine_error)?;
             for batch in stream.by_ref() {
                 let batch = batch.map_err(engine_error)?;

@@ -48,6 +48,7 @@ mod point;
 mod provider;
 mod scan;
 pub mod server;
+mod snapshot;
 
 pub use catalog::StrataSchema;
 pub use datafusion;

@@ -29,6 +29,7 @@ use datafusion::physical_plan::{
 use strata::table::{Predicate, ScanOptions, Table, Value};
 
 use crate::error::engine_error;
+use crate::snapshot::StatementSnapshot;
 
 /// What a scan asks of Strata.
 #[derive(Clone, Debug)]
@@ -56,6 +57,9 @@ pub struct StrataScanExec {
     estimated_rows: Option<usize>,
     properties: Arc<PlanProperties>,
     metrics: ExecutionPlanMetricsSet,
+    /// The statement's snapshot, shared with the plan's other Strata
+    /// nodes ([`crate::snapshot`]); none: the state when the scan starts.
+    statement: Option<Arc<StatementSnapshot>>,
 }
 
 impl fmt::Debug for StrataScanExec {
@@ -79,6 +83,20 @@ impl StrataScanExec {
             estimated_rows,
             properties,
             metrics: ExecutionPlanMetricsSet::new(),
+            statement: None,
+        }
+    }
+
+    /// The same scan, reading at `statement`'s snapshot.
+    pub(crate) fn at_statement(&self, statement: Arc<StatementSnapshot>) -> StrataScanExec {
+        StrataScanExec {
+            table: self.table.clone(),
+            request: self.request.clone(),
+            schema: Arc::clone(&self.schema),
+            estimated_rows: self.estimated_rows,
+            properties: Arc::clone(&self.properties),
+            metrics: ExecutionPlanMetricsSet::new(),
+            statement: Some(statement),
         }
     }
 
@@ -213,7 +231,10 @@ impl ExecutionPlan for StrataScanExec {
         } else {
             r.columns.clone()
         };
+        // (The stream holds the statement's snapshot while it reads.)
+        let statement = self.statement.clone();
         let opts = ScanOptions {
+            snapshot: statement.as_ref().map(|s| s.get().seqno()),
             columns: Some(columns),
             predicate: r.predicate.clone(),
             lower: r.lower.clone(),
@@ -230,6 +251,7 @@ impl ExecutionPlan for StrataScanExec {
         let tx = builder.tx();
         let schema = Arc::clone(&self.schema);
         builder.spawn_blocking(move || {
+            let _statement = statement;
             let mut scan = table.scan(opts).map_err(engine_error)?;
             let mut left = limit.unwrap_or(usize::MAX);
             while left > 0 {

@@ -776,3 +776,56 @@ fn a_where_that_is_never_true_or_needs_a_subquery_changes_nothing() {
         });
     }
 }
+
+/// Every Strata scan of one statement reads at one snapshot, taken when
+/// the first starts: here the two scans of a self-join run one after the
+/// other with a write between them, and the second does not see it (each
+/// scan took its own snapshot until 2026-12-02, so a statement that read a
+/// table twice, or several tables, could see two states).
+#[test]
+fn the_scans_of_one_statement_read_one_snapshot() {
+    use datafusion::physical_plan::{ExecutionPlan, common::collect};
+    use strata_sql::StrataScanExec;
+
+    fn scans(p: &Arc<dyn ExecutionPlan>, out: &mut Vec<Arc<dyn ExecutionPlan>>) {
+        if p.downcast_ref::<StrataScanExec>().is_some() {
+            out.push(Arc::clone(p));
+        }
+        for c in p.children() {
+            scans(c, out);
+        }
+    }
+    with_engine(async |sql| {
+        sql.execute("CREATE TABLE r (id BIGINT PRIMARY KEY, v INT)")
+            .await
+            .expect("create");
+        sql.execute("INSERT INTO r VALUES (1, 1), (2, 2)")
+            .await
+            .expect("insert");
+        let state = sql.context().state();
+        let logical = state
+            .create_logical_plan("SELECT x.id FROM r x JOIN r y ON x.id = y.id")
+            .await
+            .expect("plan");
+        let physical = state.create_physical_plan(&logical).await.expect("plan");
+        let mut found = Vec::new();
+        scans(&physical, &mut found);
+        assert_eq!(found.len(), 2, "two scans of r");
+        let rows = |batches: Vec<RecordBatch>| batches.iter().map(|b| b.num_rows()).sum::<usize>();
+        let task = sql.context().task_ctx();
+        let first = collect(found[0].execute(0, Arc::clone(&task)).expect("run"))
+            .await
+            .expect("first scan");
+        sql.execute("INSERT INTO r VALUES (3, 3)")
+            .await
+            .expect("insert between the scans");
+        let second = collect(found[1].execute(0, task).expect("run"))
+            .await
+            .expect("second scan");
+        assert_eq!(rows(first), 2);
+        assert_eq!(rows(second), 2, "the second scan saw a later state");
+        // A statement after the write sees it.
+        let n = sql.query("SELECT count(*) FROM r").await.expect("count");
+        assert_eq!(rows_text(&n), ["3"]);
+    });
+}

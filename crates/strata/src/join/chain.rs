@@ -175,8 +175,13 @@ impl JoinChain {
         // one state of the database under concurrent writes.
         let mut sides = vec![&l, &r];
         sides.extend(rights.iter());
-        let snapshot = Side::snapshot(&sides)?;
-        let snap = snapshot.seqno();
+        let (snap, held) = match first.snapshot {
+            Some(s) => (s, None),
+            None => {
+                let h = Side::snapshot(&sides)?;
+                (h.seqno(), Some(h))
+            }
+        };
         let mut file = {
             let mut sink = SpillSink {
                 writer: space.create(sink_block(&space))?,
@@ -212,7 +217,7 @@ impl JoinChain {
         let right = &rights[middle.len()];
         let mut sink = CountSink::default();
         let last_method = run_step(last, &file, &cols, right, &space, &mut sink, snap)?;
-        drop(snapshot);
+        drop(held);
         Ok(JoinSummary {
             rows: sink.rows,
             checksum: sink.checksum,

@@ -141,6 +141,8 @@ pub struct Join {
     cpu_per_tuple: f64,
     /// Indexes to use by name (left, right) instead of the best ones.
     indexes: (Option<String>, Option<String>),
+    /// Read at this snapshot's sequence number ([`Join::at`]).
+    snapshot: Option<crate::key::SeqNo>,
 }
 
 /// What a finished join did.
@@ -178,7 +180,18 @@ impl Join {
             batch_rows: 8192,
             cpu_per_tuple: CPU_PER_TUPLE,
             indexes: (None, None),
+            snapshot: None,
         }
+    }
+
+    /// Reads both tables at `snapshot` instead of the state when the join
+    /// starts (as a statement whose other reads are at it does). The
+    /// snapshot must stay live while the join runs; a method that reads
+    /// through an index whose build finished after it is refused, as with
+    /// no index.
+    pub fn at(mut self, snapshot: &crate::Snapshot) -> Join {
+        self.snapshot = Some(snapshot.seqno());
+        self
     }
 
     /// Runs `method` instead of the planner's choice.
@@ -579,6 +592,9 @@ fn execute_in(
     sink: &mut dyn Sink,
     space: &SpillSpace,
 ) -> Result<()> {
+    if let Some(snap) = join.snapshot {
+        return execute_at(join, method, l, r, sink, space, snap);
+    }
     let snapshot = Side::snapshot(&[l, r])?;
     execute_at(join, method, l, r, sink, space, snapshot.seqno())?;
     drop(snapshot);
