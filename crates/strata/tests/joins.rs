@@ -736,6 +736,43 @@ fn a_chain_under_concurrent_writes_counts_one_state() {
     });
 }
 
+/// `Join::at` reads both tables at the snapshot given, whatever was
+/// written after it, by every method and as a chain's first join.
+#[test]
+fn a_join_at_a_snapshot_counts_that_state() {
+    use strata::join::JoinChain;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (db, r, s) = setup(dir.path(), IndexKind::Eager, Consistency::Synchronous);
+    let t = db.create_table("t", schema("c", "pt"), small()).expect("t");
+    let row = |i: i64| vec![Value::Int64(i), Value::Int64(i % 10), Value::from("p")];
+    for i in 0..100 {
+        r.insert_row(&row(i)).expect("r");
+        s.insert_row(&row(i)).expect("s");
+        t.insert_row(&row(i)).expect("t");
+    }
+    let snap = db.snapshot();
+    let chain = |j: Join| JoinChain::new(j).then("s.id", &t, "c").count();
+    let before = Join::new(&r, "a", &s, "b").count().expect("count").rows;
+    let chained = chain(Join::new(&r, "a", &s, "b")).expect("chain").rows;
+    for i in 100..150 {
+        r.insert_row(&row(i)).expect("r");
+        s.insert_row(&row(i)).expect("s");
+        t.insert_row(&row(i)).expect("t");
+    }
+    let now = Join::new(&r, "a", &s, "b").count().expect("count").rows;
+    assert!(now > before, "{now} after more rows, {before} before");
+    for method in JoinMethod::ALL {
+        let j = Join::new(&r, "a", &s, "b").method(method).at(&snap);
+        match j.count() {
+            Ok(x) => assert_eq!(x.rows, before, "{}", method.name()),
+            Err(Error::InvalidArgument(why)) if why.contains("needs") => {}
+            Err(e) => panic!("{}: {e}", method.name()),
+        }
+    }
+    let at = chain(Join::new(&r, "a", &s, "b").at(&snap)).expect("chain");
+    assert_eq!(at.rows, chained);
+}
+
 /// Doubles come out of every join method with their stored bits, through
 /// spilled tuples and index entries alike: -0.0 stays -0.0 and a NaN keeps
 /// its sign, whether the double is the join column or another (found in
