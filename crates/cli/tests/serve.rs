@@ -486,3 +486,53 @@ SELECT id, v FROM t;
     assert!(err.contains("WARNING"), "{err}");
     assert!(out.contains("1 | 1"), "the row stays: {out}");
 }
+
+/// Malformed messages (a length field shorter than itself, before and
+/// after the startup message, and bytes that are no message at all) end
+/// that connection only: the server goes on serving the next client.
+#[test]
+fn malformed_messages_end_only_their_connection() {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    use std::time::Duration;
+    if !have_psql() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("dir");
+    let server = serve(dir.path(), &[]);
+    let startup = {
+        let mut body = Vec::new();
+        body.extend_from_slice(&196_608i32.to_be_bytes()); // protocol 3.0
+        for s in ["user", "ada", "database", "strata", ""] {
+            body.extend_from_slice(s.as_bytes());
+            body.push(0);
+        }
+        let mut m = ((body.len() + 4) as i32).to_be_bytes().to_vec();
+        m.extend(body);
+        m
+    };
+    let cases: Vec<Vec<u8>> = vec![
+        // A startup message whose length is shorter than the length field.
+        vec![0, 0, 0, 2, 0, 0, 0, 0],
+        // A negative length.
+        vec![0xff, 0xff, 0xff, 0xf0, 0, 0, 0, 0],
+        // A good startup, then a query message of length 0 and of length 3.
+        [startup.clone(), b"Q\0\0\0\0".to_vec()].concat(),
+        [startup.clone(), b"Q\0\0\0\x03xyz".to_vec()].concat(),
+        // Noise.
+        b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
+    ];
+    for bytes in &cases {
+        let mut c = TcpStream::connect(("127.0.0.1", server.port)).expect("connect");
+        c.set_read_timeout(Some(Duration::from_secs(2)))
+            .expect("timeout");
+        let _ = c.write_all(bytes);
+        // The server answers, closes or waits for more (the read times
+        // out); whichever, the next client must be served.
+        let mut sink = [0u8; 4096];
+        while matches!(c.read(&mut sink), Ok(n) if n > 0) {}
+    }
+    let (code, out, err) = psql(server.port, "ada", None, "SELECT 40 + 2 AS answer;\n");
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("42"), "{out}");
+}
