@@ -597,79 +597,49 @@ fn check_finds_a_damaged_column_group_block_and_reads_never_return_it() {
     assert_eq!(r.lines().len(), 4001);
 }
 
-/// The demo replaces only tables an earlier demo made: a user's table of
-/// one of its names (another schema) makes it stop, untouched.
+/// The demo replaces only tables an earlier demo made, which it knows by
+/// the ids it recorded: a user's table of one of its names, of another
+/// schema or of exactly the demo's, makes it stop, untouched.
 #[test]
 fn the_demo_leaves_a_user_s_table_of_its_names_alone() {
-    let t = tempdir();
-    let db = db_dir(&t);
-    let r = strata(
-        &db,
-        &[
+    for (columns, key, row) in [
+        ("id:i64, owner:utf8", "id", "id,owner\n7,mine\n"),
+        ("sensor:i32, model:utf8", "sensor", "sensor,model\n7,mine\n"),
+    ] {
+        let t = tempdir();
+        let db = db_dir(&t);
+        let create = [
             "table",
             "create",
             "sensors",
             "--columns",
-            "id:i64, owner:utf8",
+            columns,
             "--key",
-            "id",
-        ],
-    );
-    assert_ok(&r, "create");
-    let r = strata(&db, &["demo", "--rows", "2000"]);
-    assert_eq!(r.code, 1, "{}", r.stdout);
-    assert!(r.stderr.contains("did not make"), "{}", r.stderr);
-    let r = strata(&db, &["table", "describe", "sensors"]);
-    assert_ok(&r, "describe");
-    assert!(r.stdout.contains("owner"), "{}", r.stdout);
-    let r = strata(&db, &["table", "list"]);
-    assert!(
-        !r.stdout.contains("readings"),
-        "nothing was written first: {}",
-        r.stdout
-    );
-}
-
-/// A user's table with exactly the schema of one of the demo's is not the
-/// demo's either: the demo knows its tables by the ids it recorded.
-#[test]
-fn the_demo_leaves_a_user_s_table_of_its_name_and_schema_alone() {
-    let t = tempdir();
-    let db = db_dir(&t);
-    let r = strata(
-        &db,
-        &[
-            "table",
-            "create",
-            "sensors",
-            "--columns",
-            "sensor:i32, model:utf8",
-            "--key",
-            "sensor",
-        ],
-    );
-    assert_ok(&r, "create");
-    let csv = write_file(t.path(), "mine.csv", "sensor,model\n7,mine\n");
-    assert_ok(
-        &strata(&db, &["table", "import", "sensors", &csv]),
-        "import",
-    );
-    let r = strata(&db, &["demo", "--rows", "2000"]);
-    assert_eq!(r.code, 1, "{}", r.stdout);
-    assert!(r.stderr.contains("did not make"), "{}", r.stderr);
-    let r = strata(&db, &["table", "scan", "sensors", "--format", "csv"]);
-    assert_ok(&r, "scan");
-    assert!(
-        r.stdout.contains("7,mine"),
-        "the user's row stays: {}",
-        r.stdout
-    );
-    let r = strata(&db, &["table", "list"]);
-    assert!(
-        !r.stdout.contains("readings"),
-        "nothing was written first: {}",
-        r.stdout
-    );
+            key,
+        ];
+        assert_ok(&strata(&db, &create), "create");
+        let csv = write_file(t.path(), "mine.csv", row);
+        assert_ok(
+            &strata(&db, &["table", "import", "sensors", &csv]),
+            "import",
+        );
+        let r = strata(&db, &["demo", "--rows", "2000"]);
+        assert_eq!(r.code, 1, "{columns}: {}", r.stdout);
+        assert!(r.stderr.contains("did not make"), "{}", r.stderr);
+        let r = strata(&db, &["table", "scan", "sensors", "--format", "csv"]);
+        assert_ok(&r, "scan");
+        assert!(
+            r.stdout.contains("7,mine"),
+            "the user's row stays: {}",
+            r.stdout
+        );
+        let r = strata(&db, &["table", "list"]);
+        assert!(
+            !r.stdout.contains("readings"),
+            "nothing was written first: {}",
+            r.stdout
+        );
+    }
 }
 
 #[test]
