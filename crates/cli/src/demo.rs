@@ -18,6 +18,9 @@
 //! `readings` and `sensors` left by an earlier demo are replaced; the demo
 //! knows its own by the ids it recorded in the keyspace `strata-demo`, so a
 //! user's table of one of these names is never touched, whatever its schema.
+//! (Tables of a demo from before those records, or of one killed between
+//! creating a table and recording it, are refused like a user's: drop
+//! them with `strata table drop`.)
 
 use std::io::Write;
 use std::sync::Arc;

@@ -861,20 +861,20 @@ fn sites() -> Vec<Site> {
     ));
     v.extend([
         site(
-            "db/open.rs:DbInner::open → recovery/wal_replay.rs:replay_logs → recovery/cleanup.rs:first_record",
+            "db/open.rs:DbInner::open → recovery/wal_replay.rs:logs_to_replay → recovery/cleanup.rs:first_record",
             "open a write-ahead log to read its header",
             Open,
             ".log",
-            &["first_record", "starts_as_ours", "replay_logs", OPEN],
+            &["first_record", "logs_to_replay", OPEN],
             Reopen,
             FAILS,
         ),
         site(
-            "db/open.rs:DbInner::open → recovery/wal_replay.rs:replay_logs → recovery/cleanup.rs:first_record",
+            "db/open.rs:DbInner::open → recovery/wal_replay.rs:logs_to_replay → recovery/cleanup.rs:first_record",
             "read a write-ahead log's header",
             Read,
             ".log",
-            &["first_record", "starts_as_ours", "replay_logs", OPEN],
+            &["first_record", "logs_to_replay", OPEN],
             Reopen,
             FAILS,
         ),

@@ -761,14 +761,18 @@ fn a_join_at_a_snapshot_counts_that_state() {
     }
     let now = Join::new(&r, "a", &s, "b").count().expect("count").rows;
     assert!(now > before, "{now} after more rows, {before} before");
+    let mut ran = 0;
     for method in JoinMethod::ALL {
-        let j = Join::new(&r, "a", &s, "b").method(method).at(&snap);
-        match j.count() {
-            Ok(x) => assert_eq!(x.rows, before, "{}", method.name()),
-            Err(Error::InvalidArgument(why)) if why.contains("needs") => {}
-            Err(e) => panic!("{}: {e}", method.name()),
+        let j = Join::new(&r, "a", &s, "b").method(method);
+        // (Only a method that cannot run on these tables at all may refuse.)
+        if j.count().is_err() {
+            continue;
         }
+        let x = j.at(&snap).count().expect(method.name());
+        assert_eq!(x.rows, before, "{}", method.name());
+        ran += 1;
     }
+    assert!(ran >= 6, "only {ran} methods ran");
     let at = chain(Join::new(&r, "a", &s, "b").at(&snap)).expect("chain");
     assert_eq!(at.rows, chained);
 }

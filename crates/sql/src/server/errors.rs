@@ -42,6 +42,13 @@ pub fn query_sqlstate(e: &DataFusionError) -> &'static str {
         // columns (an INSERT of a NULL literal is refused there, before
         // the engine sees it); its message is all that marks it.
         DataFusionError::ArrowError(a, _) if is_arrow_null_violation(a) => "23502",
+        // DataFusion's own check of an `INSERT ... SELECT`'s rows against
+        // the table's NOT NULL columns, likewise marked by its message.
+        DataFusionError::Execution(m)
+            if m.contains("has null but schema specifies non-nullable") =>
+        {
+            "23502"
+        }
         DataFusionError::SQL(..) => "42601",
         DataFusionError::Plan(m) if m.starts_with("table '") && m.ends_with("' not found") => {
             "42P01"

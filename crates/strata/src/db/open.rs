@@ -279,7 +279,15 @@ impl DbInner {
             .map(|k| k.log_number)
             .min()
             .unwrap_or_default();
-        let replay: Vec<FileNumber> = logs.iter().copied().filter(|&l| l >= min_log).collect();
+        let in_range: Vec<FileNumber> = logs.iter().copied().filter(|&l| l >= min_log).collect();
+        let replay = recovery::logs_to_replay(
+            &*vfs,
+            path,
+            &in_range,
+            id_known.then_some(&db_id),
+            &needed_logs,
+            manifest.next_file_number,
+        )?;
         let mut mems: BTreeMap<KeyspaceId, MemTable> = BTreeMap::new();
         let mut key_buf = Vec::new();
         let mut entries_replayed = 0u64;

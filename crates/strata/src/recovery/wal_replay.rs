@@ -62,14 +62,6 @@ pub(crate) fn replay_logs(
             continue;
         }
         let is_newest = i + 1 == logs.len();
-        if let Some(want) = expect_id
-            && !starts_as_ours(vfs, &lpath, want, log)?
-        {
-            if needed.contains(&log) {
-                return Err(not_this_databases_log(&lpath));
-            }
-            continue;
-        }
         let mut reader = LogReader::open(vfs, &lpath, TailPolicy::StopAtDamage)?;
         if reader.file_len() == 0 {
             out.applied.insert(log);
@@ -170,21 +162,44 @@ pub(crate) fn replay_logs(
     Ok(out)
 }
 
-/// Whether log `log` at `path` may be this database's (`id`), decided
-/// from its first record alone, so that a huge file of a log's name is not
-/// read whole: a first record that is not this log's header says it is
-/// not; so does no readable first record in a file longer than a probe
-/// reads (a log of this database starts with its header, and a damaged
-/// header is told from a torn one only by reading the whole file, which
-/// is done for files up to that length).
-fn starts_as_ours(vfs: &dyn Vfs, path: &Path, id: &DbId, log: FileNumber) -> Result<bool> {
-    Ok(match cleanup::first_record(vfs, path)? {
-        cleanup::FirstRecord::Record(rec) => {
-            matches!(parse_wal_header(&rec), Some((got, n)) if got == *id && n == log)
+/// The logs of `logs` (ascending) that may be this database's (`id`),
+/// to replay, decided from each one's first record alone so that no huge
+/// file of a log's name is read whole, here or later (replay, the check of
+/// the logs after a torn tail, the copy of a partly replayed log): a first
+/// record that is not the log's header, or one too long to be one, says
+/// the file is another's; so does no readable first record at a number
+/// this database never allocated (every number below `allocated_below`
+/// was: a log of its own, even one whose header is damaged, is read whole
+/// as before). Another's log that a keyspace needs (`needed`) is
+/// corruption. Without `id` (logs from before headers) every log is kept.
+pub(crate) fn logs_to_replay(
+    vfs: &dyn Vfs,
+    dir: &Path,
+    logs: &[FileNumber],
+    id: Option<&DbId>,
+    needed: &std::collections::HashSet<FileNumber>,
+    allocated_below: FileNumber,
+) -> Result<Vec<FileNumber>> {
+    let Some(id) = id else {
+        return Ok(logs.to_vec());
+    };
+    let mut out = Vec::with_capacity(logs.len());
+    for &log in logs {
+        let path = filename::log_path(dir, log);
+        let ours = match cleanup::first_record(vfs, &path)? {
+            cleanup::FirstRecord::Record(rec) => {
+                matches!(parse_wal_header(&rec), Some((got, n)) if got == *id && n == log)
+            }
+            cleanup::FirstRecord::Nothing { .. } => log < allocated_below,
+            cleanup::FirstRecord::TooLong => false,
+        };
+        if ours {
+            out.push(log);
+        } else if needed.contains(&log) {
+            return Err(not_this_databases_log(&path));
         }
-        cleanup::FirstRecord::Nothing { size } => size <= cleanup::MAX_PROBE_BYTES as u64,
-        cleanup::FirstRecord::TooLong => false,
-    })
+    }
+    Ok(out)
 }
 
 /// The error for a log a keyspace needs that is not this database's.
