@@ -768,7 +768,10 @@ fn a_join_at_a_snapshot_counts_that_state() {
         if j.count().is_err() {
             continue;
         }
-        let x = j.at(&snap).count().expect(method.name());
+        let x = j
+            .at(&snap)
+            .count()
+            .unwrap_or_else(|e| panic!("{}: {e}", method.name()));
         assert_eq!(x.rows, before, "{}", method.name());
         ran += 1;
     }

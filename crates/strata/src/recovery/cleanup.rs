@@ -145,8 +145,8 @@ pub(crate) enum FirstRecord {
     /// Its first record.
     Record(Vec<u8>),
     /// No readable first record (empty, zero-filled, or damaged), exactly
-    /// as reading the whole file would find; the file's size.
-    Nothing { size: u64 },
+    /// as reading the whole file would find.
+    Nothing,
     /// A first record longer than [`MAX_PROBE_BYTES`] (or one cut off
     /// there): not a record this engine starts a file with.
     TooLong,
@@ -173,7 +173,7 @@ pub(crate) fn first_record(vfs: &dyn Vfs, path: &Path) -> crate::error::Result<F
                 }
                 want = want.saturating_mul(8).min(MAX_PROBE_BYTES);
             }
-            _ => return Ok(FirstRecord::Nothing { size }),
+            _ => return Ok(FirstRecord::Nothing),
         }
     }
 }
@@ -183,7 +183,7 @@ pub(crate) fn first_record(vfs: &dyn Vfs, path: &Path) -> crate::error::Result<F
 fn probe(vfs: &dyn Vfs, path: &Path) -> std::result::Result<Option<Vec<u8>>, Owner> {
     match first_record(vfs, path) {
         Ok(FirstRecord::Record(rec)) => Ok(Some(rec)),
-        Ok(FirstRecord::Nothing { .. }) => Ok(None),
+        Ok(FirstRecord::Nothing) => Ok(None),
         Ok(FirstRecord::TooLong) => Err(Owner::Other(format!(
             "its first record is longer than {} MiB",
             MAX_PROBE_BYTES >> 20

@@ -190,7 +190,7 @@ pub(crate) fn logs_to_replay(
             cleanup::FirstRecord::Record(rec) => {
                 matches!(parse_wal_header(&rec), Some((got, n)) if got == *id && n == log)
             }
-            cleanup::FirstRecord::Nothing { .. } => log < allocated_below,
+            cleanup::FirstRecord::Nothing => log < allocated_below,
             cleanup::FirstRecord::TooLong => false,
         };
         if ours {
