@@ -175,13 +175,7 @@ impl JoinChain {
         // one state of the database under concurrent writes.
         let mut sides = vec![&l, &r];
         sides.extend(rights.iter());
-        let (snap, held) = match first.snapshot {
-            Some(s) => (s, None),
-            None => {
-                let h = Side::snapshot(&sides)?;
-                (h.seqno(), Some(h))
-            }
-        };
+        let (snap, held) = first.read_point(&sides)?;
         let mut file = {
             let mut sink = SpillSink {
                 writer: space.create(sink_block(&space))?,

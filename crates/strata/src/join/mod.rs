@@ -184,6 +184,19 @@ impl Join {
         }
     }
 
+    /// The sequence number a run reads `sides` at: the join's own snapshot
+    /// ([`Join::at`]), or one taken now that every side's index serves,
+    /// returned to be held while the run reads.
+    fn read_point(&self, sides: &[&Side]) -> Result<(crate::key::SeqNo, Option<crate::Snapshot>)> {
+        Ok(match self.snapshot {
+            Some(s) => (s, None),
+            None => {
+                let h = Side::snapshot(sides)?;
+                (h.seqno(), Some(h))
+            }
+        })
+    }
+
     /// Reads both tables at `snapshot` instead of the state when the join
     /// starts (as a statement whose other reads are at it does). The
     /// snapshot must stay live while the join runs; a method that reads
@@ -579,30 +592,15 @@ fn execute(
     sink: &mut dyn Sink,
 ) -> Result<(u64, u64)> {
     let space = SpillSpace::new(join.left.core(), Arc::new(Budget::new(join.memory_bytes)));
-    execute_in(join, method, l, r, sink, &space)?;
+    let (snap, held) = join.read_point(&[l, r])?;
+    execute_at(join, method, l, r, sink, &space, snap)?;
+    drop(held);
     Ok((space.budget.peak() as u64, space.bytes_written()))
 }
 
-/// Runs `method` within `space`'s budget and spill directory.
-fn execute_in(
-    join: &Join,
-    method: JoinMethod,
-    l: &Side,
-    r: &Side,
-    sink: &mut dyn Sink,
-    space: &SpillSpace,
-) -> Result<()> {
-    if let Some(snap) = join.snapshot {
-        return execute_at(join, method, l, r, sink, space, snap);
-    }
-    let snapshot = Side::snapshot(&[l, r])?;
-    execute_at(join, method, l, r, sink, space, snapshot.seqno())?;
-    drop(snapshot);
-    Ok(())
-}
-
-/// [`execute_in`] at `snap`, which the caller holds (a snapshot from
-/// [`Side::snapshot`] of these sides among others).
+/// Runs `method` within `space`'s budget and spill directory at `snap`,
+/// which the caller holds (a snapshot from [`Side::snapshot`] of these
+/// sides among others, or the join's own).
 pub(super) fn execute_at(
     join: &Join,
     method: JoinMethod,
