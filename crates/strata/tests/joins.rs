@@ -636,7 +636,9 @@ fn a_chain_of_joins_matches_the_naive_three_way_join_by_every_method() {
             )
             .then("s.id", &t, "c")
             .method(step);
-            let x = chain.count().expect("chain");
+            let x = chain
+                .count()
+                .unwrap_or_else(|e| panic!("{} then {}: {e}", first.name(), step.name()));
             assert_eq!(x.rows, want, "{} then {}", first.name(), step.name());
             assert!(x.peak_memory_bytes <= strata::join::MIN_JOIN_MEMORY as u64);
             match checksum {

@@ -6,35 +6,11 @@
 //! the test holds exactly one test function (tests run in parallel threads
 //! of one process).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod common;
 
+use common::counting::{self, Counting};
 use strata::table::{Column, ColumnType, ScanOptions, Schema, TableOptions, Value};
 use strata::{Db, Options};
-
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: defers to the system allocator; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: the caller's contract is passed on unchanged.
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            let now = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: as above.
-        unsafe { System.dealloc(ptr, layout) };
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-}
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
@@ -84,8 +60,7 @@ fn a_scan_of_a_table_larger_than_its_memory_streams() {
     db.wait_for_background_work().expect("background");
     let table_bytes = ROWS as usize * TEXT;
 
-    let base = LIVE.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
+    let base = counting::start();
     let scan = ScanOptions {
         batch_rows: 1024,
         ..ScanOptions::default()
@@ -96,7 +71,7 @@ fn a_scan_of_a_table_larger_than_its_memory_streams() {
         rows += b.num_rows() as i64;
         text += b.column(2).to_data().buffers()[1].len();
     }
-    let grown = PEAK.load(Ordering::Relaxed) - base;
+    let grown = counting::grown_since(base);
     assert_eq!(rows, ROWS);
     assert_eq!(text, table_bytes);
     // One batch (~0.4 MiB of text), one chunk per source, the 1 MiB cache:

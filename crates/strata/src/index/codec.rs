@@ -53,15 +53,29 @@ pub(crate) fn decode_postings(mut src: &[u8]) -> Option<Postings> {
     Some(out)
 }
 
-/// Calls `f` with each entry of an encoded posting list without building a
-/// map; `None` when the list is malformed.
-pub(crate) fn for_each_posting(mut src: &[u8], mut f: impl FnMut(&[u8], &[u8])) -> Option<()> {
+/// Calls `f` with at most `max` entries of an encoded posting list, without
+/// building a map, starting at byte `from` (0, or an offset this returned):
+/// `Some(Some(at))` when entries remain from `at`, `Some(None)` at the
+/// list's end, `None` when it is malformed. A reader of a huge list can so
+/// hold a part of it at a time.
+pub(crate) fn for_each_posting_from(
+    list: &[u8],
+    from: usize,
+    max: usize,
+    mut f: impl FnMut(&[u8], &[u8]),
+) -> Option<Option<usize>> {
+    let mut src = list.get(from..)?;
+    let mut taken = 0;
     while !src.is_empty() {
+        if taken == max {
+            return Some(Some(list.len() - src.len()));
+        }
         let pk = get_length_prefixed(&mut src)?;
         let payload = get_length_prefixed(&mut src)?;
         f(pk, payload);
+        taken += 1;
     }
-    Some(())
+    Some(None)
 }
 
 /// A lazy index's operand adding `pk` with `payload`.
@@ -257,6 +271,35 @@ mod tests {
             back,
             cols.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>()
         );
+    }
+
+    #[test]
+    fn a_posting_list_read_in_parts_gives_its_entries_once_each() {
+        let postings: Postings = (0..10u8)
+            .map(|i| (vec![i; usize::from(i) + 1], vec![b'p'; usize::from(i % 3)]))
+            .collect();
+        let mut list = Vec::new();
+        encode_postings(&mut list, &postings);
+        for part in [1, 3, 10, 11] {
+            let (mut got, mut at) = (Vec::new(), Some(0));
+            while let Some(from) = at {
+                let before = got.len();
+                at = for_each_posting_from(&list, from, part, |pk, p| {
+                    got.push((pk.to_vec(), p.to_vec()));
+                })
+                .expect("well formed");
+                assert!(got.len() - before <= part, "part {part}");
+            }
+            let want: Vec<_> = postings.clone().into_iter().collect();
+            assert_eq!(got, want, "part {part}");
+        }
+        // An offset past the list, and a list cut inside an entry.
+        assert_eq!(
+            for_each_posting_from(&list, list.len() + 1, 1, |_, _| ()),
+            None
+        );
+        let cut = &list[..list.len() - 1];
+        assert_eq!(for_each_posting_from(cut, 0, usize::MAX, |_, _| ()), None);
     }
 
     fn merged(existing: Option<&[u8]>, ops: &[Vec<u8>]) -> Postings {

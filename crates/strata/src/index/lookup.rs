@@ -101,7 +101,7 @@ pub(crate) fn hits(
         if key == encode(index, b)? {
             if let Some(list) = index.keyspace.get_at_seqno(&key, snapshot)? {
                 let v = a.clone().coerce(index.ty, &index.name)?;
-                push_postings(index, &key, &v, &list, &mut out)?;
+                push_postings(index, &key, &v, &list, (0, usize::MAX), &mut out)?;
             }
             return Ok(out);
         }
@@ -126,6 +126,59 @@ pub(crate) fn hits(
     Ok(out)
 }
 
+/// Calls `f` with the entries of `index` for value `v` at `snapshot`, at
+/// most `part` at a time and in index order, until `f` returns false;
+/// whether they all went. A value's posting list is decoded a part at a
+/// time, so a caller holds one part of a skewed value, not all of it.
+pub(crate) fn for_each_hit_part(
+    index: &Index,
+    v: &Value,
+    snapshot: Option<SeqNo>,
+    part: usize,
+    f: &mut dyn FnMut(Vec<Hit>) -> Result<bool>,
+) -> Result<bool> {
+    let part = part.max(1);
+    if index.kind != IndexKind::Composite {
+        let key = encode(index, v)?;
+        let Some(list) = index.keyspace.get_at_seqno(&key, snapshot)? else {
+            return Ok(true);
+        };
+        let v = v.clone().coerce(index.ty, &index.name)?;
+        let mut at = Some(0);
+        while let Some(from) = at {
+            let mut out = Vec::new();
+            at = push_postings(index, &key, &v, &list, (from, part), &mut out)?;
+            if !out.is_empty() && !f(out)? {
+                return Ok(false);
+            }
+        }
+        return Ok(true);
+    }
+    let one = Bound::Included(v.clone());
+    let Some((lo, hi)) = key_range(index, &one, &one)? else {
+        return Ok(true);
+    };
+    let mut it = index.keyspace.iter(ReadOptions {
+        snapshot,
+        lower_bound: lo.clone(),
+        upper_bound: hi,
+    })?;
+    match &lo {
+        Some(l) => it.seek(l),
+        None => it.seek_to_first(),
+    }
+    let mut out = Vec::new();
+    while it.valid() {
+        entry_hits(index, it.key(), it.value(), &mut out)?;
+        if out.len() >= part && !f(std::mem::take(&mut out))? {
+            return Ok(false);
+        }
+        it.next();
+    }
+    it.status()?;
+    Ok(out.is_empty() || f(out)?)
+}
+
 /// Adds the entries one stored index key and value hold to `out`.
 pub(crate) fn entry_hits(
     index: &Index,
@@ -133,6 +186,21 @@ pub(crate) fn entry_hits(
     value: &[u8],
     out: &mut Vec<Hit>,
 ) -> Result<()> {
+    entry_hits_part(index, key, value, 0, usize::MAX, out).map(|_| ())
+}
+
+/// Adds at most `max` of the entries one stored index key and value hold
+/// to `out`, from byte `from` of a posting list (0, or an offset this
+/// returned): the offset to go on from, or `None` when the stored entry is
+/// done. A composite entry is one hit.
+pub(crate) fn entry_hits_part(
+    index: &Index,
+    key: &[u8],
+    value: &[u8],
+    from: usize,
+    max: usize,
+    out: &mut Vec<Hit>,
+) -> Result<Option<usize>> {
     match index.kind {
         IndexKind::Eager | IndexKind::Lazy => {
             let mut d = KeyDecoder::new(key);
@@ -140,7 +208,7 @@ pub(crate) fn entry_hits(
             if !d.is_done() {
                 return Err(corrupt(index, "key"));
             }
-            push_postings(index, key, &v, value, out)
+            push_postings(index, key, &v, value, (from, max), out)
         }
         IndexKind::Composite => {
             let (v, pk) =
@@ -152,20 +220,23 @@ pub(crate) fn entry_hits(
                 value: v,
                 payload: value.to_vec(),
             });
-            Ok(())
+            Ok(None)
         }
     }
 }
 
-/// Adds a posting list's entries (for value `v`, encoded `key`) to `out`.
+/// Adds a posting list's entries (for value `v`, encoded `key`) to `out`:
+/// at most `part.1` of them from byte `part.0`; where to go on from, as
+/// [`codec::for_each_posting_from`] says.
 fn push_postings(
     index: &Index,
     key: &[u8],
     v: &Value,
     list: &[u8],
+    (from, max): (usize, usize),
     out: &mut Vec<Hit>,
-) -> Result<()> {
-    codec::for_each_posting(list, |pk, payload| {
+) -> Result<Option<usize>> {
+    codec::for_each_posting_from(list, from, max, |pk, payload| {
         out.push(Hit {
             pk: pk.to_vec(),
             key: key.to_vec(),

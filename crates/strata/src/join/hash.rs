@@ -11,6 +11,7 @@
 //! no hash can split) it is joined in memory-sized chunks, each against the
 //! whole probe partition.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use xxhash_rust::xxh3::xxh3_64_with_seed;
@@ -41,10 +42,11 @@ pub(crate) enum Source<'a> {
 }
 
 impl Source<'_> {
-    /// Calls `f` with every tuple, borrowed (copy what outlives the call).
-    pub(crate) fn for_each(&self, f: &mut TupleFn<'_>) -> Result<()> {
+    /// Calls `f` with every tuple, borrowed (copy what outlives the call);
+    /// a table's scan charges what it holds to `budget`.
+    pub(crate) fn for_each(&self, budget: &Arc<Budget>, f: &mut TupleFn<'_>) -> Result<()> {
         match self {
-            Source::Side(side, snap) => side.scan_any_order(*snap)?.for_each(f),
+            Source::Side(side, snap) => side.scan_any_order(*snap, budget)?.for_each(f),
             Source::File(file) => {
                 let mut reader = file.reader();
                 while let Some((k, r)) = reader.next_ref()? {
@@ -148,7 +150,7 @@ pub(crate) fn hash_join(
         block,
     };
     let mut group = TupleGroup::new(budget, hybrid);
-    build.for_each(&mut |k, r| {
+    build.for_each(&space.budget, &mut |k, r| {
         let p = partition_of(k, depth, parts);
         if p == 0 && table0.keep {
             if !group.add_or(k, r, |g| table0.insert_group(g))? {
@@ -171,7 +173,7 @@ pub(crate) fn hash_join(
     // in memory.
     let mut writers: Vec<Option<SpillWriter<'_>>> = (0..parts).map(|_| None).collect();
     let mut group = TupleGroup::new(budget, keep0);
-    probe.for_each(&mut |k, r| {
+    probe.for_each(&space.budget, &mut |k, r| {
         let p = partition_of(k, depth, parts);
         if p == 0 && keep0 {
             if !group.add_or(k, r, |g| g.probe(&table0, emit))? {
@@ -327,7 +329,10 @@ fn join_partition(
         return probe_file(&table, probe, emit);
     };
     if depth < MAX_DEPTH {
+        // The next round reads the file again from its start: its table
+        // and this reader's block go back to the budget first.
         drop(table);
+        drop(reader);
         return hash_join(
             &Source::File(build),
             &Source::File(probe),

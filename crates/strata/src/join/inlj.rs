@@ -7,11 +7,13 @@
 //! contiguous ranges, one per thread; pairs are still emitted in the
 //! chunk's order.
 
+use std::cell::Cell;
+
 use super::hash::{Source, tuple_bytes};
 use super::output::Emit;
 use super::side::Side;
-use super::spill::SpillSpace;
-use crate::error::Result;
+use super::spill::{Budget, SpillSpace};
+use crate::error::{Error, Result};
 use crate::index::Index;
 use crate::key::SeqNo;
 
@@ -45,7 +47,7 @@ pub(crate) fn nested_loop(
         *charged = 0;
         result
     };
-    outer.for_each(&mut |k, r| {
+    outer.for_each(&space.budget, &mut |k, r| {
         let n = tuple_bytes(k, r);
         if chunk.len() >= CHUNK || charged + n > cap || !budget.try_charge(n) {
             run(&mut chunk, &mut charged)?;
@@ -77,26 +79,27 @@ fn emit_chunk(
     index: Option<&Index>,
     snapshot: SeqNo,
     threads: usize,
-    budget: &super::spill::Budget,
+    budget: &Budget,
     emit: &mut Emit<'_>,
 ) -> Result<()> {
     let mut at = 0; // the first chunk tuple of the next round's first key
     let mut rounds: Vec<&[&[u8]]> = keys.chunks(KEYS_PER_ROUND * threads.max(1)).rev().collect();
     while let Some(round) = rounds.pop() {
-        let found = look_up(inner, index, round, snapshot, threads)?;
-        let held: usize = found.iter().flatten().map(|r| tuple_bytes(&[], r)).sum();
-        if !budget.try_charge(held) {
+        let Some((found, held)) = look_up(inner, index, round, snapshot, threads, budget)? else {
             if round.len() > 1 {
                 let (a, b) = round.split_at(round.len() / 2);
                 rounds.push(b);
                 rounds.push(a);
                 continue;
             }
-            budget.charge(
-                held,
-                "the inner rows of one value in an index nested loop join",
-            )?;
-        }
+            return Err(Error::InvalidArgument(format!(
+                "the join's memory budget of {} bytes cannot hold the inner rows of one value \
+                 in an index nested loop join ({} bytes in use); give it more memory, or use \
+                 a hash or sort-merge join, which spill such a value",
+                budget.limit(),
+                budget.used()
+            )));
+        };
         let result = (|| {
             for (key, rows) in round.iter().zip(&found) {
                 while at < chunk.len() && chunk[at].0.as_slice() == *key {
@@ -114,58 +117,102 @@ fn emit_chunk(
     Ok(())
 }
 
-/// The inner rows of each of `keys` (sorted, distinct).
+/// Inner rows per key, and the bytes charged for them.
+type Found = (Vec<Vec<Vec<u8>>>, usize);
+
+/// The inner rows of each of `keys` (sorted, distinct), each charged to
+/// `budget` as it is read; `None` (with nothing left charged) when the
+/// budget cannot hold them all.
 fn look_up(
     inner: &Side,
     index: Option<&Index>,
     keys: &[&[u8]],
     snapshot: SeqNo,
     threads: usize,
-) -> Result<Vec<Vec<Vec<u8>>>> {
-    let one = |keys: &[&[u8]]| -> Result<Vec<Vec<Vec<u8>>>> {
-        match index {
-            // Point reads by primary key share one read plan.
-            None => {
-                let mut out = vec![Vec::new(); keys.len()];
-                inner.table.get_many_encoded(
-                    keys,
-                    &inner.cols,
-                    Some(snapshot),
-                    &mut |n, row| {
-                        if let Some(row) = row {
-                            out[n].push(inner.row_bytes(&row)?);
-                        }
-                        Ok(())
-                    },
-                )?;
-                Ok(out)
+    budget: &Budget,
+) -> Result<Option<Found>> {
+    let one = |keys: &[&[u8]]| -> Result<Option<Found>> {
+        let mut out = vec![Vec::new(); keys.len()];
+        let charged = Cell::new(0usize);
+        let full = Cell::new(false);
+        let take = |rows: &mut Vec<Vec<u8>>, row: Vec<u8>| {
+            let n = tuple_bytes(&[], &row);
+            if !budget.try_charge(n) {
+                full.set(true);
+                return false;
             }
-            Some(_) => keys
-                .iter()
-                .map(|k| {
-                    let mut rows = Vec::new();
-                    inner.lookup(k, index, snapshot, &mut rows)?;
-                    Ok(rows)
-                })
-                .collect(),
+            charged.set(charged.get() + n);
+            rows.push(row);
+            true
+        };
+        let read = match index {
+            // Point reads by primary key share one read plan; a row that
+            // does not fit stops them (by an error the caller never sees).
+            None => {
+                inner
+                    .table
+                    .get_many_encoded(keys, &inner.cols, Some(snapshot), &mut |n, row| match row {
+                        Some(row) if !take(&mut out[n], inner.row_bytes(&row)?) => {
+                            Err(Error::InvalidArgument("the budget is full".into()))
+                        }
+                        _ => Ok(()),
+                    })
+            }
+            Some(_) => keys.iter().zip(out.iter_mut()).try_for_each(|(k, rows)| {
+                if full.get() {
+                    return Ok(());
+                }
+                inner.for_each_match(k, index, snapshot, &mut |row| Ok(take(rows, row)))?;
+                Ok(())
+            }),
+        };
+        let charged = charged.get();
+        if full.get() {
+            budget.release(charged);
+            return Ok(None);
         }
+        if let Err(e) = read {
+            budget.release(charged);
+            return Err(e);
+        }
+        Ok(Some((out, charged)))
     };
     if threads <= 1 || keys.len() < 2 * threads {
         return one(keys);
     }
     let per = keys.len().div_ceil(threads);
-    std::thread::scope(|s| {
+    let parts: Vec<Result<Option<Found>>> = std::thread::scope(|s| {
         let handles: Vec<_> = keys
             .chunks(per)
             .map(|part| s.spawn(move || one(part)))
             .collect();
-        let mut out = Vec::with_capacity(keys.len());
-        for h in handles {
-            let part = h.join().map_err(|_| {
-                crate::error::Error::InvalidArgument("a lookup thread panicked".into())
-            })??;
-            out.extend(part);
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(Error::InvalidArgument("a lookup thread panicked".into()))
+                })
+            })
+            .collect()
+    });
+    // Every part's charge goes back unless all of them fit.
+    let mut out = Vec::with_capacity(keys.len());
+    let (mut charged, mut fits, mut err) = (0usize, true, None);
+    for part in parts {
+        match part {
+            Ok(Some((rows, n))) => {
+                charged += n;
+                out.extend(rows);
+            }
+            Ok(None) => fits = false,
+            Err(e) => err = Some(e),
         }
-        Ok(out)
-    })
+    }
+    if err.is_some() || !fits {
+        budget.release(charged);
+    }
+    match err {
+        Some(e) => Err(e),
+        None => Ok(fits.then_some((out, charged))),
+    }
 }

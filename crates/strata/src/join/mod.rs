@@ -21,8 +21,11 @@
 //! ```
 //!
 //! Memory: every buffer a join holds (hash tables, sort buffers, spill
-//! file buffers, the rows of a lookup chunk) is charged to one budget and
-//! never passes it; [`JoinSummary::peak_memory_bytes`] reports the peak.
+//! files' read and write buffers, the batches of its table scans, the rows
+//! of a lookup chunk, the index entries a walk holds) is charged to one
+//! budget and never passes it; [`JoinSummary::peak_memory_bytes`] reports
+//! the peak. The engine's read buffers (cached blocks, a scan's staged
+//! chunk per source) are not the join's and are not charged.
 
 mod chain;
 mod cost;
@@ -735,7 +738,7 @@ fn ordered<'a>(
     cap: usize,
 ) -> Result<Box<dyn TupleStream + 'a>> {
     if side.is_primary() {
-        return Ok(Box::new(side.scan(snap)?));
+        return Ok(Box::new(side.scan(snap, Some(&space.budget))?));
     }
     if let Some(i) = index {
         return Ok(Box::new(side.walk_index(
@@ -813,11 +816,22 @@ fn index_stats(s: &Side, i: &crate::index::Index, rows: f64) -> Result<IndexStat
     let (mut hits, mut values) = (Vec::new(), 0usize);
     while it.valid() && hits.len() < INDEX_SAMPLE {
         let before = hits.len();
-        crate::index::lookup::entry_hits(i, it.key(), it.value(), &mut hits)?;
+        // A value's posting list is read only as far as the sample goes.
+        let rest = crate::index::lookup::entry_hits_part(
+            i,
+            it.key(),
+            it.value(),
+            0,
+            INDEX_SAMPLE - before,
+            &mut hits,
+        )?;
         if i.kind != IndexKind::Composite
             || hits.len() > before && (before == 0 || hits[before].key != hits[before - 1].key)
         {
             values += 1;
+        }
+        if rest.is_some() {
+            break;
         }
         it.next();
     }
@@ -867,7 +881,7 @@ fn match_ratio(outer: &Side, inner: &Side, snap: crate::key::SeqNo) -> Result<(f
     if !inner.is_primary() && index.is_none() {
         return Ok((1.0, 1.0));
     }
-    let mut scan = outer.scan(snap)?;
+    let mut scan = outer.scan(snap, None)?;
     let (mut seen, mut matched, mut found) = (0usize, 0usize, 0usize);
     let mut rows = Vec::new();
     while seen < MATCH_SAMPLE {

@@ -6,7 +6,6 @@
 //! the output columns as an index payload (`index::codec`). Nulls never
 //! join, so rows with a null join value make no tuple.
 
-use std::ops::Bound;
 use std::sync::Arc;
 
 use super::hash::tuple_bytes;
@@ -158,20 +157,61 @@ impl Side {
         })
     }
 
-    /// Every tuple of the table at `snapshot`, in primary-key order.
-    pub(crate) fn scan(&self, snapshot: SeqNo) -> Result<SideScan<'_>> {
-        self.scan_on(snapshot, 1)
+    /// Every tuple of the table at `snapshot`, in primary-key order; a
+    /// join's scan charges what it holds to the join's `budget` (the
+    /// planner's sample reads without one).
+    pub(crate) fn scan(
+        &self,
+        snapshot: SeqNo,
+        budget: Option<&Arc<Budget>>,
+    ) -> Result<SideScan<'_>> {
+        self.scan_on(snapshot, 1, budget)
     }
 
     /// Every tuple of the table at `snapshot`, in no particular order: the
     /// table is read in key ranges on up to [`Side::threads`] threads (a
     /// hash join's partitioning, an external sort's runs and a nested
     /// loop's outer side need no order).
-    pub(crate) fn scan_any_order(&self, snapshot: SeqNo) -> Result<SideScan<'_>> {
-        self.scan_on(snapshot, self.threads)
+    pub(crate) fn scan_any_order(
+        &self,
+        snapshot: SeqNo,
+        budget: &Arc<Budget>,
+    ) -> Result<SideScan<'_>> {
+        self.scan_on(snapshot, self.threads, Some(budget))
     }
 
-    fn scan_on(&self, snapshot: SeqNo, threads: usize) -> Result<SideScan<'_>> {
+    /// About how many bytes a row of the table takes: its files' and
+    /// memtables' bytes per entry (four times that when blocks are
+    /// compressed), at least the nominal width of the columns read.
+    fn row_bytes_estimate(&self) -> Result<f64> {
+        let sv = self.table.inner().keyspace.super_version()?;
+        let mut bytes = 0f64;
+        let mut entries = 0f64;
+        for (_, f) in sv.version.all_files() {
+            bytes += f.size as f64;
+            entries += f.num_entries as f64;
+        }
+        for m in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+            bytes += m.memory_usage().total() as f64;
+            entries += m.len() as f64;
+        }
+        let compressed = self.table.inner().record().options.compression != "none";
+        let stored = if entries > 0.0 { bytes / entries } else { 0.0 };
+        let nominal = (self.ty.nominal_width()
+            + self
+                .types
+                .iter()
+                .map(|t| t.nominal_width() + 1)
+                .sum::<usize>()) as f64;
+        Ok((stored * if compressed { 4.0 } else { 1.0 }).max(nominal))
+    }
+
+    fn scan_on(
+        &self,
+        snapshot: SeqNo,
+        threads: usize,
+        budget: Option<&Arc<Budget>>,
+    ) -> Result<SideScan<'_>> {
         let schema = self.table.schema();
         let mut scan_cols = vec![self.column];
         for &c in &self.cols {
@@ -192,7 +232,10 @@ impl Side {
                     .collect(),
             ),
             snapshot: Some(snapshot),
-            batch_rows: SCAN_BATCH,
+            batch_rows: match budget {
+                Some(b) => scan_batch_rows(b.limit(), self.row_bytes_estimate()?, threads),
+                None => SCAN_BATCH,
+            },
             threads,
             ..ScanOptions::default()
         };
@@ -206,6 +249,9 @@ impl Side {
             ends: Vec::new(),
             next: 0,
             rows: 0,
+            budget: budget.cloned(),
+            charged: 0,
+            in_flight: batches_in_flight(threads),
         })
     }
 
@@ -218,34 +264,44 @@ impl Side {
         snapshot: SeqNo,
         out: &mut Vec<Vec<u8>>,
     ) -> Result<()> {
-        match index {
-            None => {
-                // A single-column primary key's encoding is the value's.
-                if let Some(row) = self.table.get_encoded(key, &self.cols, Some(snapshot))? {
-                    out.push(self.row_bytes(&row)?);
-                }
-            }
-            Some(index) => {
-                let mut d = KeyDecoder::new(key);
-                let v = d.value(self.ty)?;
-                let hits = crate::index::lookup::hits(
-                    index,
-                    &Bound::Included(v.clone()),
-                    &Bound::Included(v),
-                    Some(snapshot),
-                )?;
-                for row in crate::index::lookup::resolve(
-                    &self.table,
-                    index,
-                    hits,
-                    &self.cols,
-                    Some(snapshot),
-                )? {
-                    out.push(self.row_bytes(&row)?);
-                }
-            }
-        }
+        self.for_each_match(key, index, snapshot, &mut |row| {
+            out.push(row);
+            Ok(true)
+        })?;
         Ok(())
+    }
+
+    /// Calls `f` with each row (output payload) whose join value has
+    /// encoding `key`, read as [`Side::lookup`] reads them but through an
+    /// index [`WALK_ROWS`] entries at a time, until `f` returns false;
+    /// whether every row went. A caller that charges each row can so stop
+    /// at its budget instead of holding a skewed value's rows first.
+    pub(crate) fn for_each_match(
+        &self,
+        key: &[u8],
+        index: Option<&Index>,
+        snapshot: SeqNo,
+        f: &mut dyn FnMut(Vec<u8>) -> Result<bool>,
+    ) -> Result<bool> {
+        let Some(index) = index else {
+            // A single-column primary key's encoding is the value's.
+            return match self.table.get_encoded(key, &self.cols, Some(snapshot))? {
+                Some(row) => f(self.row_bytes(&row)?),
+                None => Ok(true),
+            };
+        };
+        let mut d = KeyDecoder::new(key);
+        let v = d.value(self.ty)?;
+        crate::index::lookup::for_each_hit_part(index, &v, Some(snapshot), WALK_ROWS, &mut |hits| {
+            for row in
+                crate::index::lookup::resolve(&self.table, index, hits, &self.cols, Some(snapshot))?
+            {
+                if !f(self.row_bytes(&row)?)? {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        })
     }
 
     /// Every tuple in join-value order, by walking `index` (each value's
@@ -270,6 +326,8 @@ impl Side {
             snapshot,
             it,
             hits: std::collections::VecDeque::new(),
+            hits_charged: 0,
+            posting_at: 0,
             ready: std::collections::VecDeque::new(),
             budget,
             charged: 0,
@@ -311,6 +369,38 @@ pub(crate) struct SideScan<'a> {
     next: usize,
     /// Rows read so far (with null join values).
     pub rows: u64,
+    /// The join's budget, charged with the current batch and its tuples
+    /// for every batch the scan may have in flight.
+    budget: Option<Arc<Budget>>,
+    charged: usize,
+    in_flight: usize,
+}
+
+impl Drop for SideScan<'_> {
+    fn drop(&mut self) {
+        if let Some(b) = &self.budget {
+            b.release(self.charged);
+        }
+    }
+}
+
+/// The batches a scan on `threads` threads may hold at once: the one being
+/// read, and on each helper thread one being built and the finished ones
+/// waiting for the reader (`table::scan::parallel`).
+fn batches_in_flight(threads: usize) -> usize {
+    1 + 3 * threads.saturating_sub(1)
+}
+
+/// Rows per batch of a join's scan under a budget of `limit` bytes, rows
+/// of about `row_bytes` bytes, on `threads` threads: the batches in flight
+/// and their encoded tuples (about as large again) take a 16th of the
+/// budget, at one row a batch at the least. (A hash join's table takes
+/// half, its partition writers an eighth and its tuple group a 32nd; a
+/// sort side 3/8.)
+pub(crate) fn scan_batch_rows(limit: usize, row_bytes: f64, threads: usize) -> usize {
+    let share = (limit / 16) as f64;
+    let per_batch = share / (2.0 * row_bytes.max(1.0) * batches_in_flight(threads) as f64);
+    (per_batch as usize).clamp(1, SCAN_BATCH)
 }
 
 impl SideScan<'_> {
@@ -319,6 +409,35 @@ impl SideScan<'_> {
         let Some(batch) = self.scan.next().transpose()? else {
             return Ok(false);
         };
+        let result = self.encode(&batch);
+        self.charge(&batch)?;
+        result
+    }
+
+    /// Charges the budget with what the scan holds now (the batch and its
+    /// tuples), times the batches it may have in flight, in place of what
+    /// it held before.
+    fn charge(&mut self, batch: &arrow_array::RecordBatch) -> Result<()> {
+        let Some(budget) = &self.budget else {
+            return Ok(());
+        };
+        let held = batch.get_array_memory_size()
+            + self.keys.capacity()
+            + self.payloads.capacity()
+            + self.ends.capacity() * std::mem::size_of::<(usize, usize)>();
+        let want = held.saturating_mul(self.in_flight);
+        budget.release(self.charged);
+        self.charged = 0;
+        budget.charge(
+            want,
+            &format!("a batch of its scan of table {:?}", self.side.table.name()),
+        )?;
+        self.charged = want;
+        Ok(())
+    }
+
+    /// Encodes `batch`'s tuples into the scan's buffers.
+    fn encode(&mut self, batch: &arrow_array::RecordBatch) -> Result<bool> {
         let schema = self.side.table.schema();
         let readers = self
             .scan_cols
@@ -393,6 +512,11 @@ pub(crate) struct IndexWalk<'a> {
     it: crate::db_iter::DbIter,
     /// Entries read and not yet resolved, in index order.
     hits: std::collections::VecDeque<crate::index::lookup::Hit>,
+    /// What `hits` holds, charged to `budget` (released on drop).
+    hits_charged: usize,
+    /// Where in the current stored entry's posting list the next hit
+    /// starts: a value's list is read a part at a time, never whole.
+    posting_at: usize,
     /// Resolved tuples not yet handed out.
     ready: std::collections::VecDeque<(Vec<u8>, Vec<u8>)>,
     budget: &'a Budget,
@@ -419,10 +543,14 @@ impl IndexWalk<'_> {
         self.budget
             .charge(expected, "the rows an index walk reads at a time")?;
         self.charged += expected;
+        let part: Vec<_> = self.hits.drain(..n).collect();
+        let held: usize = part.iter().map(hit_bytes).sum();
+        self.budget.release(held);
+        self.hits_charged -= held;
         let rows = crate::index::lookup::resolve(
             &self.side.table,
             self.index,
-            self.hits.drain(..n).collect(),
+            part,
             &self.side.cols,
             Some(self.snapshot),
         )?;
@@ -445,8 +573,17 @@ impl IndexWalk<'_> {
 
 impl Drop for IndexWalk<'_> {
     fn drop(&mut self) {
-        self.budget.release(self.charged);
+        self.budget.release(self.charged + self.hits_charged);
     }
+}
+
+/// The bytes an index hit holds: its vectors and their contents, and its
+/// decoded value (about as long as its encoding).
+fn hit_bytes(h: &crate::index::lookup::Hit) -> usize {
+    std::mem::size_of::<crate::index::lookup::Hit>()
+        + h.pk.len()
+        + 2 * h.key.len()
+        + h.payload.len()
 }
 
 impl TupleStream for IndexWalk<'_> {
@@ -476,13 +613,28 @@ impl TupleStream for IndexWalk<'_> {
                 self.it.status()?;
                 return Ok(None);
             }
-            crate::index::lookup::entry_hits(
+            // At most a part's worth of a stored entry at a time: an
+            // eager or lazy entry holds a value's whole posting list.
+            let room = WALK_ROWS.saturating_sub(self.hits.len()).max(1);
+            let next = crate::index::lookup::entry_hits_part(
                 self.index,
                 self.it.key(),
                 self.it.value(),
+                self.posting_at,
+                room,
                 &mut hits,
             )?;
-            self.it.next();
+            match next {
+                Some(at) => self.posting_at = at,
+                None => {
+                    self.posting_at = 0;
+                    self.it.next();
+                }
+            }
+            let held: usize = hits.iter().map(hit_bytes).sum();
+            self.budget
+                .charge(held, "the index entries a walk reads at a time")?;
+            self.hits_charged += held;
             self.hits.extend(hits.drain(..));
         }
     }
@@ -534,10 +686,50 @@ mod tests {
     }
 
     #[test]
+    fn a_join_scan_sizes_its_batches_by_the_budget() {
+        // 256 KiB, 200-byte rows: a 16th of the budget over the batch and
+        // its tuples; a helper thread's batches in flight divide it again.
+        assert_eq!(scan_batch_rows(256 << 10, 200.0, 1), 40);
+        assert_eq!(scan_batch_rows(256 << 10, 200.0, 2), 10);
+        assert_eq!(scan_batch_rows(256 << 10, 4096.0, 2), 1, "one row at least");
+        assert_eq!(scan_batch_rows(1 << 30, 16.0, 8), SCAN_BATCH, "at most");
+        assert_eq!(scan_batch_rows(1 << 20, 0.0, 1), SCAN_BATCH);
+    }
+
+    #[test]
+    fn a_join_scan_charges_its_batch_while_it_holds_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (db, t) = table_r(dir.path());
+        let pad = "y".repeat(300);
+        for id in 0..500i64 {
+            t.upsert_row(&[Value::Int64(id), Value::Int64(id % 3), pad.clone().into()])
+                .expect("upsert");
+        }
+        let side = Side::new(t.clone(), "a", vec![0, 2]).expect("side");
+        let budget = Arc::new(Budget::new(256 << 10));
+        let snapshot = db.snapshot();
+        let mut scan = side.scan(snapshot.seqno(), Some(&budget)).expect("scan");
+        let mut tuples = 0;
+        while scan.next_tuple().expect("tuple").is_some() {
+            tuples += 1;
+            let used = budget.used();
+            assert!(used > 300 && used == scan.charged, "{used} charged");
+            assert!(used <= (256 << 10) / 8, "a batch of a few rows: {used}");
+        }
+        assert_eq!(tuples, 500);
+        drop(scan);
+        assert_eq!(budget.used(), 0);
+        // The planner's sample reads without a budget.
+        let mut scan = side.scan(snapshot.seqno(), None).expect("scan");
+        assert!(scan.next_tuple().expect("tuple").is_some());
+        assert_eq!(budget.used(), 0);
+    }
+
+    #[test]
     fn an_index_walk_holds_one_part_of_a_value_at_a_time() {
         let dir = tempfile::tempdir().expect("tempdir");
         let (db, t) = table_r(dir.path());
-        for kind in [IndexKind::Lazy, IndexKind::Composite] {
+        for kind in [IndexKind::Eager, IndexKind::Lazy, IndexKind::Composite] {
             let name = format!("{kind:?}");
             t.create_index(IndexSpec::new(&name, "a").kind(kind))
                 .expect("index");
@@ -547,7 +739,7 @@ mod tests {
             t.upsert_row(&[Value::Int64(id), Value::Int64(7), pad.clone().into()])
                 .expect("upsert");
         }
-        for name in ["Lazy", "Composite"] {
+        for name in ["Eager", "Lazy", "Composite"] {
             let mut side = Side::new(t.clone(), "a", vec![0, 2]).expect("side");
             side.preferred = Some(name.into());
             let index = side.index().expect("the index");
@@ -564,7 +756,14 @@ mod tests {
                     "{name}: {} rows held",
                     walk.ready.len()
                 );
-                assert_eq!(budget.used(), walk.charged, "{name}");
+                // An eager or lazy value's 1,000 keys are one stored
+                // entry, read a part at a time (it was decoded whole).
+                assert!(
+                    walk.hits.len() <= WALK_ROWS,
+                    "{name}: {} entries held",
+                    walk.hits.len()
+                );
+                assert_eq!(budget.used(), walk.charged + walk.hits_charged, "{name}");
             }
             assert_eq!(rows, 1000, "{name}");
             assert!(budget.peak() > 0, "{name}: the rows held are charged");

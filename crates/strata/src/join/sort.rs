@@ -61,7 +61,7 @@ pub(crate) fn sort<'s>(
     let mut buf: Vec<Tuple> = Vec::new();
     let mut charged = 0usize;
     let mut runs: Vec<SpillFile> = Vec::new();
-    source.for_each(&mut |k, r| {
+    source.for_each(&space.budget, &mut |k, r| {
         let n = tuple_bytes(k, r);
         if charged + n > cap || !budget.try_charge(n) {
             if !buf.is_empty() {
@@ -129,6 +129,7 @@ pub(crate) struct Merger<'s> {
     readers: Vec<SpillReader>,
     heap: BinaryHeap<Head>,
     budget: &'s Budget,
+    /// The bytes of the tuples on the heap, charged to `budget`.
     charged: usize,
 }
 
@@ -159,28 +160,37 @@ impl Ord for Head {
 
 impl<'s> Merger<'s> {
     fn new(runs: Vec<SpillFile>, space: &'s SpillSpace) -> Result<Merger<'s>> {
-        let budget = &*space.budget;
-        let charged = runs.len() * (RUN_BLOCK + 8);
-        budget.charge(charged, "the sort merge's read buffers")?;
         let mut m = Merger {
             readers: runs.iter().map(SpillFile::reader).collect(),
             runs,
             heap: BinaryHeap::new(),
-            budget,
-            charged,
+            budget: &space.budget,
+            charged: 0,
         };
         for run in 0..m.readers.len() {
-            if let Some((key, row)) = m.readers[run].next_record()? {
-                m.heap.push(Head { key, row, run });
-            }
+            m.refill(run)?;
         }
         Ok(m)
+    }
+
+    /// Puts run `run`'s next tuple on the heap, charged while it is there
+    /// (each reader charges its own block buffer).
+    fn refill(&mut self, run: usize) -> Result<()> {
+        if let Some((key, row)) = self.readers[run].next_record()? {
+            let n = tuple_bytes(&key, &row);
+            self.budget.charge(n, "the sort merge's head tuples")?;
+            self.charged += n;
+            self.heap.push(Head { key, row, run });
+        }
+        Ok(())
     }
 }
 
 impl Drop for Merger<'_> {
     fn drop(&mut self) {
         self.budget.release(self.charged);
+        // The readers release their buffers before their files go.
+        self.readers.clear();
         self.runs.clear();
     }
 }
@@ -190,13 +200,10 @@ impl TupleStream for Merger<'_> {
         let Some(h) = self.heap.pop() else {
             return Ok(None);
         };
-        if let Some((key, row)) = self.readers[h.run].next_record()? {
-            self.heap.push(Head {
-                key,
-                row,
-                run: h.run,
-            });
-        }
+        let n = tuple_bytes(&h.key, &h.row);
+        self.budget.release(n);
+        self.charged -= n;
+        self.refill(h.run)?;
         Ok(Some((h.key, h.row)))
     }
 }

@@ -166,6 +166,7 @@ impl SpillSpace {
             buf: Vec::with_capacity(block),
             block,
             _charge: guard,
+            extra: 0,
         };
         // Written at once, so that a crash from here on leaves a file the
         // next open knows as this database's (`sweep`).
@@ -221,6 +222,9 @@ pub(crate) struct SpillWriter<'a> {
     buf: Vec<u8>,
     block: usize,
     _charge: Charge<'a>,
+    /// Bytes charged beyond `block` while the buffer holds a record larger
+    /// than a block (given back when that block is written).
+    extra: usize,
 }
 
 impl SpillWriter<'_> {
@@ -238,6 +242,16 @@ impl SpillWriter<'_> {
         }
         if self.buf.len() > BLOCK_HEAD && self.buf.len() + n > self.block {
             self.write_block()?;
+        }
+        let need = self.buf.len() + n;
+        if need > self.block + self.extra {
+            let more = need - self.block - self.extra;
+            self.space
+                .budget
+                .charge(more, "a join tuple larger than a spill block")?;
+            self.extra += more;
+            // Exactly what was charged, not the vector's doubling.
+            self.buf.reserve_exact(need - self.buf.len());
         }
         put_length_prefixed(&mut self.buf, key);
         put_length_prefixed(&mut self.buf, row);
@@ -262,6 +276,8 @@ impl SpillWriter<'_> {
         if self.buf.capacity() > self.block {
             self.buf = Vec::with_capacity(self.block);
         }
+        self.space.budget.release(self.extra);
+        self.extra = 0;
         self.buf.clear();
         self.buf.resize(BLOCK_HEAD, 0);
         Ok(())
@@ -277,6 +293,7 @@ impl SpillWriter<'_> {
         Ok(SpillFile {
             file,
             len,
+            budget: Arc::clone(&self.space.budget),
             _remove: RemoveOnDrop {
                 vfs: Arc::clone(&self.space.vfs),
                 path: std::mem::take(&mut self.remove.path),
@@ -285,10 +302,18 @@ impl SpillWriter<'_> {
     }
 }
 
+impl Drop for SpillWriter<'_> {
+    fn drop(&mut self) {
+        self.space.budget.release(self.extra);
+    }
+}
+
 /// A finished spill file; removed when dropped.
 pub(crate) struct SpillFile {
     file: Arc<dyn RandomAccessFile>,
     len: u64,
+    /// The budget its readers charge their block buffers to.
+    budget: Arc<Budget>,
     _remove: RemoveOnDrop,
 }
 
@@ -297,7 +322,9 @@ impl SpillFile {
         self.len
     }
 
-    /// Reads the file from its start.
+    /// Reads the file from its start. The reader charges its block buffer
+    /// to the join's budget while it holds it, so reading a block the
+    /// budget cannot hold fails the join with a clear error.
     pub(crate) fn reader(&self) -> SpillReader {
         SpillReader {
             file: Arc::clone(&self.file),
@@ -306,6 +333,8 @@ impl SpillFile {
             len: self.len,
             block: Vec::new(),
             pos: 0,
+            budget: Arc::clone(&self.budget),
+            charged: 0,
         }
     }
 }
@@ -318,11 +347,38 @@ pub(crate) struct SpillReader {
     len: u64,
     block: Vec<u8>,
     pos: usize,
+    budget: Arc<Budget>,
+    /// The bytes of `block`'s buffer charged to `budget`.
+    charged: usize,
+}
+
+impl Drop for SpillReader {
+    fn drop(&mut self) {
+        self.budget.release(self.charged);
+    }
 }
 
 impl SpillReader {
     fn corrupt(&self, why: &str) -> Error {
         Error::corruption(&self.path, self.offset, format!("spill file: {why}"))
+    }
+
+    /// Makes the block buffer `n` bytes long, charging what it grows by
+    /// and giving back what an oversized block took once blocks are small
+    /// again (a record larger than a block is a block by itself).
+    fn size_block(&mut self, n: usize) -> Result<()> {
+        if n > self.charged {
+            self.budget
+                .charge(n - self.charged, "a spill file's read buffer")?;
+            self.charged = n;
+            self.block = Vec::with_capacity(n);
+        } else if n < self.charged / 2 {
+            self.block = Vec::with_capacity(n);
+            self.budget.release(self.charged - n);
+            self.charged = n;
+        }
+        self.block.resize(n, 0);
+        Ok(())
     }
 
     /// The next record as (key, row), or `None` at the end.
@@ -347,7 +403,7 @@ impl SpillReader {
             if n == 0 || n > MAX_BLOCK || self.offset + 8 + n as u64 > self.len {
                 return Err(self.corrupt("block length out of range"));
             }
-            self.block.resize(n, 0);
+            self.size_block(n)?;
             self.file.read_exact_at(&mut self.block, self.offset + 8)?;
             if crc32c(&self.block) != crc {
                 return Err(self.corrupt("block checksum mismatch"));
@@ -404,14 +460,82 @@ mod tests {
     use super::*;
 
     fn space(dir: &Path) -> SpillSpace {
+        space_with(dir, 1 << 20)
+    }
+
+    fn space_with(dir: &Path, budget: usize) -> SpillSpace {
         SpillSpace {
             vfs: Arc::new(crate::vfs::StdVfs),
             dir: dir.join(SPILL_DIR),
             db_id: [7; crate::manifest::DB_ID_LEN],
             next: AtomicU64::new(0),
-            budget: Arc::new(Budget::new(1 << 20)),
+            budget: Arc::new(Budget::new(budget)),
             written: AtomicU64::new(0),
         }
+    }
+
+    /// A reader's block buffer is charged while it is held, grows for an
+    /// oversized block and gives the excess back after it (readers'
+    /// buffers were not charged at all: a hash join's partition readers
+    /// could pass a small budget).
+    #[test]
+    fn a_reader_charges_its_block_buffer_while_it_holds_it() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let space = space(tmp.path());
+        let mut w = space.create(1024).expect("create");
+        for i in 0..40u8 {
+            let len = if i == 20 { 5000 } else { 40 };
+            w.push(&[i], &vec![i; len]).expect("push");
+        }
+        let f = w.finish().expect("finish");
+        assert_eq!(space.budget.used(), 0, "a finished writer holds nothing");
+        let mut rd = f.reader();
+        let mut most = 0;
+        let mut after_big = None;
+        while let Some((k, _)) = rd.next_record().expect("read") {
+            let used = space.budget.used();
+            assert!(used > 0 && used == rd.charged && rd.block.len() <= used);
+            most = most.max(used);
+            if k[0] == 25 {
+                after_big = Some(used);
+            }
+        }
+        assert!(most > 5000, "the oversized block was charged ({most})");
+        assert!(
+            after_big.expect("read on") < 1024,
+            "its excess was given back"
+        );
+        drop(rd);
+        assert_eq!(space.budget.used(), 0);
+    }
+
+    #[test]
+    fn a_block_the_budget_cannot_hold_fails_the_read_clearly() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let space = space_with(tmp.path(), 4200);
+        let mut w = space.create(1024).expect("create");
+        w.push(b"k", &[1; 3000])
+            .expect("an oversized record, charged");
+        assert!(space.budget.peak() > 3000, "charged while it was buffered");
+        let f = w.finish().expect("finish");
+        assert_eq!(space.budget.used(), 0);
+        let _others = [space.create(1024), space.create(1024)].map(|w| w.expect("writer"));
+        let mut rd = f.reader();
+        let err = rd
+            .next_ref()
+            .expect_err("3,000 bytes beside 2,048 in 4,200");
+        assert!(
+            matches!(&err, Error::InvalidArgument(m) if m.contains("read buffer")),
+            "{err}"
+        );
+        assert_eq!(space.budget.used(), 2048, "only the writers' blocks");
+        // The writer's own charge for an oversized record fails as clearly.
+        let mut w = space.create(1024).expect("a third writer fits");
+        let err = w.push(b"k", &[1; 3000]).expect_err("no room");
+        assert!(
+            matches!(&err, Error::InvalidArgument(m) if m.contains("larger than a spill block")),
+            "{err}"
+        );
     }
 
     /// The lengths of a finished file's blocks, from their heads.
@@ -469,7 +593,7 @@ mod tests {
     #[test]
     fn a_record_past_the_block_limit_is_refused_when_written() {
         let tmp = tempfile::tempdir().expect("tempdir");
-        let space = space(tmp.path());
+        let space = space_with(tmp.path(), 3 * MAX_BLOCK);
         let head = varint_len(1) + 1 + varint_len(MAX_BLOCK as u64);
         let mut w = space.create(4096).expect("create");
         let row = vec![0u8; MAX_BLOCK - head + 1];

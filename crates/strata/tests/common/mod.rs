@@ -3,6 +3,8 @@
 // Each test crate includes this module and uses only some of it.
 #![allow(dead_code)]
 
+pub mod counting;
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
