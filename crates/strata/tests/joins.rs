@@ -780,6 +780,53 @@ fn a_join_at_a_snapshot_counts_that_state() {
     assert!(ran >= 6, "only {ran} methods ran");
     let at = chain(Join::new(&r, "a", &s, "b").at(&snap)).expect("chain");
     assert_eq!(at.rows, chained);
+
+    // The join holds its view: the caller's snapshot may go, and rows
+    // deleted and compacted away after it still count (the join kept only
+    // the sequence number, and then refused it or read what compaction
+    // left).
+    let held = Join::new(&r, "a", &s, "b")
+        .method(JoinMethod::HybridHash)
+        .at(&snap);
+    drop(snap);
+    for i in 0..150 {
+        r.delete_row(&[Value::Int64(i)]).expect("delete");
+    }
+    for t in [&r, &s] {
+        t.flush().expect("flush");
+        t.compact().expect("compact");
+    }
+    assert_eq!(Join::new(&r, "a", &s, "b").count().expect("now").rows, 0);
+    assert_eq!(held.count().expect("at the held view").rows, before);
+
+    // Tables and snapshots of another database are refused, not read at a
+    // sequence number that means nothing there.
+    let other_dir = tempfile::tempdir().expect("tempdir");
+    let (other, o, _) = setup(other_dir.path(), IndexKind::Eager, Consistency::Synchronous);
+    let err = Join::new(&r, "a", &o, "b")
+        .count()
+        .expect_err("two databases");
+    assert!(
+        matches!(&err, Error::InvalidArgument(m) if m.contains("different databases")),
+        "{err}"
+    );
+    let foreign = other.snapshot();
+    let err = Join::new(&r, "a", &s, "b")
+        .at(&foreign)
+        .count()
+        .expect_err("another's snapshot");
+    assert!(
+        matches!(&err, Error::InvalidArgument(m) if m.contains("another database")),
+        "{err}"
+    );
+    let err = JoinChain::new(Join::new(&r, "a", &s, "b"))
+        .then("s.id", &o, "b")
+        .count()
+        .expect_err("a step in another database");
+    assert!(
+        matches!(&err, Error::InvalidArgument(m) if m.contains("another database")),
+        "{err}"
+    );
 }
 
 /// Doubles come out of every join method with their stored bits, through

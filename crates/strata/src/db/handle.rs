@@ -30,6 +30,22 @@ impl Snapshot {
     pub fn seqno(&self) -> SeqNo {
         self.seqno
     }
+
+    /// Another hold on the same sequence number, released on its own drop
+    /// (for a reader that must keep the view after its caller lets go).
+    pub(crate) fn held_again(&self) -> Snapshot {
+        let mut st = self.inner.state.lock();
+        *st.snapshots.entry(self.seqno).or_insert(0) += 1;
+        Snapshot {
+            inner: Arc::clone(&self.inner),
+            seqno: self.seqno,
+        }
+    }
+
+    /// Whether this is a snapshot of `core`'s database.
+    pub(crate) fn is_of(&self, core: &DbCore) -> bool {
+        Arc::ptr_eq(&self.inner, &core.inner)
+    }
 }
 
 impl Drop for Snapshot {
@@ -45,6 +61,11 @@ impl Drop for Snapshot {
 }
 
 impl DbCore {
+    /// Whether `other` is a handle on the same open database.
+    pub(crate) fn same_database(&self, other: &DbCore) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// Opens (or creates) the database at `path`.
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<DbCore> {
         opts.validate()?;

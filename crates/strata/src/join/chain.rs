@@ -148,6 +148,13 @@ impl JoinChain {
         first.check()?;
         let mut tables: Vec<&Table> = vec![&first.left, &first.right];
         for s in &self.steps {
+            if !s.right.core().same_database(first.left.core()) {
+                return Err(Error::InvalidArgument(format!(
+                    "table {:?} is in another database than {:?}; a chain reads one database",
+                    s.right.name(),
+                    first.left.name()
+                )));
+            }
             if tables.iter().any(|t| t.name() == s.right.name()) {
                 return Err(Error::InvalidArgument(format!(
                     "table {:?} is in the chain twice; a chain joins distinct tables",

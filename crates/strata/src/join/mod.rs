@@ -145,7 +145,7 @@ pub struct Join {
     /// Indexes to use by name (left, right) instead of the best ones.
     indexes: (Option<String>, Option<String>),
     /// Read at this snapshot's sequence number ([`Join::at`]).
-    snapshot: Option<crate::key::SeqNo>,
+    snapshot: Option<Arc<crate::Snapshot>>,
 }
 
 /// What a finished join did.
@@ -191,8 +191,8 @@ impl Join {
     /// ([`Join::at`]), or one taken now that every side's index serves,
     /// returned to be held while the run reads.
     fn read_point(&self, sides: &[&Side]) -> Result<(crate::key::SeqNo, Option<crate::Snapshot>)> {
-        Ok(match self.snapshot {
-            Some(s) => (s, None),
+        Ok(match &self.snapshot {
+            Some(s) => (s.seqno(), None),
             None => {
                 let h = Side::snapshot(sides)?;
                 (h.seqno(), Some(h))
@@ -201,12 +201,13 @@ impl Join {
     }
 
     /// Reads both tables at `snapshot` instead of the state when the join
-    /// starts (as a statement whose other reads are at it does). The
-    /// snapshot must stay live while the join runs; a method that reads
-    /// through an index whose build finished after it is refused, as with
-    /// no index.
+    /// starts (as a statement whose other reads are at it does). The join
+    /// holds the view itself, so the caller may drop its snapshot; a
+    /// snapshot of another database is refused when the join runs, and a
+    /// method that reads through an index whose build finished after it is
+    /// refused, as with no index.
     pub fn at(mut self, snapshot: &crate::Snapshot) -> Join {
-        self.snapshot = Some(snapshot.seqno());
+        self.snapshot = Some(Arc::new(snapshot.held_again()));
         self
     }
 
@@ -261,6 +262,22 @@ impl Join {
     }
 
     fn check(&self) -> Result<()> {
+        // One snapshot's sequence number means nothing in another
+        // database: such a join would read one side at a wrong point.
+        if !self.left.core().same_database(self.right.core()) {
+            return Err(Error::InvalidArgument(format!(
+                "tables {:?} and {:?} are in different databases; a join reads one database",
+                self.left.name(),
+                self.right.name()
+            )));
+        }
+        if let Some(s) = &self.snapshot
+            && !s.is_of(self.left.core())
+        {
+            return Err(Error::InvalidArgument(
+                "the join's snapshot (Join::at) is of another database than its tables".into(),
+            ));
+        }
         if self.memory_bytes < MIN_JOIN_MEMORY {
             return Err(Error::InvalidArgument(format!(
                 "a join needs at least {MIN_JOIN_MEMORY} bytes of memory; {} given",
