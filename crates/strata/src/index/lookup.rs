@@ -83,6 +83,29 @@ fn key_range(
     Ok(Some((lo, hi)))
 }
 
+/// An iterator over the stored entries of the values within the bounds,
+/// at `snapshot`, at the first of them; `None` when the range is empty.
+fn range_iter(
+    index: &Index,
+    lower: &Bound<Value>,
+    upper: &Bound<Value>,
+    snapshot: Option<SeqNo>,
+) -> Result<Option<crate::db_iter::DbIter>> {
+    let Some((lo, hi)) = key_range(index, lower, upper)? else {
+        return Ok(None);
+    };
+    let mut it = index.keyspace.iter(ReadOptions {
+        snapshot,
+        lower_bound: lo.clone(),
+        upper_bound: hi,
+    })?;
+    match &lo {
+        Some(l) => it.seek(l),
+        None => it.seek_to_first(),
+    }
+    Ok(Some(it))
+}
+
 /// The entries of `index` whose values lie within the bounds, at
 /// `snapshot`, in index order.
 pub(crate) fn hits(
@@ -106,18 +129,9 @@ pub(crate) fn hits(
             return Ok(out);
         }
     }
-    let Some((lo, hi)) = key_range(index, lower, upper)? else {
+    let Some(mut it) = range_iter(index, lower, upper, snapshot)? else {
         return Ok(Vec::new());
     };
-    let mut it = index.keyspace.iter(ReadOptions {
-        snapshot,
-        lower_bound: lo.clone(),
-        upper_bound: hi,
-    })?;
-    match &lo {
-        Some(l) => it.seek(l),
-        None => it.seek_to_first(),
-    }
     while it.valid() {
         entry_hits(index, it.key(), it.value(), &mut out)?;
         it.next();
@@ -155,18 +169,9 @@ pub(crate) fn for_each_hit_part(
         return Ok(true);
     }
     let one = Bound::Included(v.clone());
-    let Some((lo, hi)) = key_range(index, &one, &one)? else {
+    let Some(mut it) = range_iter(index, &one, &one, snapshot)? else {
         return Ok(true);
     };
-    let mut it = index.keyspace.iter(ReadOptions {
-        snapshot,
-        lower_bound: lo.clone(),
-        upper_bound: hi,
-    })?;
-    match &lo {
-        Some(l) => it.seek(l),
-        None => it.seek_to_first(),
-    }
     let mut out = Vec::new();
     while it.valid() {
         entry_hits(index, it.key(), it.value(), &mut out)?;
