@@ -9,9 +9,10 @@
 mod common;
 
 use common::counting::{self, Counting};
+use common::join_schema as schema;
 use strata::index::{Consistency, IndexKind, IndexSpec};
 use strata::join::{Join, JoinMethod};
-use strata::table::{Column, ColumnType, Schema, TableOptions, Value};
+use strata::table::{TableOptions, Value};
 use strata::{Db, Error, Options};
 
 #[global_allocator]
@@ -20,18 +21,6 @@ static ALLOCATOR: Counting = Counting;
 const BUDGET: usize = 256 << 10;
 const ROWS: i64 = 3000;
 const PAD: usize = 200;
-
-fn schema(join_col: &str, payload: &str) -> Schema {
-    Schema::new(
-        vec![
-            Column::new("id", ColumnType::Int64),
-            Column::nullable(join_col, ColumnType::Int64),
-            Column::nullable(payload, ColumnType::Utf8),
-        ],
-        &["id"],
-    )
-    .expect("schema")
-}
 
 #[test]
 fn a_nested_loop_stops_reading_a_value_at_its_budget() {

@@ -4,10 +4,14 @@
 //! file behind; skew, a full disk during a spill, a dropped stream, and
 //! spill files left by a crash.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use arrow_array::{Array, Int64Array, StringArray};
+// R(id, a, pr) and S(id, b, ps): R.a = S.b and R.a = S.id are the joins.
+use common::join_schema as schema;
 use proptest::prelude::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -17,19 +21,6 @@ use strata::table::{Column, ColumnType, Schema, Table, TableOptions, Value};
 use strata::vfs::Vfs;
 use strata::vfs_mem::{FaultKind, FaultRule, MemVfs, VfsOp};
 use strata::{Db, Error, Options};
-
-/// R(id, a, pr) and S(id, b, ps): R.a = S.b and R.a = S.id are the joins.
-fn schema(join_col: &str, payload: &str) -> Schema {
-    Schema::new(
-        vec![
-            Column::new("id", ColumnType::Int64),
-            Column::nullable(join_col, ColumnType::Int64),
-            Column::nullable(payload, ColumnType::Utf8),
-        ],
-        &["id"],
-    )
-    .expect("schema")
-}
 
 fn small() -> TableOptions {
     TableOptions {

@@ -774,8 +774,7 @@ fn estimated_bytes(s: &Side) -> Result<u64> {
 
 /// The nominal bytes of a side's tuple: join value and output columns.
 fn tuple_width(s: &Side) -> f64 {
-    (s.ty.nominal_width() + s.types.iter().map(|t| t.nominal_width() + 1).sum::<usize>()) as f64
-        + hash::TUPLE_OVERHEAD as f64
+    s.nominal_tuple_bytes() + hash::TUPLE_OVERHEAD as f64
 }
 
 /// The tiers a point read may visit: the memtables, then each level that

@@ -197,13 +197,18 @@ impl Side {
         }
         let compressed = self.table.inner().record().options.compression != "none";
         let stored = if entries > 0.0 { bytes / entries } else { 0.0 };
-        let nominal = (self.ty.nominal_width()
+        Ok((stored * if compressed { 4.0 } else { 1.0 }).max(self.nominal_tuple_bytes()))
+    }
+
+    /// A tuple's bytes by its types' nominal widths: the join value and
+    /// each output column with its payload tag.
+    pub(crate) fn nominal_tuple_bytes(&self) -> f64 {
+        (self.ty.nominal_width()
             + self
                 .types
                 .iter()
                 .map(|t| t.nominal_width() + 1)
-                .sum::<usize>()) as f64;
-        Ok((stored * if compressed { 4.0 } else { 1.0 }).max(nominal))
+                .sum::<usize>()) as f64
     }
 
     fn scan_on(

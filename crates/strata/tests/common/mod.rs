@@ -5,6 +5,21 @@
 
 pub mod counting;
 
+/// A join test's table: (id, `join_col`, `payload`), keyed by id, the
+/// join column an i64 and the payload text, both nullable.
+pub fn join_schema(join_col: &str, payload: &str) -> strata::table::Schema {
+    use strata::table::{Column, ColumnType, Schema};
+    Schema::new(
+        vec![
+            Column::new("id", ColumnType::Int64),
+            Column::nullable(join_col, ColumnType::Int64),
+            Column::nullable(payload, ColumnType::Utf8),
+        ],
+        &["id"],
+    )
+    .expect("schema")
+}
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
