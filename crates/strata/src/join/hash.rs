@@ -69,6 +69,30 @@ fn partitions_for(bytes: u64, table_cap: usize, at_least: u64) -> u64 {
     (bytes.saturating_mul(5) / 4 / mem + 1).clamp(at_least, MAX_PARTITIONS)
 }
 
+/// The partitions of one partitioning round of a build side whose hash
+/// table would take about `table_bytes`. A hybrid join whose build side
+/// fits one table keeps it all in memory; otherwise partitions are sized
+/// for the tables of the `threads` that will join them at once. A round
+/// past the first splits a partition whose table did not fit `cap`, so it
+/// makes at least two, whatever the estimate says.
+fn partition_count(table_bytes: u64, cap: usize, threads: usize, hybrid: bool, depth: u32) -> u64 {
+    if depth == 0 && hybrid && partitions_for(table_bytes, cap, 1) == 1 {
+        return 1;
+    }
+    let at_least = if hybrid && depth == 0 { 1 } else { 2 };
+    partitions_for(table_bytes, cap / threads.max(1), at_least)
+}
+
+/// About the bytes a hash table of `file`'s tuples takes: each tuple's
+/// key and row (the file's bytes, a little more than those) and
+/// [`TUPLE_OVERHEAD`] each for its entry and slots. Sizing a split by the
+/// file's bytes alone undercounts small tuples several times over, and
+/// the split's partitions then did not fit either.
+fn file_table_bytes(file: &SpillFile) -> u64 {
+    file.len()
+        .saturating_add(file.records().saturating_mul(TUPLE_OVERHEAD as u64))
+}
+
 /// The hash-table bytes a whole join may hold at once: half the budget
 /// (the rest is the spill files' buffers and the probe side's reads).
 fn join_table_cap(budget: &Budget) -> usize {
@@ -127,18 +151,7 @@ pub(crate) fn hash_join(
         cap,
     } = run;
     let budget = &*space.budget;
-    // A hybrid join whose build side fits one table keeps it all in
-    // memory; otherwise partitions are sized for the tables of the threads
-    // that will join them at once.
-    let parts = if hybrid && partitions_for(build_bytes, cap, 1) == 1 {
-        1
-    } else {
-        partitions_for(
-            build_bytes,
-            cap / threads.max(1),
-            if hybrid { 1 } else { 2 },
-        )
-    };
+    let parts = partition_count(build_bytes, cap, threads, hybrid, depth);
     let block = block_for(budget, parts);
     // Partition the build side; hybrid keeps partition 0 in memory while it
     // fits, and spills it (once) when it stops fitting.
@@ -336,7 +349,7 @@ fn join_partition(
         return hash_join(
             &Source::File(build),
             &Source::File(probe),
-            build.len(),
+            file_table_bytes(build),
             true,
             HashRun {
                 depth: depth + 1,
@@ -550,5 +563,67 @@ impl<'b> TupleGroup<'b> {
 impl Drop for TupleGroup<'_> {
     fn drop(&mut self) {
         self.budget.release(self.charged);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_build_side_that_fits_stays_whole_only_in_a_first_hybrid_round() {
+        let cap = 8 << 20;
+        assert_eq!(partition_count(1 << 20, cap, 2, true, 0), 1);
+        // Grace always writes partitions out, so it makes two at least.
+        assert_eq!(partition_count(1 << 20, cap, 2, false, 0), 2);
+        // A re-split runs only because its partition did not fit, so an
+        // estimate that says it fits still gives two.
+        for depth in 1..=MAX_DEPTH {
+            assert!(partition_count(1 << 20, cap, 1, true, depth) >= 2);
+        }
+    }
+
+    #[test]
+    fn partitions_are_sized_for_the_joining_threads_tables() {
+        let cap = 4 << 20;
+        let bytes = 40u64 << 20;
+        let one = partition_count(bytes, cap, 1, true, 0);
+        let two = partition_count(bytes, cap, 2, true, 0);
+        assert!(
+            one * (cap as u64) >= bytes,
+            "{one} partitions of {cap} cannot hold {bytes}"
+        );
+        assert!(
+            two >= 2 * one - 1,
+            "two threads share the cap: {two} against {one}"
+        );
+        assert_eq!(partition_count(u64::MAX, cap, 1, false, 0), MAX_PARTITIONS);
+    }
+
+    #[test]
+    fn a_split_of_small_tuples_counts_their_table_overhead() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let space = crate::join::spill::tests::space_with(dir.path(), 64 << 20);
+        let mut w = space.create(4096).expect("create");
+        let n = 50_000u64;
+        for i in 0..n {
+            w.push(&i.to_be_bytes(), &(i * 7).to_be_bytes())
+                .expect("push");
+        }
+        let file = w.finish().expect("finish");
+        assert_eq!(file.records(), n);
+        // 16 bytes a tuple in the file, more than four times that in a table.
+        let table = file_table_bytes(&file);
+        assert!(table >= n * (16 + TUPLE_OVERHEAD as u64), "{table}");
+        // A cap the file's bytes fit but its table does not: the split by
+        // the file alone made one partition (and rewrote it unsplit); the
+        // table's estimate gives enough that each part's table fits.
+        let cap = (file.len() * 2) as usize;
+        assert_eq!(partitions_for(file.len(), cap, 1), 1);
+        let parts = partition_count(table, cap, 1, true, 1);
+        assert!(
+            parts * cap as u64 >= table,
+            "{parts} partitions of {cap} for {table}"
+        );
     }
 }

@@ -167,6 +167,7 @@ impl SpillSpace {
             block,
             _charge: guard,
             extra: 0,
+            records: 0,
         };
         // Written at once, so that a crash from here on leaves a file the
         // next open knows as this database's (`sweep`).
@@ -225,6 +226,8 @@ pub(crate) struct SpillWriter<'a> {
     /// Bytes charged beyond `block` while the buffer holds a record larger
     /// than a block (given back when that block is written).
     extra: usize,
+    /// Records pushed.
+    records: u64,
 }
 
 impl SpillWriter<'_> {
@@ -255,6 +258,7 @@ impl SpillWriter<'_> {
         }
         put_length_prefixed(&mut self.buf, key);
         put_length_prefixed(&mut self.buf, row);
+        self.records += 1;
         if self.buf.len() >= self.block {
             self.write_block()?;
         }
@@ -293,6 +297,7 @@ impl SpillWriter<'_> {
         Ok(SpillFile {
             file,
             len,
+            records: self.records,
             budget: Arc::clone(&self.space.budget),
             _remove: RemoveOnDrop {
                 vfs: Arc::clone(&self.space.vfs),
@@ -312,6 +317,8 @@ impl Drop for SpillWriter<'_> {
 pub(crate) struct SpillFile {
     file: Arc<dyn RandomAccessFile>,
     len: u64,
+    /// Records written.
+    records: u64,
     /// The budget its readers charge their block buffers to.
     budget: Arc<Budget>,
     _remove: RemoveOnDrop,
@@ -320,6 +327,11 @@ pub(crate) struct SpillFile {
 impl SpillFile {
     pub(crate) fn len(&self) -> u64 {
         self.len
+    }
+
+    /// How many records it holds.
+    pub(crate) fn records(&self) -> u64 {
+        self.records
     }
 
     /// Reads the file from its start. The reader charges its block buffer
@@ -456,14 +468,15 @@ pub(crate) fn sweep(vfs: &dyn Vfs, db_dir: &Path, db_id: &DbId) -> Result<usize>
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     fn space(dir: &Path) -> SpillSpace {
         space_with(dir, 1 << 20)
     }
 
-    fn space_with(dir: &Path, budget: usize) -> SpillSpace {
+    /// A spill space in `dir` under a budget of `budget` bytes.
+    pub(in crate::join) fn space_with(dir: &Path, budget: usize) -> SpillSpace {
         SpillSpace {
             vfs: Arc::new(crate::vfs::StdVfs),
             dir: dir.join(SPILL_DIR),
