@@ -79,8 +79,9 @@ fn partition_count(table_bytes: u64, cap: usize, threads: usize, hybrid: bool, d
     if depth == 0 && hybrid && partitions_for(table_bytes, cap, 1) == 1 {
         return 1;
     }
-    let at_least = if hybrid && depth == 0 { 1 } else { 2 };
-    partitions_for(table_bytes, cap / threads.max(1), at_least)
+    // Past that return nothing stays whole: a first hybrid round that does
+    // not fit one table gets two or more from its size already.
+    partitions_for(table_bytes, cap / threads.max(1), 2)
 }
 
 /// About the bytes a hash table of `file`'s tuples takes: each tuple's
