@@ -50,7 +50,7 @@ impl Drop for Db {
 impl Db {
     /// Opens (or creates) the database at `path`, with its tables.
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
-        let core = DbCore::open(path, opts)?;
+        let core = DbCore::open(path, opts, &[crate::table::CG_OWNER_PROBE])?;
         let catalog = match Catalog::open(core.clone()) {
             Ok(c) => Arc::new(c),
             Err(e) => {

@@ -17,7 +17,7 @@
 //! the merge loop).
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::cache::BlockCache;
@@ -400,4 +400,63 @@ impl InternalIterator for TableHandleIter {
             TableHandleIter::Failed(e) => Err(e.duplicate()),
         }
     }
+}
+
+/// How cleanup at open learns which database wrote a file of one of the
+/// engine's own formats: the footer that marks the format, and a decoder of
+/// the owner field of its properties block. The core knows its two formats'
+/// ([`CORE_OWNER_PROBES`]); the table layer hands its column-group format's
+/// to the core when a database opens, since the core does not know that
+/// format. A file of a format without a probe (a user's [`TableFormat`])
+/// counts as unmarked, and cleanup judges it by its number alone.
+pub(crate) struct OwnerProbe {
+    pub footer: &'static crate::sst::format::FooterKind,
+    /// The owner's database id from the raw properties block at `offset` of
+    /// `path` (empty when the file records none).
+    pub owner: fn(properties: &[u8], path: &Path, offset: u64) -> Result<Vec<u8>>,
+}
+
+/// The probes of the core's block-based tables and dictionary-encoded files,
+/// whose properties are the same block.
+pub(crate) const CORE_OWNER_PROBES: [OwnerProbe; 2] = [
+    OwnerProbe {
+        footer: &crate::sst::format::TABLE_FOOTER,
+        owner: core_properties_owner,
+    },
+    OwnerProbe {
+        footer: &crate::dictfile::meta::DICT_FOOTER,
+        owner: core_properties_owner,
+    },
+];
+
+fn core_properties_owner(properties: &[u8], path: &Path, offset: u64) -> Result<Vec<u8>> {
+    Ok(crate::sst::TableProperties::decode(properties, path, offset)?.owner_db_id)
+}
+
+/// The owner a file records, read from its footer and properties block
+/// only, with the probe whose footer magic the file ends with: `Ok(None)`
+/// when no probe's magic matches (not a file of a format the probes know),
+/// an error when the footer or properties are damaged or unreadable.
+pub(crate) fn recorded_owner<'p>(
+    file: &dyn RandomAccessFile,
+    path: &Path,
+    probes: impl IntoIterator<Item = &'p OwnerProbe>,
+) -> Result<Option<(&'static str, Vec<u8>)>> {
+    use crate::sst::format::{FOOTER_LEN, Footer};
+    let Some(offset) = file.len().checked_sub(FOOTER_LEN as u64) else {
+        return Ok(None);
+    };
+    let mut footer = [0u8; FOOTER_LEN];
+    file.read_exact_at(&mut footer, offset)?;
+    let mut magic = [0u8; 8];
+    magic.copy_from_slice(&footer[FOOTER_LEN - 8..]);
+    let magic = u64::from_le_bytes(magic);
+    let Some(probe) = probes.into_iter().find(|p| p.footer.magic == magic) else {
+        return Ok(None);
+    };
+    let decoded = Footer::decode_as(probe.footer, &footer, path, offset)?;
+    let raw =
+        crate::sst::reader::read_block_contents(file, path, decoded.properties, offset, None)?;
+    let owner = (probe.owner)(&raw, path, decoded.properties.offset)?;
+    Ok(Some((probe.footer.name, owner)))
 }

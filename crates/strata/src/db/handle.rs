@@ -66,13 +66,19 @@ impl DbCore {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 
-    /// Opens (or creates) the database at `path`.
-    pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<DbCore> {
+    /// Opens (or creates) the database at `path`. `owner_probes` read the
+    /// owners of files in the layers' formats that the core does not know,
+    /// for cleanup at open (the table layer's column-group files).
+    pub(crate) fn open(
+        path: impl AsRef<Path>,
+        opts: Options,
+        owner_probes: &'static [OwnerProbe],
+    ) -> Result<DbCore> {
         opts.validate()?;
         let inner = if opts.read_only {
-            DbInner::open_beside_writer(path.as_ref(), opts)?
+            DbInner::open_beside_writer(path.as_ref(), opts, owner_probes)?
         } else {
-            DbInner::open(path.as_ref(), opts)?
+            DbInner::open(path.as_ref(), opts, owner_probes)?
         };
         let inner = Arc::new(inner);
         if !inner.opts.read_only {

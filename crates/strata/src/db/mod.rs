@@ -68,7 +68,8 @@ use crate::retained::{RetainedTableBuilder, RetainedTableIter};
 use crate::sst::TableReader;
 use crate::stats::Statistics;
 use crate::table_format::{
-    GroupId, OpenContext, TableFormat, TableHandle, TableWriter, WriterContext,
+    CORE_OWNER_PROBES, GroupId, OpenContext, OwnerProbe, TableFormat, TableHandle, TableWriter,
+    WriterContext, recorded_owner,
 };
 use crate::version::{FileMeta, LevelIter, Version};
 use crate::vfs::{FileLock, Vfs};

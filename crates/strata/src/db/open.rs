@@ -41,7 +41,11 @@ impl DbInner {
     /// the write-ahead logs; then (unless read-only) flushes what was
     /// replayed, writes a fresh manifest and log, and removes what it can
     /// prove is its own and obsolete. See `recovery/` for the rules.
-    pub(super) fn open(path: &Path, opts: Options) -> Result<DbInner> {
+    pub(super) fn open(
+        path: &Path,
+        opts: Options,
+        owner_probes: &'static [OwnerProbe],
+    ) -> Result<DbInner> {
         let vfs = Arc::clone(&opts.vfs);
         let read_only = opts.read_only;
         if !vfs.exists(path) {
@@ -369,6 +373,7 @@ impl DbInner {
             db_id: &db_id,
             id_known,
             read_manifest: old_manifest.as_deref(),
+            owner_probes,
         };
         if read_only {
             // Say what is not the database's, changing nothing.
@@ -604,7 +609,11 @@ impl DbInner {
     /// it read (rolled the manifest, or retired a log or table the read
     /// state still named): such a failure says nothing of damage. A failure
     /// on a database that did not change is returned.
-    pub(super) fn open_beside_writer(path: &Path, opts: Options) -> Result<DbInner> {
+    pub(super) fn open_beside_writer(
+        path: &Path,
+        opts: Options,
+        owner_probes: &'static [OwnerProbe],
+    ) -> Result<DbInner> {
         let vfs = Arc::clone(&opts.vfs);
         let fingerprint = || {
             let name = recovery::read_current(&*vfs, path).ok()?;
@@ -614,7 +623,7 @@ impl DbInner {
         let mut attempts = 0;
         loop {
             let before = fingerprint();
-            match DbInner::open(path, opts.clone()) {
+            match DbInner::open(path, opts.clone(), owner_probes) {
                 Ok(inner) => return Ok(inner),
                 Err(_) if attempts < 5 && before.is_some() && fingerprint() != before => {
                     attempts += 1;

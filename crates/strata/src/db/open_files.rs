@@ -96,6 +96,8 @@ pub(super) struct Sweep<'a> {
     pub(super) id_known: bool,
     /// The manifest this open read (ours: it named the live state).
     pub(super) read_manifest: Option<&'a Path>,
+    /// Owner probes of the layers' formats, beside the core's.
+    pub(super) owner_probes: &'a [OwnerProbe],
 }
 
 impl Sweep<'_> {
@@ -113,7 +115,7 @@ impl Sweep<'_> {
             let p = self.dir.join(&n);
             let mut owner = || match kind {
                 FileKind::Log(_) if self.id_known => recovery::log_owner(vfs, &p, self.db_id),
-                FileKind::Table(k) => table_owner(self.vfs, &p, k, self.db_id),
+                FileKind::Table(_) => table_owner(self.vfs, &p, self.db_id, self.owner_probes),
                 FileKind::Manifest(_) if self.read_manifest == Some(p.as_path()) => Owner::Ours,
                 FileKind::Manifest(_) => recovery::manifest_owner(vfs, &p, self.db_id),
                 FileKind::Temp => match recovery::repair_temp_log(&n) {
@@ -145,29 +147,24 @@ impl Sweep<'_> {
     }
 }
 
-/// Who wrote table `path`: the owner recorded in its properties. A table
-/// too damaged to say is unmarked (cleanup then goes by its number alone).
+/// Who wrote table file `path` (named like the core's tables, in any of the
+/// engine's formats): the owner its properties record, read by the probe of
+/// the format its footer names (the core's, or one of `probes`). A file too
+/// damaged to say, of a format no probe knows, or recording no owner is
+/// unmarked (cleanup then goes by its number alone).
 pub(super) fn table_owner(
     vfs: &Arc<dyn Vfs>,
     path: &Path,
-    number: FileNumber,
     db_id: &DbId,
+    probes: &[OwnerProbe],
 ) -> Owner {
     let Ok(file) = vfs.open(path) else {
         return Owner::Other("unreadable".into());
     };
-    let stats = Arc::new(Statistics::default());
-    match TableReader::open(file, path.to_path_buf(), number.get(), None, stats) {
-        Ok(t) => {
-            let owner = &t.properties().owner_db_id;
-            if owner.is_empty() {
-                Owner::Unmarked
-            } else if owner.as_slice() == db_id.as_slice() {
-                Owner::Ours
-            } else {
-                Owner::Other("a table of another database".into())
-            }
-        }
-        Err(_) => Owner::Unmarked,
+    match recorded_owner(&*file, path, CORE_OWNER_PROBES.iter().chain(probes)) {
+        Ok(Some((_, owner))) if owner.is_empty() => Owner::Unmarked,
+        Ok(Some((_, owner))) if owner.as_slice() == db_id.as_slice() => Owner::Ours,
+        Ok(Some((format, _))) => Owner::Other(format!("{format} of another database")),
+        Ok(None) | Err(_) => Owner::Unmarked,
     }
 }

@@ -26,7 +26,7 @@ pub const DICT_FORMAT_VERSION: u32 = 1;
 pub const DICT_MAGIC: u64 = u64::from_le_bytes(*b"SRTATSDV");
 
 /// The footer: the core table footer's layout under the magic above.
-pub(super) const DICT_FOOTER: FooterKind = FooterKind {
+pub(crate) const DICT_FOOTER: FooterKind = FooterKind {
     magic: DICT_MAGIC,
     newest_version: DICT_FORMAT_VERSION,
     name: "a dictionary-encoded file",

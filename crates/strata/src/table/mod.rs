@@ -51,6 +51,8 @@ pub(crate) mod catalog;
 pub mod cgfile;
 #[cfg(not(feature = "testing"))]
 mod cgfile;
+/// Cleanup's probe of column-group files' owners, for [`crate::Db::open`].
+pub(crate) use self::cgfile::meta::OWNER_PROBE as CG_OWNER_PROBE;
 pub mod cost;
 mod describe;
 mod get;

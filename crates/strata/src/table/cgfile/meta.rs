@@ -52,10 +52,18 @@ pub const CG_FORMAT_VERSION_PLAIN: u32 = 1;
 pub const CG_MAGIC: u64 = u64::from_le_bytes(*b"SRTATSCG");
 
 /// The footer: the core table footer's layout under the magic above.
-pub(super) const CG_FOOTER: FooterKind = FooterKind {
+pub(crate) const CG_FOOTER: FooterKind = FooterKind {
     magic: CG_MAGIC,
     newest_version: CG_FORMAT_VERSION,
     name: "a column-group file",
+};
+
+/// Cleanup's probe of a column-group file's owner (field 9 of its
+/// properties), handed to the core when a database opens
+/// (`table_format::OwnerProbe`).
+pub(crate) const OWNER_PROBE: crate::table_format::OwnerProbe = crate::table_format::OwnerProbe {
+    footer: &CG_FOOTER,
+    owner: |raw, path, offset| Ok(CgProperties::decode(raw, path, offset)?.owner_db_id),
 };
 
 /// What the index says of one data block.
