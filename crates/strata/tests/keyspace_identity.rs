@@ -362,3 +362,80 @@ fn reopening_does_not_pile_up_logs_for_a_keyspace_that_waited_for_its_options() 
         "logs on disk after each close: {logs:?}"
     );
 }
+
+/// A write-ahead log of another database planted among the logs kept for a
+/// keyspace that waits for its options is never replayed and never removed:
+/// not by the open, and not by the flush that retires the kept logs once
+/// the keyspace is registered (the 2026-12-01 review found such a log
+/// removed by that flush).
+#[test]
+fn another_databases_log_among_the_kept_logs_outlives_their_retirement() {
+    let foreign = {
+        let other = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(other.path(), options()).expect("open other");
+        db.put(b"evil", b"from another database").expect("put");
+        db.close().expect("close");
+        let log = std::fs::read_dir(other.path())
+            .expect("list")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .find(|p| p.extension().is_some_and(|x| x == "log"))
+            .expect("a log");
+        std::fs::read(log).expect("read")
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let db = Db::open(dir.path(), options()).expect("open");
+        let counters = db
+            .keyspace("counters", counters_options())
+            .expect("keyspace");
+        for i in 0..20u32 {
+            counters
+                .merge(&counter_key(i), &1u64.to_le_bytes())
+                .expect("merge");
+        }
+        db.close().expect("close");
+    }
+    // The newest log holds the counters' operands; the planted one comes
+    // after it, inside the range the waiting keyspace keeps.
+    let newest = std::fs::read_dir(dir.path())
+        .expect("list")
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_suffix(".log")?.parse::<u64>().ok()
+        })
+        .max()
+        .expect("a log");
+    let planted = dir.path().join(format!("{:06}.log", newest + 1));
+    std::fs::write(&planted, &foreign).expect("plant");
+    {
+        let db = Db::open(dir.path(), options()).expect("open with the counters waiting");
+        assert!(
+            db.recovery_report()
+                .left_in_place
+                .iter()
+                .any(|(p, _)| p == &planted),
+            "{:?}",
+            db.recovery_report()
+        );
+        assert_eq!(db.get(b"evil").expect("get"), None);
+        let kept = dir.path().join(format!("{newest:06}.log"));
+        assert!(kept.exists(), "the waiting keyspace's log was not kept");
+        let counters = db
+            .keyspace("counters", counters_options())
+            .expect("register");
+        counters.flush().expect("flush");
+        db.wait_for_background_work().expect("background");
+        assert_eq!(
+            counters.get(&counter_key(3)).expect("get"),
+            Some(1u64.to_le_bytes().to_vec())
+        );
+        // The flush retired the kept log, and only that one.
+        assert!(!kept.exists(), "the kept log outlived the flush");
+        db.close().expect("close");
+    }
+    assert_eq!(std::fs::read(&planted).expect("still there"), foreign);
+    let db = Db::open(dir.path(), options()).expect("reopen");
+    assert_eq!(db.get(b"evil").expect("get"), None);
+    assert_eq!(std::fs::read(&planted).expect("still there"), foreign);
+}
