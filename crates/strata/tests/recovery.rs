@@ -137,14 +137,9 @@ fn files_that_only_look_like_the_engines_are_left_in_place_and_not_replayed() {
             None,
             "a foreign log was replayed"
         );
-        let left: Vec<&PathBuf> = db
-            .recovery_report()
-            .left_in_place
-            .iter()
-            .map(|(p, _)| p)
-            .collect();
+        let left = left_in_place(&db);
         for (p, _) in &plants {
-            assert!(left.contains(&p), "{} not reported: {left:?}", p.display());
+            assert!(left.contains(p), "{} not reported: {left:?}", p.display());
         }
         db.put(b"c", b"3").expect("put");
         db.flush().expect("flush");
@@ -185,14 +180,9 @@ fn huge_sparse_files_of_engine_names_are_probed_not_read_whole() {
         let db = Db::open(dir.path(), options()).expect("open");
         assert_eq!(db.get(b"a").expect("get"), Some(b"1".to_vec()));
         assert_eq!(db.get(b"b").expect("get"), Some(b"2".to_vec()));
-        let left: Vec<&PathBuf> = db
-            .recovery_report()
-            .left_in_place
-            .iter()
-            .map(|(p, _)| p)
-            .collect();
+        let left = left_in_place(&db);
         for p in &planted {
-            assert!(left.contains(&p), "{} not reported: {left:?}", p.display());
+            assert!(left.contains(p), "{} not reported: {left:?}", p.display());
         }
         db.put(b"c", b"3").expect("put");
         db.close().expect("close");
@@ -227,18 +217,11 @@ fn repair_copies_left_by_a_crashed_open_are_removed_when_provably_ours() {
     for (p, b) in ours.iter().chain(&foreign) {
         fs::write(p, b).expect("plant");
     }
-    let left = |db: &Db| -> Vec<PathBuf> {
-        db.recovery_report()
-            .left_in_place
-            .iter()
-            .map(|(p, _)| p.clone())
-            .collect()
-    };
     // A read-only open removes nothing and reports only what it would
     // leave.
     {
         let db = Db::open_read_only(dir.path(), options()).expect("read-only open");
-        let left = left(&db);
+        let left = left_in_place(&db);
         for (p, _) in &ours {
             assert!(p.exists(), "{} removed by a read-only open", p.display());
             assert!(!left.contains(p), "{} reported: {left:?}", p.display());
@@ -250,7 +233,7 @@ fn repair_copies_left_by_a_crashed_open_are_removed_when_provably_ours() {
     let db = Db::open(dir.path(), options()).expect("open");
     assert_eq!(db.get(b"b").expect("get"), Some(b"2".to_vec()));
     assert_eq!(db.get(b"evil").expect("get"), None);
-    let reported = left(&db);
+    let reported = left_in_place(&db);
     for (p, _) in &ours {
         assert!(!p.exists(), "{} not removed", p.display());
     }
@@ -258,6 +241,15 @@ fn repair_copies_left_by_a_crashed_open_are_removed_when_provably_ours() {
         assert!(reported.contains(p), "{} not reported", p.display());
         assert_eq!(&fs::read(p).expect("still there"), b);
     }
+}
+
+/// The files an open left in place and reported.
+fn left_in_place(db: &Db) -> Vec<PathBuf> {
+    db.recovery_report()
+        .left_in_place
+        .iter()
+        .map(|(p, _)| p.clone())
+        .collect()
 }
 
 /// A database in `dir` holding files of the layers' formats: a table whose
@@ -354,16 +346,9 @@ fn unreferenced_files_of_every_format_are_judged_by_the_owner_they_record() {
             planted.push((to, bytes, foreign));
         }
     }
-    let left = |db: &Db| -> Vec<PathBuf> {
-        db.recovery_report()
-            .left_in_place
-            .iter()
-            .map(|(p, _)| p.clone())
-            .collect()
-    };
     {
         let db = Db::open_read_only(ours.path(), options()).expect("read-only open");
-        let left = left(&db);
+        let left = left_in_place(&db);
         for (p, _, foreign) in &planted {
             assert!(p.exists(), "{} removed by a read-only open", p.display());
             assert_eq!(left.contains(p), *foreign, "{}: {left:?}", p.display());
