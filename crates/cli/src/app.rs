@@ -138,8 +138,8 @@ fn is_read_command(c: &CliCommand) -> bool {
         | CliCommand::Filter(_)
         | CliCommand::Stats
         | CliCommand::Check => true,
-        CliCommand::Table { command } => command.is_read(),
-        CliCommand::Index { command } => command.is_read(),
+        CliCommand::Table { command, .. } => command.is_read(),
+        CliCommand::Index { command, .. } => command.is_read(),
         CliCommand::Join(_) => true,
         _ => false,
     }
@@ -290,8 +290,12 @@ fn run_command(cli: &Cli, out: &mut impl Write) -> Result<i32, Failure> {
                 code
             }
         }
-        CliCommand::Table { command } => table::run(&db, command, g.sync, out)?,
-        CliCommand::Index { command } => crate::index::run(&db, command, out)?,
+        CliCommand::Table { command, cells } => {
+            table::run(&db, command, &cells.nulls(), g.sync, out)?
+        }
+        CliCommand::Index { command, cells } => {
+            crate::index::run(&db, command, &cells.nulls(), out)?
+        }
         CliCommand::Join(args) => crate::join::run(&db, args, out)?,
         CliCommand::Sql {
             command,

@@ -185,12 +185,16 @@ pub enum CliCommand {
     /// Tables: create, import CSV, get, scan, update, delete, describe,
     /// list, advise, set-layout, drop (try `strata table --help`).
     Table {
+        #[command(flatten)]
+        cells: crate::cells::CellArgs,
         #[command(subcommand)]
         command: TableCommand,
     },
     /// Secondary indexes: create, drop, describe, lookup (try
     /// `strata index --help`).
     Index {
+        #[command(flatten)]
+        cells: crate::cells::CellArgs,
         #[command(subcommand)]
         command: crate::index::IndexCommand,
     },

@@ -3,7 +3,8 @@
 //! The header (unless `--no-header`) names the columns, in any order;
 //! nullable columns may be left out. Without a header every line gives
 //! every column in the table's order. Fields parse as their columns' types
-//! ([`crate::cells::parse_cell`]: the empty field and `NULL` are null).
+//! ([`crate::cells::parse_cell`]: the empty field and `NULL` are null,
+//! or with `--null TEXT` that text alone).
 //! Rows are upserted in batches of `--batch-rows`. The first bad line
 //! stops the import: the rows before it are written, none from it on, and
 //! the error names the line, the column and the rows imported.
@@ -16,7 +17,7 @@ use arrow_array::RecordBatch;
 use strata::table::{Column, ColumnType, Table, Value, values_to_array};
 
 use crate::app::Failure;
-use crate::cells::parse_cell;
+use crate::cells::{Nulls, parse_cell};
 
 fn rows(n: u64) -> String {
     format!("{n} row{}", if n == 1 { "" } else { "s" })
@@ -83,12 +84,12 @@ fn field_text<'a>(bytes: &'a [u8], c: &Column) -> Result<&'a str, String> {
 }
 
 /// Parses one field of column `c`.
-fn parse_field(bytes: &[u8], c: &Column) -> Result<Value, String> {
+fn parse_field(bytes: &[u8], c: &Column, nulls: &Nulls) -> Result<Value, String> {
     if c.ty == ColumnType::Binary && std::str::from_utf8(bytes).is_err() {
         // Raw bytes are a binary value as they stand.
         return Ok(Value::Binary(bytes.to_vec()));
     }
-    parse_cell(field_text(bytes, c)?, c).map_err(|m| format!("column {:?}: {m}", c.name))
+    parse_cell(field_text(bytes, c)?, c, nulls).map_err(|m| format!("column {:?}: {m}", c.name))
 }
 
 /// Where each column's field is: `field_of[c]` (None: the column is null),
@@ -138,6 +139,7 @@ pub(crate) fn import(
     path: &Path,
     header: bool,
     batch_rows: usize,
+    nulls: &Nulls,
     sync: bool,
 ) -> Result<u64, Failure> {
     let input: Box<dyn Read> = if path.as_os_str() == "-" {
@@ -188,7 +190,7 @@ pub(crate) fn import(
             cols.iter()
                 .zip(&field_of)
                 .map(|(c, f)| match f.and_then(|f| record.get(f)) {
-                    Some(bytes) => parse_field(bytes, c),
+                    Some(bytes) => parse_field(bytes, c, nulls),
                     None => Ok(Value::Null),
                 })
                 .collect::<Result<Vec<Value>, String>>()

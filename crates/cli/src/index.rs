@@ -10,7 +10,7 @@ use strata::index::{Consistency, IndexKind, IndexQuery, IndexSpec};
 use strata::table::{Table, Value};
 
 use crate::app::Failure;
-use crate::cells::{align_of, message, parse_cell};
+use crate::cells::{Nulls, align_of, message, parse_cell};
 use crate::tabular::{Align, TextTable};
 
 /// The `index` subcommands.
@@ -67,7 +67,12 @@ fn usage(m: impl Into<String>) -> Failure {
     Failure::Usage(m.into())
 }
 
-pub(crate) fn run(db: &Db, cmd: &IndexCommand, out: &mut impl Write) -> Result<i32, Failure> {
+pub(crate) fn run(
+    db: &Db,
+    cmd: &IndexCommand,
+    nulls: &Nulls,
+    out: &mut impl Write,
+) -> Result<i32, Failure> {
     match cmd {
         IndexCommand::Create {
             table,
@@ -120,7 +125,7 @@ pub(crate) fn run(db: &Db, cmd: &IndexCommand, out: &mut impl Write) -> Result<i
             eq,
             from,
             to,
-        } => lookup(&db.table(table)?, name, eq, from, to, out)?,
+        } => lookup(&db.table(table)?, name, eq, from, to, nulls, out)?,
     }
     Ok(0)
 }
@@ -186,6 +191,7 @@ fn lookup(
     eq: &Option<String>,
     from: &Option<String>,
     to: &Option<String>,
+    nulls: &Nulls,
     out: &mut impl Write,
 ) -> Result<(), Failure> {
     let spec = t
@@ -196,7 +202,7 @@ fn lookup(
     let schema = t.schema();
     let col = &schema.columns()[schema.index_of(&spec.column)?];
     let parse = |s: &str| -> Result<Value, Failure> {
-        parse_cell(s, col).map_err(|e| usage(format!("{}: {e}", spec.column)))
+        parse_cell(s, col, nulls).map_err(|e| usage(format!("{}: {e}", spec.column)))
     };
     let query = match (eq, from, to) {
         (Some(v), None, None) => IndexQuery::eq(parse(v)?),
@@ -217,7 +223,7 @@ fn lookup(
     let align = schema.columns().iter().map(|c| align_of(c.ty)).collect();
     let mut text = TextTable::new(headers, align);
     for r in rows {
-        text.push(r.iter().map(|v| v.to_string()).collect());
+        text.push(r.iter().map(|v| nulls.show(v)).collect());
     }
     text.write(out)?;
     Ok(())

@@ -43,6 +43,8 @@ pub struct JoinArgs {
     /// Print at most N rows (default 100).
     #[arg(long, value_name = "N", default_value_t = 100)]
     pub limit: usize,
+    #[command(flatten)]
+    pub cells: crate::cells::CellArgs,
     /// Threads the join may use: nested loop lookups, scans in parts, hash
     /// partitions joined at once.
     #[arg(long, value_name = "N", default_value_t = 1)]
@@ -93,6 +95,7 @@ pub(crate) fn run(db: &Db, a: &JoinArgs, out: &mut impl Write) -> Result<i32, Fa
     let stream = join.run().map_err(refused)?;
     let schema = stream.schema();
     let headers: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+    let nulls = a.cells.nulls();
     let types: Vec<_> = schema
         .fields()
         .iter()
@@ -120,7 +123,7 @@ pub(crate) fn run(db: &Db, a: &JoinArgs, out: &mut impl Write) -> Result<i32, Fa
             })
             .collect::<Result<Vec<_>, Failure>>()?;
         for i in 0..n {
-            text.push(cols.iter().map(|c| c[i].to_string()).collect());
+            text.push(cols.iter().map(|c| nulls.show(&c[i])).collect());
         }
         left -= n;
     }

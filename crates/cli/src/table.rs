@@ -18,7 +18,7 @@ use strata::table::{
 use strata::{Db, Error};
 
 use crate::app::{EXIT_FAILURE, Failure};
-use crate::cells::{align_of, message, parse_cell};
+use crate::cells::{Nulls, align_of, message, parse_cell};
 use crate::encoding::decode_token;
 use crate::import;
 use crate::tabular::{TextTable, write_record};
@@ -29,10 +29,11 @@ pub const IMPORT_BATCH_ROWS: usize = 1000;
 /// How `table scan` prints rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Format {
-    /// An aligned text table (NULL for nulls).
+    /// An aligned text table (NULL, or the --null text, for nulls).
     Table,
-    /// CSV with a header line (empty fields for nulls), as `import` reads
-    /// (text that is empty or spells NULL imports as null).
+    /// CSV with a header line (empty fields, or the --null text, for
+    /// nulls), as `import` reads it under the same --null (without it,
+    /// text that is empty or spells NULL imports as null).
     Csv,
 }
 
@@ -71,7 +72,7 @@ pub enum TableCommand {
     /// Import the rows of a CSV file (- for standard input) into NAME.
     ///
     /// Fields parse as their columns' types; an empty field or NULL is
-    /// null. Rows are upserted (a row with an existing key replaces it) in
+    /// null (with --null TEXT, that text alone). Rows are upserted (a row with an existing key replaces it) in
     /// batches. The first bad line stops the import with exit code 1; the
     /// rows before it stay imported, none from it on.
     Import {
@@ -129,8 +130,8 @@ pub enum TableCommand {
         name: String,
         #[arg(allow_hyphen_values = true)]
         key: String,
-        /// COLUMN=VALUE; repeat for more columns. NULL sets a nullable
-        /// column to null.
+        /// COLUMN=VALUE; repeat for more columns. NULL (or the --null text)
+        /// sets a nullable column to null.
         #[arg(
             long = "set",
             value_name = "COLUMN=VALUE",
@@ -274,7 +275,8 @@ fn parse_key(schema: &Schema, text: &str, prefix: bool, what: &str) -> Result<Ve
         .zip(key)
         .map(|(p, &k)| {
             let c = &schema.columns()[k];
-            parse_cell(p, c)
+            // A key column is never null: its text is its value.
+            parse_cell(p, c, &Nulls::Never)
                 .map_err(|m| usage(format!("{what} {text:?}: key column {:?}: {m}", c.name)))
         })
         .collect()
@@ -350,6 +352,7 @@ fn parse_conditions(schema: &Schema, conditions: &[String]) -> Result<Option<Pre
 pub(crate) fn run(
     db: &Db,
     cmd: &TableCommand,
+    nulls: &Nulls,
     sync: bool,
     out: &mut impl Write,
 ) -> Result<i32, Failure> {
@@ -380,7 +383,7 @@ pub(crate) fn run(
             batch_rows,
         } => {
             let t = open_table(db, name)?;
-            let n = import::import(&t, file, !no_header, *batch_rows, sync)?;
+            let n = import::import(&t, file, !no_header, *batch_rows, nulls, sync)?;
             writeln!(out, "imported {n} row{}", if n == 1 { "" } else { "s" })?;
         }
         TableCommand::Get { name, key, columns } => {
@@ -398,7 +401,7 @@ pub(crate) fn run(
                     let fields: Vec<(String, String)> = names
                         .into_iter()
                         .zip(row)
-                        .map(|(n, v)| (n, v.to_string()))
+                        .map(|(n, v)| (n, nulls.show(&v)))
                         .collect();
                     write_record(out, &fields)?;
                 }
@@ -433,7 +436,7 @@ pub(crate) fn run(
             if let Some(l) = limit {
                 opts.batch_rows = (*l).clamp(1, opts.batch_rows);
             }
-            scan(&t, opts, limit.unwrap_or(usize::MAX), *format, out)?;
+            scan(&t, opts, limit.unwrap_or(usize::MAX), *format, nulls, out)?;
         }
         TableCommand::Update { name, key, set } => {
             let t = open_table(db, name)?;
@@ -455,7 +458,7 @@ pub(crate) fn run(
                 if changes.iter().any(|(n, _)| *n == c.name) {
                     return Err(bad(format!("column {:?} is set twice", c.name)));
                 }
-                changes.push((c.name.as_str(), parse_cell(text, c).map_err(bad)?));
+                changes.push((c.name.as_str(), parse_cell(text, c, nulls).map_err(bad)?));
             }
             // The library treats an update of a missing row as no row;
             // the tool says so instead of writing it.
@@ -561,6 +564,7 @@ fn scan(
     opts: ScanOptions,
     limit: usize,
     format: Format,
+    nulls: &Nulls,
     out: &mut impl Write,
 ) -> Result<(), Failure> {
     let schema = t.schema();
@@ -578,10 +582,7 @@ fn scan(
             let mut w = csv::Writer::from_writer(out);
             w.write_record(&headers).map_err(io::Error::from)?;
             for_each_row(t, opts, &cols, limit, |row| {
-                let fields = row.iter().map(|v| match v {
-                    Value::Null => String::new(),
-                    v => v.to_string(),
-                });
+                let fields = row.iter().map(|v| nulls.show_csv(v));
                 w.write_record(fields).map_err(io::Error::from)
             })?;
             w.flush()?;
@@ -590,7 +591,7 @@ fn scan(
             let align = cols.iter().map(|c| align_of(c.ty)).collect();
             let mut text = TextTable::new(headers, align);
             for_each_row(t, opts, &cols, limit, |row| {
-                text.push(row.iter().map(|v| v.to_string()).collect());
+                text.push(row.iter().map(|v| nulls.show(v)).collect());
                 Ok(())
             })?;
             text.write(out)?;
