@@ -27,21 +27,18 @@ fn write_file(dir: &Path, name: &str, text: &str) -> String {
     p.to_string_lossy().into_owned()
 }
 
-fn create_users(db: &Path) {
-    let r = strata(
-        db,
-        &[
-            "table",
-            "create",
-            "users",
-            "--columns",
-            "id:i64, name:utf8?, score:f64",
-            "--key",
-            "id",
-        ],
-    );
-    assert_ok(&r, "create");
+/// `strata table create NAME --columns COLUMNS --key KEY` and `extra`,
+/// which must succeed.
+fn create_table(db: &Path, name: &str, columns: &str, key: &str, extra: &[&str]) {
+    let mut args = vec!["table", "create", name, "--columns", columns, "--key", key];
+    args.extend_from_slice(extra);
+    let r = strata(db, &args);
+    assert_ok(&r, &format!("create {name}"));
     assert_eq!(r.stdout, "OK\n");
+}
+
+fn create_users(db: &Path) {
+    create_table(db, "users", "id:i64, name:utf8?, score:f64", "id", &[]);
 }
 
 /// The ids a CSV scan of `users` prints.
@@ -530,21 +527,13 @@ fn column_group_files(dir: &Path) -> Vec<PathBuf> {
 fn check_finds_a_damaged_column_group_block_and_reads_never_return_it() {
     let t = tempdir();
     let db = db_dir(&t);
-    let r = strata(
+    create_table(
         &db,
-        &[
-            "table",
-            "create",
-            "m",
-            "--columns",
-            "id:i64, a:i32, b:utf8",
-            "--key",
-            "id",
-            "--layout",
-            "column",
-        ],
+        "m",
+        "id:i64, a:i32, b:utf8",
+        "id",
+        &["--layout", "column"],
     );
-    assert_ok(&r, "create");
     let mut csv = String::from("id,a,b\n");
     // Every b distinct, so b's file is plain and the largest.
     for i in 0..4000 {
@@ -753,19 +742,7 @@ fn create_takes_a_dictionary_ratio_and_refuses_a_bad_one() {
 fn a_null_text_keeps_empty_and_null_spelled_text_apart_from_nulls() {
     let t = tempdir();
     let db = db_dir(&t);
-    let r = strata(
-        &db,
-        &[
-            "table",
-            "create",
-            "notes",
-            "--columns",
-            "k:utf8, body:utf8?, n:i64?",
-            "--key",
-            "k",
-        ],
-    );
-    assert_ok(&r, "create");
+    create_table(&db, "notes", "k:utf8, body:utf8?, n:i64?", "k", &[]);
     let csv = write_file(
         t.path(),
         "notes.csv",
@@ -836,19 +813,7 @@ fn a_null_text_keeps_empty_and_null_spelled_text_apart_from_nulls() {
     };
     let out = scan("notes");
     assert!(out.contains("\\N"), "{out}");
-    let r = strata(
-        &db,
-        &[
-            "table",
-            "create",
-            "copy",
-            "--columns",
-            "k:utf8, body:utf8?, n:i64?",
-            "--key",
-            "k",
-        ],
-    );
-    assert_ok(&r, "create copy");
+    create_table(&db, "copy", "k:utf8, body:utf8?, n:i64?", "k", &[]);
     let dump = write_file(t.path(), "dump.csv", &out);
     let r = strata(&db, &["table", "--null", "\\N", "import", "copy", &dump]);
     assert_ok(&r, "import the dump");
