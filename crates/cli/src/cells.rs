@@ -53,7 +53,8 @@ impl CellArgs {
 /// Which cell text is null.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum Nulls {
-    /// The empty string and `NULL` in any case (no `--null`).
+    /// The empty string and `NULL` in any case, the rule of
+    /// [`Value::parse`] (no `--null`).
     #[default]
     Loose,
     /// This text and nothing else (`--null TEXT`).

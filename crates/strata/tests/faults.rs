@@ -37,6 +37,16 @@ fn sync_opts() -> WriteOptions {
     }
 }
 
+/// Closes `db` (after a power cut under it), reopens the database and
+/// checks that keys `0..n` hold their values.
+fn every_key_survives_a_reopen(vfs: &MemVfs, db: Db, n: u32) {
+    drop(db);
+    let db = Db::open(DIR, options(vfs)).expect("reopen after power cut");
+    for i in 0..n {
+        assert_eq!(db.get(&key(i)).expect("get"), Some(value(i)), "key {i}");
+    }
+}
+
 #[test]
 fn failed_wal_append_fails_that_write_and_every_later_one_until_reopen() {
     let vfs = MemVfs::new();
@@ -99,11 +109,7 @@ fn acknowledged_synced_writes_survive_a_power_cut() {
     assert!(db.stats().flushes > 0);
     vfs.power_cut();
     drop(ks);
-    drop(db);
-    let db = Db::open(DIR, options(&vfs)).expect("reopen after power cut");
-    for i in 0..3000 {
-        assert_eq!(db.get(&key(i)).expect("get"), Some(value(i)), "key {i}");
-    }
+    every_key_survives_a_reopen(&vfs, db, 3000);
 }
 
 #[test]
@@ -471,9 +477,5 @@ fn a_log_switch_syncs_the_directory_before_the_new_log_acknowledges_a_synced_wri
     assert!(switches >= 3, "only {switches} log switches were seen");
     vfs.power_cut();
     drop(ks);
-    drop(db);
-    let db = Db::open(DIR, options(&vfs)).expect("reopen after power cut");
-    for i in 0..3000 {
-        assert_eq!(db.get(&key(i)).expect("get"), Some(value(i)), "key {i}");
-    }
+    every_key_survives_a_reopen(&vfs, db, 3000);
 }
