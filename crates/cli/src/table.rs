@@ -72,9 +72,10 @@ pub enum TableCommand {
     /// Import the rows of a CSV file (- for standard input) into NAME.
     ///
     /// Fields parse as their columns' types; an empty field or NULL is
-    /// null (with --null TEXT, that text alone). Rows are upserted (a row with an existing key replaces it) in
-    /// batches. The first bad line stops the import with exit code 1; the
-    /// rows before it stay imported, none from it on.
+    /// null (with --null TEXT, that text alone). Rows are upserted (a row
+    /// with an existing key replaces it) in batches. The first bad line
+    /// stops the import with exit code 1; the rows before it stay imported,
+    /// none from it on.
     Import {
         name: String,
         file: PathBuf,
