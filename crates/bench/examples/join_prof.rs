@@ -55,6 +55,9 @@ struct Args {
     /// Read table files with `pread` instead of through mappings.
     #[arg(long)]
     pread: bool,
+    /// Print the planner's candidates and their predicted costs first.
+    #[arg(long)]
+    explain: bool,
     /// The database directory (made anew).
     #[arg(long, default_value = "./data/join-prof")]
     dir: PathBuf,
@@ -132,6 +135,9 @@ fn main() -> Result<(), Box<dyn Error>> {
     .threads(args.threads)
     .memory(16 << 20)
     .columns(&["left.id", "right.id"]);
+    if args.explain {
+        println!("{}\n{:?}", join.explain()?, join.statistics()?);
+    }
     let mut times = Vec::with_capacity(args.reps);
     let mut rows = 0;
     for _ in 0..args.reps {

@@ -261,6 +261,46 @@ fn a_small_budget_spills_and_a_large_one_does_not() {
     assert_eq!(spill_files(dir.path()), 0);
 }
 
+#[test]
+fn a_hybrid_join_on_two_threads_matches_the_naive_join_within_its_budget() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_db, r, s) = plain_tables(dir.path());
+    let mut rng = StdRng::seed_from_u64(3);
+    let (mut rm, mut sm) = (Model::new(), Model::new());
+    write(&r, &mut rm, &mut rng, 20_000, 30_000, 4000);
+    write(&s, &mut sm, &mut rng, 20_000, 30_000, 4000);
+    let memory = 1 << 20;
+    let hybrid = Join::new(&r, "a", &s, "b")
+        .method(JoinMethod::HybridHash)
+        .memory(memory);
+    let one = hybrid.count().expect("one thread");
+    let two = hybrid.clone().threads(2).count().expect("two threads");
+    let grace = hybrid
+        .clone()
+        .method(JoinMethod::GraceHash)
+        .threads(2)
+        .count()
+        .expect("grace");
+    assert_eq!(one.rows, naive(&rm, &sm, false).len() as u64);
+    for x in [&two, &grace] {
+        assert_eq!((x.rows, x.checksum), (one.rows, one.checksum));
+        assert!(x.peak_memory_bytes <= memory as u64, "{x:?}");
+    }
+    assert_eq!(
+        rows_of(&hybrid.clone().threads(2)),
+        naive(&rm, &sm, false),
+        "streamed on two threads"
+    );
+    // The kept partition's build side is never written; grace writes it.
+    assert!(
+        two.spilled_bytes < grace.spilled_bytes,
+        "spilled: hybrid {}, grace {}",
+        two.spilled_bytes,
+        grace.spilled_bytes
+    );
+    assert_eq!(spill_files(dir.path()), 0);
+}
+
 /// R(id, a, pr) and S(id, b, ps) with no index.
 fn plain_tables(dir: &std::path::Path) -> (Db, Table, Table) {
     let db = Db::open(dir, Options::default()).expect("open");
