@@ -196,6 +196,9 @@ pub(crate) fn hash_join(
     // Partition the probe side, joining partition 0 at once when it stayed
     // in memory and is not probed among the spilled partitions.
     let inline0 = keep0 && !defer0;
+    // Partition 0's probe tuples can match only when its build side was
+    // spilled or kept with a tuple in it.
+    let kept0 = keep0 && !table0.is_empty();
     let mut writers: Vec<Option<SpillWriter<'_>>> = (0..parts).map(|_| None).collect();
     let mut group = TupleGroup::new(budget, inline0);
     probe.for_each(&space.budget, &mut |k, r| {
@@ -206,8 +209,7 @@ pub(crate) fn hash_join(
             }
             return Ok(());
         }
-        let kept = p == 0 && keep0 && !table0.is_empty();
-        if build_files[p].is_none() && !kept {
+        if build_files[p].is_none() && !(p == 0 && kept0) {
             // No build tuple hashed here: nothing can match.
             return Ok(());
         }
