@@ -88,6 +88,11 @@ pub(crate) fn run(db: &Db, a: &JoinArgs, out: &mut impl Write) -> Result<i32, Fa
         writeln!(out, "rows\t{}", s.rows)?;
         writeln!(out, "checksum\t{:016x}", s.checksum)?;
         writeln!(out, "method\t{}", s.method.name())?;
+        for (side, index) in [("left", &s.indexes.0), ("right", &s.indexes.1)] {
+            if let Some(i) = index {
+                writeln!(out, "{side}_index\t{i}")?;
+            }
+        }
         writeln!(out, "peak_memory_bytes\t{}", s.peak_memory_bytes)?;
         writeln!(out, "spilled_bytes\t{}", s.spilled_bytes)?;
         return Ok(0);

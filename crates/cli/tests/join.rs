@@ -161,6 +161,13 @@ fn joins_run_by_every_method_agree_and_explain_lists_them() {
         );
         assert_ok(&r, method);
         assert!(r.stdout.starts_with("rows\t3\n"), "{method}: {}", r.stdout);
+        // The index a method read is named; one read without says none.
+        assert_eq!(
+            r.stdout.contains("left_index\tby_uid\n"),
+            ["inlj-index-left", "sort-merge-index"].contains(&method),
+            "{method}: {}",
+            r.stdout
+        );
         checksums.push(r.lines()[1].to_string());
     }
     assert!(checksums.windows(2).all(|w| w[0] == w[1]), "{checksums:?}");

@@ -564,6 +564,101 @@ fn a_join_on_a_read_only_database_spills_outside_it() {
 }
 
 #[test]
+fn the_planner_prices_every_index_on_a_join_column_and_runs_the_one_it_priced() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_db, r, s) = setup(dir.path(), IndexKind::Eager, Consistency::Synchronous);
+    // Two more indexes on S.b: the walk and the lookups may price any of
+    // the three cheapest.
+    for (name, kind, consistency) in [
+        (
+            "sb_composite",
+            IndexKind::Composite,
+            Consistency::Synchronous,
+        ),
+        ("sb_lazy_v", IndexKind::Lazy, Consistency::Validation),
+    ] {
+        s.create_index(
+            IndexSpec::new(name, "b")
+                .kind(kind)
+                .consistency(consistency)
+                .covering(&["ps"]),
+        )
+        .expect("index");
+    }
+    let mut rng = StdRng::seed_from_u64(9);
+    let (mut rm, mut sm) = (Model::new(), Model::new());
+    write(&r, &mut rm, &mut rng, 3000, 3000, 200);
+    write(&s, &mut sm, &mut rng, 3000, 3000, 200);
+    s.flush().expect("flush");
+    let join = Join::new(&r, "a", &s, "b");
+    let plan = join.explain().expect("explain");
+    let cost = |p: &strata::join::Plan, m: JoinMethod| {
+        p.candidates
+            .iter()
+            .find(|c| c.method == m)
+            .and_then(|c| c.cost)
+    };
+    let names = ["sb", "sb_composite", "sb_lazy_v"];
+    let named: Vec<_> = names
+        .iter()
+        .map(|n| join.clone().right_index(n).explain().expect("explain"))
+        .collect();
+    for m in [JoinMethod::NestedLoopIndexRight, JoinMethod::SortMergeIndex] {
+        let c = plan
+            .candidates
+            .iter()
+            .find(|c| c.method == m)
+            .expect("candidate");
+        let (best, at) = named
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| cost(p, m).map(|x| (x, i)))
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .expect("priced");
+        assert_eq!(c.cost, Some(best), "{plan}");
+        assert_eq!(c.right_index.as_deref(), Some(names[at]), "{plan}");
+        // R has one index, which the walk reads; the nested loop reads none.
+        let left = (m == JoinMethod::SortMergeIndex).then(|| "ra".to_string());
+        assert_eq!(c.left_index, left, "{plan}");
+        // A method given without an index runs the one the plan priced.
+        let ran = join.clone().method(m).count().expect("count");
+        assert_eq!(ran.indexes, (left, c.right_index.clone()), "{m:?}");
+        assert_eq!(ran.rows, naive(&rm, &sm, false).len() as u64);
+    }
+    // `auto` runs the chosen candidate's indexes, and a named index is
+    // kept.
+    let auto = join.count().expect("count");
+    let chosen = plan.chosen_candidate().expect("chosen");
+    assert_eq!(auto.method, plan.chosen);
+    assert_eq!(
+        auto.indexes,
+        (chosen.left_index.clone(), chosen.right_index.clone())
+    );
+    assert_eq!(rows_of(&join), naive(&rm, &sm, false));
+    let fixed = join
+        .clone()
+        .method(JoinMethod::SortMergeIndex)
+        .right_index("sb_lazy_v")
+        .count()
+        .expect("count");
+    assert_eq!(fixed.indexes.1.as_deref(), Some("sb_lazy_v"));
+    assert_eq!(fixed.rows, auto.rows);
+    // Both indexes named: the planner still chooses the method.
+    let named = join
+        .clone()
+        .left_index("ra")
+        .right_index("sb_lazy_v")
+        .count()
+        .expect("count");
+    assert_ne!(named.method, JoinMethod::Auto);
+    assert_eq!(named.rows, auto.rows);
+    assert!(
+        [None, Some("sb_lazy_v")].contains(&named.indexes.1.as_deref()),
+        "{named:?}"
+    );
+}
+
+#[test]
 fn plans_explain_every_method_and_bad_requests_are_clear_errors() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (_db, r, s) = setup(dir.path(), IndexKind::Composite, Consistency::Synchronous);

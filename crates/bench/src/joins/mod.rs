@@ -280,7 +280,7 @@ impl Part<'_> {
                     checksum: s.checksum,
                     peak_memory: s.peak_memory_bytes,
                     spilled: s.spilled_bytes,
-                    ran: s.method.name().to_string(),
+                    ran: ran(&s),
                 })
             })
             .collect()
@@ -316,6 +316,21 @@ impl Part<'_> {
         joins.push(("auto-P".into(), base.clone()));
         let chosen = self.planned(&base)?;
         Ok((self.run_joins(joins)?, chosen))
+    }
+}
+
+/// The method a join ran, with the indexes it read (`sort-merge-index
+/// (composite_synchronous, eager_synchronous)`).
+fn ran(s: &strata::join::JoinSummary) -> String {
+    let names: Vec<&str> = [&s.indexes.0, &s.indexes.1]
+        .into_iter()
+        .flatten()
+        .map(String::as_str)
+        .collect();
+    if names.is_empty() {
+        s.method.name().to_string()
+    } else {
+        format!("{} ({})", s.method.name(), names.join(", "))
     }
 }
 
@@ -442,6 +457,22 @@ fn datasets(rep: &mut Report, p: Part<'_>, n: u64, names: &str) -> Result<()> {
                     .method(JoinMethod::SortMergeIndex)
                     .left_index("composite_synchronous")
                     .right_index("composite_synchronous"),
+            ),
+            // S's other synchronous indexes walked (R has one index): the
+            // planner prices each.
+            (
+                "SJ-SS Eager/S".to_string(),
+                sec.clone()
+                    .method(JoinMethod::SortMergeIndex)
+                    .left_index("composite_synchronous")
+                    .right_index("eager_synchronous"),
+            ),
+            (
+                "SJ-SS Lazy/S".to_string(),
+                sec.clone()
+                    .method(JoinMethod::SortMergeIndex)
+                    .left_index("composite_synchronous")
+                    .right_index("lazy_synchronous"),
             ),
             (
                 "HJ-N".to_string(),

@@ -170,7 +170,8 @@ impl JoinChain {
         let space = SpillSpace::new(first.left.core(), Arc::clone(&budget));
         let mut cols = Columns::of(&tables[..2]);
         // The first join, into a spill file keyed by the next step's value.
-        let method = first.resolve_method()?;
+        let first = first.resolved()?;
+        let method = first.method;
         let out = first.output()?;
         let (l, r) = first.sides(&out)?;
         let rights = self
@@ -218,6 +219,14 @@ impl JoinChain {
         let right = &rights[middle.len()];
         let mut sink = CountSink::default();
         let last_method = run_step(last, &file, &cols, right, &space, &mut sink, snap)?;
+        let last_index = match last_method {
+            JoinMethod::NestedLoopIndexRight | JoinMethod::SortMergeIndex
+                if !right.is_primary() =>
+            {
+                right.index_at(snap).map(|i| i.name.clone())
+            }
+            _ => None,
+        };
         drop(held);
         Ok(JoinSummary {
             rows: sink.rows,
@@ -225,6 +234,7 @@ impl JoinChain {
             method: last_method,
             peak_memory_bytes: budget.peak() as u64,
             spilled_bytes: space.bytes_written(),
+            indexes: (None, last_index),
         })
     }
 }

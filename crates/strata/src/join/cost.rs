@@ -88,6 +88,11 @@ pub struct Candidate {
     pub cost: Option<f64>,
     /// Why it cannot run, or how it would.
     pub note: String,
+    /// The left side's index the method reads, by name, when it reads one
+    /// (set by [`plan_alternatives`], which prices each index).
+    pub left_index: Option<String>,
+    /// The right side's index the method reads, likewise.
+    pub right_index: Option<String>,
 }
 
 /// The planner's answer: every candidate and the cheapest runnable one.
@@ -99,12 +104,31 @@ pub struct Plan {
     pub chosen: JoinMethod,
 }
 
+impl Plan {
+    /// The chosen method's candidate.
+    pub fn chosen_candidate(&self) -> Option<&Candidate> {
+        self.candidates.iter().find(|c| c.method == self.chosen)
+    }
+}
+
 impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for c in &self.candidates {
             let mark = if c.method == self.chosen { "*" } else { " " };
+            let through = match (&c.left_index, &c.right_index) {
+                (Some(a), Some(b)) => format!(" (left {a}, right {b})"),
+                (Some(a), None) => format!(" (left {a})"),
+                (None, Some(b)) => format!(" (right {b})"),
+                (None, None) => String::new(),
+            };
             match c.cost {
-                Some(x) => writeln!(f, "{mark} {:<22} {:>14.0}  {}", c.method.name(), x, c.note)?,
+                Some(x) => writeln!(
+                    f,
+                    "{mark} {:<22} {:>14.0}  {}{through}",
+                    c.method.name(),
+                    x,
+                    c.note
+                )?,
                 None => writeln!(f, "{mark} {:<22} {:>14}  {}", c.method.name(), "-", c.note)?,
             }
         }
@@ -174,6 +198,14 @@ const INLJ_ROW_CPU: f64 = 8.0;
 /// while its reads of index blocks predict a fifth of that.
 const WALK_TUPLE_CPU: f64 = 5.5;
 
+/// CPU a lazy index's walk spends per tuple beyond another index's: each
+/// value's posting list is merged at read from the fragments its writes
+/// left on the levels, a copy of every posting. Measured on the joins
+/// suite's six datasets (2026-12-04, `docs/BENCHMARKS.md`): walking S's
+/// lazy index took 31-59 ms longer than its eager one for 200,000 rows,
+/// 155-295 ns a tuple, about 4 scanned tuples' work (about 54 ns each).
+const LAZY_WALK_CPU: f64 = 4.0;
+
 /// CPU a hash join spends per output row beyond a merge join's, in
 /// scanned tuples' CPU: each match is an entry found by following the
 /// value's chain through the table, where a merge pairs a group held
@@ -226,6 +258,8 @@ pub fn plan(st: &JoinStats) -> Plan {
         method: JoinMethod::Auto,
         cost: None,
         note: what.to_string(),
+        left_index: None,
+        right_index: None,
     };
     for (method, outer, inner, scan_o, m) in [
         (
@@ -248,6 +282,8 @@ pub fn plan(st: &JoinStats) -> Plan {
                 method,
                 cost: Some(inlj(outer, scan_o, m, pk_lookup(inner, p), 1.0)),
                 note: "point reads by primary key".into(),
+                left_index: None,
+                right_index: None,
             }
         } else {
             note_none("the inner join column is not its primary key")
@@ -281,6 +317,8 @@ pub fn plan(st: &JoinStats) -> Plan {
                     i.keys_per_value.max(1.0),
                 )),
                 note: format!("{} {} index lookups", i.kind, i.consistency),
+                left_index: None,
+                right_index: None,
             },
             None => note_none("no index on the inner join column"),
         };
@@ -305,19 +343,33 @@ pub fn plan(st: &JoinStats) -> Plan {
                 + cpu * tuples * (2.0 + tuples.max(2.0).log2() / 4.0),
         ),
         note: "external sort of each side not ordered by its primary key".into(),
+        left_index: None,
+        right_index: None,
     });
     // Sort-merge walking indexes for order: a walked side's tuples cost
     // `WALK_TUPLE_CPU`, the others' a scanned tuple's.
     let walk = |s: &SideStats, scan_s: f64, bytes: f64| -> f64 {
         match &s.index {
             Some(i) if !s.primary => {
-                let entries = (s.rows * i.entry_bytes / i.keys_per_value.max(1.0) / b).max(1.0);
+                // A composite index holds an entry per row; the others a
+                // posting list per value.
+                let lists = match i.kind {
+                    IndexKind::Composite => s.rows,
+                    IndexKind::Eager | IndexKind::Lazy => s.rows / i.keys_per_value.max(1.0),
+                };
+                let entries = (lists * i.entry_bytes / b).max(1.0);
                 let rows = if i.consistency == Consistency::Synchronous && i.covering {
                     0.0
                 } else {
                     s.rows * (s.levels * p + 1.0)
                 };
-                entries + rows + cpu * s.rows * WALK_TUPLE_CPU
+                let tuple_cpu = WALK_TUPLE_CPU
+                    + if i.kind == IndexKind::Lazy {
+                        LAZY_WALK_CPU
+                    } else {
+                        0.0
+                    };
+                entries + rows + cpu * s.rows * tuple_cpu
             }
             _ => sorted_cost(s, scan_s, bytes) + cpu * s.rows * 2.0,
         }
@@ -327,6 +379,8 @@ pub fn plan(st: &JoinStats) -> Plan {
             method: JoinMethod::SortMergeIndex,
             cost: Some(walk(l, scan_l, bytes_l) + walk(r, scan_r, bytes_r)),
             note: "indexes walked in order instead of sorting".into(),
+            left_index: None,
+            right_index: None,
         }
     } else {
         note_none("no index on either join column")
@@ -353,6 +407,8 @@ pub fn plan(st: &JoinStats) -> Plan {
             scans * (1.0 + grace_passes) / par + cpu * tuples * (1.0 + 2.0 / par) + pairs / par,
         ),
         note: "both sides partitioned to spill files".into(),
+        left_index: None,
+        right_index: None,
     });
     // Kept in memory: all of a build side that fits half the budget, else
     // one partition sized for a thread's share of it.
@@ -373,14 +429,73 @@ pub fn plan(st: &JoinStats) -> Plan {
             "{:.0} % of the build side kept in memory",
             in_memory * 100.0
         ),
+        left_index: None,
+        right_index: None,
     });
-    let chosen = out
+    let chosen = cheapest(&out);
+    Plan {
+        candidates: out,
+        chosen,
+    }
+}
+
+/// The cheapest runnable candidate's method (a hybrid hash join when none
+/// can run).
+fn cheapest(candidates: &[Candidate]) -> JoinMethod {
+    candidates
         .iter()
         .filter_map(|c| c.cost.map(|x| (x, c.method)))
         .min_by(|a, b| a.0.total_cmp(&b.0))
-        .map_or(JoinMethod::HybridHash, |(_, m)| m);
+        .map_or(JoinMethod::HybridHash, |(_, m)| m)
+}
+
+/// The indexes a join may read, left and right, by name (`None` for a side
+/// without one).
+pub type IndexChoice = (Option<String>, Option<String>);
+
+/// Whether `method` reads the left and the right side's index, given the
+/// statistics.
+fn reads_indexes(method: JoinMethod, st: &JoinStats) -> (bool, bool) {
+    match method {
+        JoinMethod::NestedLoopIndexRight => (false, st.right.index.is_some()),
+        JoinMethod::NestedLoopIndexLeft => (st.left.index.is_some(), false),
+        JoinMethod::SortMergeIndex => (
+            !st.left.primary && st.left.index.is_some(),
+            !st.right.primary && st.right.index.is_some(),
+        ),
+        _ => (false, false),
+    }
+}
+
+/// [`plan`] over several ways of reading the sides, each the statistics
+/// with one index per side (a side may have several on its join column,
+/// of different kinds and consistency): every method is priced with the
+/// indexes that make it cheapest (the earlier alternative on a tie) and
+/// names the ones it reads. Candidates keep the first alternative's order.
+pub fn plan_alternatives(alternatives: &[(IndexChoice, JoinStats)]) -> Plan {
+    let mut best: Vec<Candidate> = Vec::new();
+    for (names, st) in alternatives {
+        for mut c in plan(st).candidates {
+            let (l, r) = reads_indexes(c.method, st);
+            if c.cost.is_some() {
+                c.left_index = names.0.clone().filter(|_| l);
+                c.right_index = names.1.clone().filter(|_| r);
+            }
+            match best.iter_mut().find(|b| b.method == c.method) {
+                Some(b) => {
+                    if let Some(x) = c.cost
+                        && b.cost.is_none_or(|y| x < y)
+                    {
+                        *b = c;
+                    }
+                }
+                None => best.push(c),
+            }
+        }
+    }
+    let chosen = cheapest(&best);
     Plan {
-        candidates: out,
+        candidates: best,
         chosen,
     }
 }
@@ -538,6 +653,82 @@ mod tests {
                 assert!(b <= a, "{:?}", c.method);
             }
         }
+    }
+
+    #[test]
+    fn each_method_is_priced_with_its_cheapest_index_and_names_it() {
+        let idx = |kind, consistency, covering| IndexStats {
+            kind,
+            consistency,
+            covering,
+            levels: 3.0,
+            entry_bytes: 40.0,
+            keys_per_value: 4.0,
+        };
+        let with = |i: IndexStats| {
+            let mut r = side(1e6, 256.0);
+            r.index = Some(i);
+            stats(side(1e4, 256.0), r)
+        };
+        // The default (first) is the validated one: lookups also read rows.
+        let validated = with(idx(IndexKind::Eager, Consistency::Validation, false));
+        let synced = with(idx(IndexKind::Eager, Consistency::Synchronous, true));
+        let alts = vec![
+            ((None, Some("v".to_string())), validated.clone()),
+            ((None, Some("s".to_string())), synced.clone()),
+        ];
+        let p = plan_alternatives(&alts);
+        let (pv, ps) = (plan(&validated), plan(&synced));
+        for c in &p.candidates {
+            let (a, b) = (cost(&pv, c.method), cost(&ps, c.method));
+            let least = match (a, b) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            assert_eq!(c.cost, least, "{:?}", c.method);
+            match c.method {
+                JoinMethod::NestedLoopIndexRight | JoinMethod::SortMergeIndex => {
+                    let want = if b < a { "s" } else { "v" };
+                    assert_eq!(c.right_index.as_deref(), Some(want), "{p}");
+                    assert_eq!(c.left_index, None, "{p}");
+                }
+                _ => assert_eq!((&c.left_index, &c.right_index), (&None, &None), "{p}"),
+            }
+        }
+        assert!(
+            cost(&ps, JoinMethod::NestedLoopIndexRight)
+                < cost(&pv, JoinMethod::NestedLoopIndexRight)
+        );
+        assert_eq!(
+            p.chosen_candidate().map(|c| c.method),
+            Some(p.chosen),
+            "{p}"
+        );
+        // One alternative is plan() itself, with the index named.
+        let one = plan_alternatives(&alts[..1]);
+        assert_eq!(one.chosen, pv.chosen);
+        assert!(one.to_string().contains("(right v)"), "{one}");
+    }
+
+    #[test]
+    fn walks_are_priced_by_what_each_index_kind_reads() {
+        let walk = |kind| {
+            let mut l = side(2e5, 80.0);
+            l.index = Some(IndexStats {
+                kind,
+                consistency: Consistency::Synchronous,
+                covering: true,
+                levels: 2.0,
+                entry_bytes: 4096.0,
+                keys_per_value: 100.0,
+            });
+            let p = plan(&stats(l, side(2e5, 80.0)));
+            cost(&p, JoinMethod::SortMergeIndex).expect("walk")
+        };
+        // Entries of one block each: 200,000 of them against 2,000 lists.
+        assert!(walk(IndexKind::Composite) > walk(IndexKind::Eager) + 1e5);
+        // A lazy index's lists are merged from fragments as they are read.
+        assert!(walk(IndexKind::Lazy) > walk(IndexKind::Eager));
     }
 
     #[test]

@@ -45,7 +45,9 @@ use arrow_array::RecordBatch;
 use arrow_schema::{Field, Schema as ArrowSchema};
 
 pub use chain::JoinChain;
-pub use cost::{Candidate, IndexStats, JoinStats, Plan, SideStats, plan};
+pub use cost::{
+    Candidate, IndexChoice, IndexStats, JoinStats, Plan, SideStats, plan, plan_alternatives,
+};
 
 use self::hash::Source;
 use self::output::{BatchSink, CountSink, Emit, Sink};
@@ -162,6 +164,9 @@ pub struct JoinSummary {
     pub peak_memory_bytes: u64,
     /// Bytes written to spill files.
     pub spilled_bytes: u64,
+    /// The indexes the method read, left and right, by name (`None` for a
+    /// side read without one).
+    pub indexes: IndexChoice,
 }
 
 /// Block-read equivalents of one tuple's CPU work (see `cost.rs`).
@@ -430,8 +435,21 @@ impl Join {
         ))
     }
 
-    /// The planner's statistics for this join.
+    /// The planner's statistics for this join, with the indexes it reads
+    /// when none is chosen for it: those named by [`Join::left_index`] and
+    /// [`Join::right_index`], else each side's synchronous and covering
+    /// one first.
     pub fn statistics(&self) -> Result<JoinStats> {
+        let mut all = self.alternatives()?;
+        Ok(all.swap_remove(0).1)
+    }
+
+    /// The planner's statistics for every way of reading the sides: one
+    /// entry per pair of usable indexes on the join columns (a side whose
+    /// index is named, or that has none, has one way), the default pair
+    /// first. Gathered alternatives are reused while the tables, their
+    /// index sets, the columns and the budget are unchanged.
+    fn alternatives(&self) -> Result<PlanStats> {
         self.check()?;
         let out = self.output()?;
         let (l, r) = self.sides(&out)?;
@@ -440,14 +458,29 @@ impl Join {
         if let Some((_, s)) = cache.lock().iter().find(|(k, _)| *k == key) {
             return Ok(s.clone());
         }
-        let stats = self.gather(&l, &r)?;
+        let base = self.gather(&l, &r)?;
+        let lefts = index_alternatives(&l, &base.left)?;
+        let rights = index_alternatives(&r, &base.right)?;
+        let mut all = Vec::with_capacity(lefts.len() * rights.len());
+        for (ln, ls) in &lefts {
+            for (rn, rs) in &rights {
+                all.push((
+                    (ln.clone(), rn.clone()),
+                    JoinStats {
+                        left: ls.clone(),
+                        right: rs.clone(),
+                        ..base.clone()
+                    },
+                ));
+            }
+        }
         let mut c = cache.lock();
         c.retain(|(k, _)| *k != key);
-        c.push((key, stats.clone()));
+        c.push((key, all.clone()));
         if c.len() > 8 {
             c.remove(0);
         }
-        Ok(stats)
+        Ok(all)
     }
 
     fn gather(&self, l: &Side, r: &Side) -> Result<JoinStats> {
@@ -468,33 +501,59 @@ impl Join {
         })
     }
 
-    /// Every candidate method with its predicted cost and the choice.
+    /// Every candidate method with its predicted cost and the choice; a
+    /// method that reads indexes is priced with the side's index that makes
+    /// it cheapest (when the side has several on its join column and none
+    /// is named) and names the indexes ([`Candidate::left_index`]).
     pub fn explain(&self) -> Result<Plan> {
-        Ok(plan(&self.statistics()?))
+        Ok(plan_alternatives(&self.alternatives()?))
     }
 
-    fn resolve_method(&self) -> Result<JoinMethod> {
-        match self.method {
-            JoinMethod::Auto => Ok(self.explain()?.chosen),
-            m => Ok(m),
+    /// This join with its method and indexes decided: for `Auto` the
+    /// planner's choice and the indexes it priced; for a given method that
+    /// reads an index, the index the planner prices cheapest for it on
+    /// each side whose index is not named.
+    fn resolved(&self) -> Result<Join> {
+        let undecided = match self.method {
+            JoinMethod::Auto => true,
+            JoinMethod::SortMergeIndex => self.indexes.0.is_none() || self.indexes.1.is_none(),
+            JoinMethod::NestedLoopIndexLeft => self.indexes.0.is_none(),
+            JoinMethod::NestedLoopIndexRight => self.indexes.1.is_none(),
+            _ => false,
+        };
+        if !undecided {
+            return Ok(self.clone());
         }
+        let plan = self.explain()?;
+        let method = match self.method {
+            JoinMethod::Auto => plan.chosen,
+            m => m,
+        };
+        let mut j = self.clone().method(method);
+        if let Some(c) = plan.candidates.iter().find(|c| c.method == method) {
+            j.indexes.0 = j.indexes.0.or_else(|| c.left_index.clone());
+            j.indexes.1 = j.indexes.1.or_else(|| c.right_index.clone());
+        }
+        Ok(j)
     }
 
     /// Runs the join to the end, counting rows and summing a hash of each
     /// (for benchmarks and checks: no batches are built).
     pub fn count(&self) -> Result<JoinSummary> {
         self.check()?;
-        let method = self.resolve_method()?;
-        let out = self.output()?;
-        let (l, r) = self.sides(&out)?;
+        let join = self.resolved()?;
+        let method = join.method;
+        let out = join.output()?;
+        let (l, r) = join.sides(&out)?;
         let mut sink = CountSink::default();
-        let (peak, spilled) = execute(self, method, &l, &r, &mut sink)?;
+        let (peak, spilled) = execute(&join, method, &l, &r, &mut sink)?;
         Ok(JoinSummary {
             rows: sink.rows,
             checksum: sink.checksum,
             method,
             peak_memory_bytes: peak,
             spilled_bytes: spilled,
+            indexes: read_indexes(method, &l, &r),
         })
     }
 
@@ -502,13 +561,14 @@ impl Join {
     /// own thread and stops if the stream is dropped.
     pub fn run(&self) -> Result<JoinStream> {
         self.check()?;
-        let method = self.resolve_method()?;
-        let out = self.output()?;
-        let (l, r) = self.sides(&out)?;
+        let join = self.resolved()?;
+        let method = join.method;
+        let out = join.output()?;
+        let (l, r) = join.sides(&out)?;
         feasible(method, &l, &r)?;
-        let (schema, order) = self.output_schema(&out, &l, &r);
+        let (schema, order) = join.output_schema(&out, &l, &r);
         let (tx, rx) = sync_channel(2);
-        let join = self.clone();
+        let indexes = read_indexes(method, &l, &r);
         let thread_schema = Arc::clone(&schema);
         let handle = std::thread::Builder::new()
             .name("strata-join".into())
@@ -526,6 +586,7 @@ impl Join {
                         method,
                         peak_memory_bytes: peak,
                         spilled_bytes: spilled,
+                        indexes,
                     }),
                     Err(e) => {
                         let _ = tx.send(Err(e.duplicate()));
@@ -815,6 +876,55 @@ fn side_stats(s: &Side) -> Result<SideStats> {
         primary: s.is_primary(),
         index,
     })
+}
+
+/// The planner's statistics for each way of reading a join's sides
+/// ([`Join::alternatives`]).
+pub(crate) type PlanStats = Vec<(IndexChoice, JoinStats)>;
+
+/// Indexes of one side the planner prices separately, at most.
+const INDEX_ALTERNATIVES: usize = 8;
+
+/// A side's ways of being read through an index, by name with its
+/// statistics: `default` (the statistics with [`Side::index`]) first, then
+/// each other usable index on the join column. A side read by its primary
+/// key, or whose index is named, has the default alone.
+fn index_alternatives(s: &Side, default: &SideStats) -> Result<Vec<(Option<String>, SideStats)>> {
+    let first = s.index().map(|i| i.name.clone());
+    let mut out = vec![(first.clone(), default.clone())];
+    if s.is_primary() || s.preferred.is_some() {
+        return Ok(out);
+    }
+    for i in s.usable_indexes() {
+        if out.len() >= INDEX_ALTERNATIVES {
+            break;
+        }
+        if first.as_deref() == Some(i.name.as_str()) {
+            continue;
+        }
+        out.push((
+            Some(i.name.clone()),
+            SideStats {
+                index: Some(index_stats(s, &i, default.rows)?),
+                ..default.clone()
+            },
+        ));
+    }
+    Ok(out)
+}
+
+/// The indexes `method` reads on each side, by name.
+fn read_indexes(method: JoinMethod, l: &Side, r: &Side) -> IndexChoice {
+    let name = |s: &Side| s.index().map(|i| i.name.clone());
+    match method {
+        JoinMethod::NestedLoopIndexRight => (None, name(r)),
+        JoinMethod::NestedLoopIndexLeft => (name(l), None),
+        JoinMethod::SortMergeIndex => (
+            name(l).filter(|_| !l.is_primary()),
+            name(r).filter(|_| !r.is_primary()),
+        ),
+        _ => (None, None),
+    }
 }
 
 /// Entries of an index sampled to estimate primary keys per value.

@@ -102,6 +102,21 @@ impl Side {
         self.pick_index(&|i| !i.is_building() && i.serves(snap))
     }
 
+    /// The built indexes on the join column, in the set's order (when an
+    /// index is named, that one alone).
+    pub(crate) fn usable_indexes(&self) -> Vec<Arc<Index>> {
+        let set = self.table.index_set();
+        set.indexes
+            .iter()
+            .filter(|i| {
+                i.column == self.column
+                    && !i.is_building()
+                    && self.preferred.as_ref().is_none_or(|n| *n == i.name)
+            })
+            .cloned()
+            .collect()
+    }
+
     fn pick_index(&self, usable: &dyn Fn(&Index) -> bool) -> Option<Arc<Index>> {
         let set = self.table.index_set();
         if let Some(name) = &self.preferred {

@@ -73,7 +73,7 @@ pub(crate) struct TableInner {
     pub index_lock: Mutex<()>,
     /// Join statistics recently gathered with this table on the left,
     /// by what they depend on (see `join::Join::statistics`).
-    pub join_stats: Mutex<Vec<(String, crate::join::JoinStats)>>,
+    pub join_stats: Mutex<Vec<(String, crate::join::PlanStats)>>,
     /// When the automatic layout last asked the advisor.
     auto_checked: Mutex<Option<std::time::Instant>>,
     /// The automatic layout's proposal awaiting confirmation.
