@@ -80,4 +80,53 @@ fn a_scan_of_a_table_larger_than_its_memory_streams() {
         grown < table_bytes / 4,
         "the scan's heap grew by {grown} bytes for a table of {table_bytes}"
     );
+
+    // Wide rows in whole-row sources (a memtable that holds them all): the
+    // scan stages them a chunk at a time, and a chunk is bounded in bytes
+    // as well as rows.
+    let wide = db
+        .create_table(
+            "wide",
+            Schema::new(
+                vec![
+                    Column::new("id", ColumnType::Int64),
+                    Column::new("s", ColumnType::Utf8),
+                ],
+                &["id"],
+            )
+            .expect("schema"),
+            TableOptions {
+                layout: "row".into(),
+                write_buffer_size: 64 << 20,
+                ..TableOptions::default()
+            },
+        )
+        .expect("create");
+    const WIDE_ROWS: i64 = 600;
+    const WIDE: usize = 32 << 10;
+    for i in 0..WIDE_ROWS {
+        let s = format!("{i:0>width$}", width = WIDE);
+        wide.insert_row(&[Value::Int64(i), Value::Utf8(s)])
+            .expect("insert");
+    }
+    let wide_bytes = WIDE_ROWS as usize * WIDE;
+    let base = counting::start();
+    let scan = ScanOptions {
+        batch_rows: 4,
+        ..ScanOptions::default()
+    };
+    let (mut rows, mut text) = (0i64, 0usize);
+    for b in wide.scan(scan).expect("scan") {
+        let b = b.expect("batch");
+        rows += b.num_rows() as i64;
+        text += b.column(1).to_data().buffers()[1].len();
+    }
+    let grown = counting::grown_since(base);
+    assert_eq!((rows, text), (WIDE_ROWS, wide_bytes));
+    // A batch of 128 KiB and a staged chunk of about 256 KiB, against the
+    // rows' 19 MiB (a chunk of 1,024 rows held them all).
+    assert!(
+        grown < wide_bytes / 8,
+        "the scan's heap grew by {grown} bytes for wide rows of {wide_bytes}"
+    );
 }

@@ -2,8 +2,9 @@
 //!
 //! A column-group run yields its blocks as they are stored. A whole-row
 //! source (a memtable, a level-0 file, a whole-row run) is staged: up to
-//! [`STAGE_ROWS`] of its entries are decoded into a block of the same PAX
-//! form, holding only the columns the scan reads. Every source then looks
+//! [`STAGE_ROWS`] of its entries, or [`STAGE_BYTES`] of their columns, are
+//! decoded into a block of the same PAX form, holding only the columns the
+//! scan reads. Every source then looks
 //! alike to the merge ([`super::window`]): sorted rows with keys, trailers
 //! and column vectors.
 
@@ -24,6 +25,13 @@ use crate::version::FileMeta;
 /// Entries of a whole-row source staged per chunk (more when the last
 /// key's versions continue, so that no key spans two chunks).
 pub(super) const STAGE_ROWS: usize = 1024;
+
+/// Bytes of the scan's columns staged per chunk of a whole-row source, past
+/// which the chunk ends at the next key: wide rows make chunks of fewer
+/// rows, so a scan's staged memory (a chunk per source and thread in
+/// flight) stays bounded whatever the rows' width. At 16 KiB rows, 1,024
+/// of them were 16 MiB a source.
+pub(super) const STAGE_BYTES: usize = 256 << 10;
 
 /// A block and where its columns are: `map[v]` is value column `v`'s
 /// position among the block's columns.
@@ -301,7 +309,8 @@ impl PieceRun {
         } = self;
         it.visit_forward(&mut |k, value| {
             let uk = user_key(k);
-            if past(upper, uk) || (rows >= STAGE_ROWS && uk != builder.last_key()) {
+            let full = rows >= STAGE_ROWS || builder.size_estimate() >= STAGE_BYTES;
+            if past(upper, uk) || (full && uk != builder.last_key()) {
                 return false;
             }
             let t = trailer(k);
