@@ -88,7 +88,7 @@ fn a_nested_loop_stops_reading_a_value_at_its_budget() {
     // sized by the budget and charged (at 4,096 rows a batch, beside their
     // encoded tuples, the heap grew by 4 MB). What the budget does not
     // count is the scan's read buffer, one staged chunk of up to 1,024 rows
-    // per source and thread (`docs/design.md`, "Joins").
+    // (or about 256 KiB) per source and thread (`docs/design.md`, "Joins").
     let grace = |threads: usize| {
         Join::new(&r, "a", &s, "b")
             .method(JoinMethod::GraceHash)

@@ -514,11 +514,19 @@ impl Join {
     /// reads an index, the index the planner prices cheapest for it on
     /// each side whose index is not named.
     fn resolved(&self) -> Result<Join> {
+        // A given method plans (and samples the tables) only when a side
+        // it reads through an index has more than one to choose from.
+        let choice = |side: usize| -> Result<bool> {
+            let out = self.output()?;
+            let (l, r) = self.sides(&out)?;
+            let s = if side == 0 { &l } else { &r };
+            Ok(!s.is_primary() && s.usable_indexes().len() > 1)
+        };
         let undecided = match self.method {
             JoinMethod::Auto => true,
-            JoinMethod::SortMergeIndex => self.indexes.0.is_none() || self.indexes.1.is_none(),
-            JoinMethod::NestedLoopIndexLeft => self.indexes.0.is_none(),
-            JoinMethod::NestedLoopIndexRight => self.indexes.1.is_none(),
+            JoinMethod::SortMergeIndex => choice(0)? || choice(1)?,
+            JoinMethod::NestedLoopIndexLeft => choice(0)?,
+            JoinMethod::NestedLoopIndexRight => choice(1)?,
             _ => false,
         };
         if !undecided {
