@@ -9,13 +9,29 @@
 mod common;
 
 use common::counting::{self, Counting};
-use strata::table::{Column, ColumnType, ScanOptions, Schema, TableOptions, Value};
+use strata::table::{Column, ColumnType, ScanOptions, Schema, Table, TableOptions, Value};
 use strata::{Db, Options};
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
 const ROWS: i64 = 60_000;
+
+/// Scans `t` whole, `batch_rows` rows a batch: the rows and the bytes of
+/// text column `col` it returned.
+fn scan_text(t: &Table, batch_rows: usize, col: usize) -> (i64, usize) {
+    let scan = ScanOptions {
+        batch_rows,
+        ..ScanOptions::default()
+    };
+    let (mut rows, mut text) = (0i64, 0usize);
+    for b in t.scan(scan).expect("scan") {
+        let b = b.expect("batch");
+        rows += b.num_rows() as i64;
+        text += b.column(col).to_data().buffers()[1].len();
+    }
+    (rows, text)
+}
 const TEXT: usize = 400;
 
 #[test]
@@ -61,16 +77,7 @@ fn a_scan_of_a_table_larger_than_its_memory_streams() {
     let table_bytes = ROWS as usize * TEXT;
 
     let base = counting::start();
-    let scan = ScanOptions {
-        batch_rows: 1024,
-        ..ScanOptions::default()
-    };
-    let (mut rows, mut text) = (0i64, 0usize);
-    for b in t.scan(scan).expect("scan") {
-        let b = b.expect("batch");
-        rows += b.num_rows() as i64;
-        text += b.column(2).to_data().buffers()[1].len();
-    }
+    let (rows, text) = scan_text(&t, 1024, 2);
     let grown = counting::grown_since(base);
     assert_eq!(rows, ROWS);
     assert_eq!(text, table_bytes);
@@ -111,16 +118,7 @@ fn a_scan_of_a_table_larger_than_its_memory_streams() {
     }
     let wide_bytes = WIDE_ROWS as usize * WIDE;
     let base = counting::start();
-    let scan = ScanOptions {
-        batch_rows: 4,
-        ..ScanOptions::default()
-    };
-    let (mut rows, mut text) = (0i64, 0usize);
-    for b in wide.scan(scan).expect("scan") {
-        let b = b.expect("batch");
-        rows += b.num_rows() as i64;
-        text += b.column(1).to_data().buffers()[1].len();
-    }
+    let (rows, text) = scan_text(&wide, 4, 1);
     let grown = counting::grown_since(base);
     assert_eq!((rows, text), (WIDE_ROWS, wide_bytes));
     // A batch of 128 KiB and a staged chunk of about 256 KiB, against the

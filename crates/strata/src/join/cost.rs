@@ -453,18 +453,23 @@ fn cheapest(candidates: &[Candidate]) -> JoinMethod {
 /// without one).
 pub type IndexChoice = (Option<String>, Option<String>);
 
+/// The sides `method` reads through an index (left, right), given whether
+/// each side's join column is its primary key: a nested loop's inner side,
+/// and a sort-merge's sides that are not read in primary-key order.
+pub(crate) fn index_sides(method: JoinMethod, primary: (bool, bool)) -> (bool, bool) {
+    match method {
+        JoinMethod::NestedLoopIndexRight => (false, true),
+        JoinMethod::NestedLoopIndexLeft => (true, false),
+        JoinMethod::SortMergeIndex => (!primary.0, !primary.1),
+        _ => (false, false),
+    }
+}
+
 /// Whether `method` reads the left and the right side's index, given the
 /// statistics.
 fn reads_indexes(method: JoinMethod, st: &JoinStats) -> (bool, bool) {
-    match method {
-        JoinMethod::NestedLoopIndexRight => (false, st.right.index.is_some()),
-        JoinMethod::NestedLoopIndexLeft => (st.left.index.is_some(), false),
-        JoinMethod::SortMergeIndex => (
-            !st.left.primary && st.left.index.is_some(),
-            !st.right.primary && st.right.index.is_some(),
-        ),
-        _ => (false, false),
-    }
+    let (l, r) = index_sides(method, (st.left.primary, st.right.primary));
+    (l && st.left.index.is_some(), r && st.right.index.is_some())
 }
 
 /// [`plan`] over several ways of reading the sides, each the statistics

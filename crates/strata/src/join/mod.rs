@@ -516,18 +516,12 @@ impl Join {
     fn resolved(&self) -> Result<Join> {
         // A given method plans (and samples the tables) only when a side
         // it reads through an index has more than one to choose from.
-        let choice = |side: usize| -> Result<bool> {
+        let undecided = self.method == JoinMethod::Auto || {
             let out = self.output()?;
             let (l, r) = self.sides(&out)?;
-            let s = if side == 0 { &l } else { &r };
-            Ok(!s.is_primary() && s.usable_indexes().len() > 1)
-        };
-        let undecided = match self.method {
-            JoinMethod::Auto => true,
-            JoinMethod::SortMergeIndex => choice(0)? || choice(1)?,
-            JoinMethod::NestedLoopIndexLeft => choice(0)?,
-            JoinMethod::NestedLoopIndexRight => choice(1)?,
-            _ => false,
+            let (a, b) = cost::index_sides(self.method, (l.is_primary(), r.is_primary()));
+            let choice = |s: &Side| s.usable_indexes().len() > 1;
+            (a && choice(&l)) || (b && choice(&r))
         };
         if !undecided {
             return Ok(self.clone());
@@ -923,16 +917,9 @@ fn index_alternatives(s: &Side, default: &SideStats) -> Result<Vec<(Option<Strin
 
 /// The indexes `method` reads on each side, by name.
 fn read_indexes(method: JoinMethod, l: &Side, r: &Side) -> IndexChoice {
-    let name = |s: &Side| s.index().map(|i| i.name.clone());
-    match method {
-        JoinMethod::NestedLoopIndexRight => (None, name(r)),
-        JoinMethod::NestedLoopIndexLeft => (name(l), None),
-        JoinMethod::SortMergeIndex => (
-            name(l).filter(|_| !l.is_primary()),
-            name(r).filter(|_| !r.is_primary()),
-        ),
-        _ => (None, None),
-    }
+    let (a, b) = cost::index_sides(method, (l.is_primary(), r.is_primary()));
+    let name = |s: &Side, reads: bool| s.index().filter(|_| reads).map(|i| i.name.clone());
+    (name(l, a), name(r, b))
 }
 
 /// Entries of an index sampled to estimate primary keys per value.
