@@ -219,14 +219,10 @@ impl JoinChain {
         let right = &rights[middle.len()];
         let mut sink = CountSink::default();
         let last_method = run_step(last, &file, &cols, right, &space, &mut sink, snap)?;
-        let last_index = match last_method {
-            JoinMethod::NestedLoopIndexRight | JoinMethod::SortMergeIndex
-                if !right.is_primary() =>
-            {
-                right.index_at(snap).map(|i| i.name.clone())
-            }
-            _ => None,
-        };
+        let last_index = super::cost::index_sides(last_method, (false, right.is_primary()))
+            .1
+            .then(|| right.index_at(snap).map(|i| i.name.clone()))
+            .flatten();
         drop(held);
         Ok(JoinSummary {
             rows: sink.rows,
