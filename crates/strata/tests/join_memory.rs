@@ -1,6 +1,7 @@
 //! A join holds what its budget allows, measured on the heap: an index
 //! nested loop join whose inner side has one value on more rows than the
-//! budget holds fails with a clear error without reading them all first.
+//! budget holds fails with a clear error without reading them all first,
+//! and planning such a join samples it without holding the value's rows.
 //!
 //! The allocator of this test binary counts live bytes and their peak, so
 //! the test holds exactly one test function (tests run in parallel threads
@@ -82,6 +83,31 @@ fn a_nested_loop_stops_reading_a_value_at_its_budget() {
     assert!(
         grown < 2 * BUDGET,
         "the join's heap grew by {grown} bytes under a budget of {BUDGET}"
+    );
+
+    // The planner samples outside the budget, so it must hold little: its
+    // scan of `s` reads the 200 rows it samples, not a 4,096-row batch;
+    // each sampled value's rows in `r` are counted as they stream, once per
+    // distinct value; the index's sample is counted a part at a time. When
+    // it held each of those, the heap grew by about 1 MB here (83 KB now).
+    let stats = |memory: usize| {
+        Join::new(&s, "b", &r, "a")
+            .memory(memory)
+            .statistics()
+            .expect("the planner's statistics")
+    };
+    // Statistics are cached by budget: the first call samples and caches
+    // the blocks the sample reads, the second samples again.
+    stats(2 * BUDGET);
+    let base = counting::start();
+    let stats = stats(BUDGET);
+    let grown = counting::grown_since(base);
+    // Every `s` row's value is on every `r` row.
+    assert_eq!(stats.left_match, 1.0);
+    assert_eq!(stats.left_fanout, ROWS as f64);
+    assert!(
+        grown < BUDGET,
+        "sampling the join for its plan grew the heap by {grown} bytes"
     );
 
     // A hash join reading `r` whole (about 700 KB): its scan's batches are

@@ -818,7 +818,7 @@ fn ordered<'a>(
     cap: usize,
 ) -> Result<Box<dyn TupleStream + 'a>> {
     if side.is_primary() {
-        return Ok(Box::new(side.scan(snap, Some(&space.budget))?));
+        return Ok(Box::new(side.scan(snap, &space.budget)?));
     }
     if let Some(i) = index {
         return Ok(Box::new(side.walk_index(
@@ -925,34 +925,56 @@ fn read_indexes(method: JoinMethod, l: &Side, r: &Side) -> IndexChoice {
 /// Entries of an index sampled to estimate primary keys per value.
 const INDEX_SAMPLE: usize = 2000;
 
+/// Hits of a posting list decoded at a time while sampling.
+const INDEX_SAMPLE_PART: usize = 64;
+
 fn index_stats(s: &Side, i: &crate::index::Index, rows: f64) -> Result<IndexStats> {
     let sv = i.keyspace.super_version()?;
     let files: Vec<_> = sv.version.all_files().map(|(_, f)| Arc::clone(f)).collect();
     let bytes: u64 = files.iter().map(|f| f.size).sum();
     let entries: u64 = files.iter().map(|f| f.num_entries).sum::<u64>() + sv.mem.len() as u64;
     let levels = levels_read(&sv);
-    // Sample the first entries for keys per value.
+    // Sample the first entries for keys per value, counting hits as they
+    // are decoded (a part at a time: a covering index's hits carry their
+    // columns) rather than holding the sample.
     let mut it = i.keyspace.iter(Default::default())?;
     it.seek_to_first();
-    let (mut hits, mut values) = (Vec::new(), 0usize);
-    while it.valid() && hits.len() < INDEX_SAMPLE {
-        let before = hits.len();
-        // A value's posting list is read only as far as the sample goes.
-        let rest = crate::index::lookup::entry_hits_part(
-            i,
-            it.key(),
-            it.value(),
-            0,
-            INDEX_SAMPLE - before,
-            &mut hits,
-        )?;
-        if i.kind != IndexKind::Composite
-            || hits.len() > before && (before == 0 || hits[before].key != hits[before - 1].key)
-        {
-            values += 1;
-        }
-        if rest.is_some() {
-            break;
+    let (mut sampled, mut values) = (0usize, 0usize);
+    let mut last_value: Option<Vec<u8>> = None;
+    let mut part = Vec::new();
+    'sample: while it.valid() && sampled < INDEX_SAMPLE {
+        let mut from = 0;
+        let mut first = true;
+        loop {
+            part.clear();
+            let max = (INDEX_SAMPLE - sampled).min(INDEX_SAMPLE_PART);
+            // A value's posting list is read only as far as the sample goes.
+            let rest = crate::index::lookup::entry_hits_part(
+                i,
+                it.key(),
+                it.value(),
+                from,
+                max,
+                &mut part,
+            )?;
+            // A posting-list entry is one value; composite entries of one
+            // value are neighbours.
+            let new_value = match part.first() {
+                _ if i.kind != IndexKind::Composite => first,
+                Some(h) => last_value.as_deref() != Some(h.key.as_slice()),
+                None => false,
+            };
+            values += usize::from(new_value);
+            first = false;
+            sampled += part.len();
+            if let Some(h) = part.last().filter(|_| i.kind == IndexKind::Composite) {
+                last_value = Some(h.key.clone());
+            }
+            match rest {
+                None => break,
+                Some(_) if sampled >= INDEX_SAMPLE => break 'sample,
+                Some(at) => from = at,
+            }
         }
         it.next();
     }
@@ -961,12 +983,12 @@ fn index_stats(s: &Side, i: &crate::index::Index, rows: f64) -> Result<IndexStat
     // value is only partly counted, and when it saw one value only, all
     // that is known is that values are at least that crowded: assume the
     // worst (one value) rather than the sample's size.
-    let full = hits.len() >= INDEX_SAMPLE;
+    let full = sampled >= INDEX_SAMPLE;
     let d = match (values, full) {
         (0, _) => 1.0,
-        (1, true) => rows.max(hits.len() as f64),
-        (v, true) => hits.len() as f64 / (v - 1) as f64,
-        (v, false) => hits.len() as f64 / v as f64,
+        (1, true) => rows.max(sampled as f64),
+        (v, true) => sampled as f64 / (v - 1) as f64,
+        (v, false) => sampled as f64 / v as f64,
     };
     let entry_bytes = if entries > 0 && bytes > 0 {
         bytes as f64 / entries as f64
@@ -997,32 +1019,42 @@ const MATCH_SAMPLE: usize = 200;
 /// 1 and 1 (no cheap way to tell). The sample is drawn by outer rows, so a
 /// value many outer rows share weighs as much as they do: the fan-out
 /// estimates a skewed join's output where an average per value would not.
+/// Each distinct sampled value's inner rows are counted once, as they
+/// stream (an index part at a time), never held together: a skewed
+/// value's rows would otherwise be read, and held, once per outer row
+/// that carries it, outside any join budget.
 fn match_ratio(outer: &Side, inner: &Side, snap: crate::key::SeqNo) -> Result<(f64, f64)> {
     let index = inner.index();
     if !inner.is_primary() && index.is_none() {
         return Ok((1.0, 1.0));
     }
-    let mut scan = outer.scan(snap, None)?;
+    let index = if inner.is_primary() {
+        None
+    } else {
+        index.as_deref()
+    };
+    let mut scan = outer.sample(snap, MATCH_SAMPLE)?;
     let (mut seen, mut matched, mut found) = (0usize, 0usize, 0usize);
-    let mut rows = Vec::new();
+    let mut counted: std::collections::HashMap<Vec<u8>, usize> = Default::default();
     while seen < MATCH_SAMPLE {
         let Some((k, _)) = scan.next_tuple()? else {
             break;
         };
         seen += 1;
-        rows.clear();
-        inner.lookup(
-            &k,
-            if inner.is_primary() {
-                None
-            } else {
-                index.as_deref()
-            },
-            snap,
-            &mut rows,
-        )?;
-        matched += usize::from(!rows.is_empty());
-        found += rows.len();
+        let rows = match counted.get(&k) {
+            Some(&n) => n,
+            None => {
+                let mut n = 0usize;
+                inner.for_each_match(&k, index, snap, &mut |_| {
+                    n += 1;
+                    Ok(true)
+                })?;
+                counted.insert(k, n);
+                n
+            }
+        };
+        matched += usize::from(rows > 0);
+        found += rows;
     }
     Ok(if seen == 0 {
         (1.0, 1.0)

@@ -172,15 +172,17 @@ impl Side {
         })
     }
 
-    /// Every tuple of the table at `snapshot`, in primary-key order; a
-    /// join's scan charges what it holds to the join's `budget` (the
-    /// planner's sample reads without one).
-    pub(crate) fn scan(
-        &self,
-        snapshot: SeqNo,
-        budget: Option<&Arc<Budget>>,
-    ) -> Result<SideScan<'_>> {
-        self.scan_on(snapshot, 1, budget)
+    /// Every tuple of the table at `snapshot`, in primary-key order; the
+    /// scan charges what it holds to the join's `budget`.
+    pub(crate) fn scan(&self, snapshot: SeqNo, budget: &Arc<Budget>) -> Result<SideScan<'_>> {
+        self.scan_on(snapshot, 1, Batches::Budget(budget))
+    }
+
+    /// The tuples of the table at `snapshot` in primary-key order, read in
+    /// batches of `rows` on one thread and charged to no budget: the
+    /// planner's sample of its first `rows` tuples reads no more than them.
+    pub(crate) fn sample(&self, snapshot: SeqNo, rows: usize) -> Result<SideScan<'_>> {
+        self.scan_on(snapshot, 1, Batches::Rows(rows))
     }
 
     /// Every tuple of the table at `snapshot`, in no particular order: the
@@ -192,7 +194,7 @@ impl Side {
         snapshot: SeqNo,
         budget: &Arc<Budget>,
     ) -> Result<SideScan<'_>> {
-        self.scan_on(snapshot, self.threads, Some(budget))
+        self.scan_on(snapshot, self.threads, Batches::Budget(budget))
     }
 
     /// About how many bytes a row of the table takes: its files' and
@@ -230,7 +232,7 @@ impl Side {
         &self,
         snapshot: SeqNo,
         threads: usize,
-        budget: Option<&Arc<Budget>>,
+        batches: Batches<'_>,
     ) -> Result<SideScan<'_>> {
         let schema = self.table.schema();
         let mut scan_cols = vec![self.column];
@@ -252,9 +254,11 @@ impl Side {
                     .collect(),
             ),
             snapshot: Some(snapshot),
-            batch_rows: match budget {
-                Some(b) => scan_batch_rows(b.limit(), self.row_bytes_estimate()?, threads),
-                None => SCAN_BATCH,
+            batch_rows: match batches {
+                Batches::Budget(b) => {
+                    scan_batch_rows(b.limit(), self.row_bytes_estimate()?, threads)
+                }
+                Batches::Rows(n) => n.clamp(1, SCAN_BATCH),
             },
             threads,
             ..ScanOptions::default()
@@ -269,32 +273,19 @@ impl Side {
             ends: Vec::new(),
             next: 0,
             rows: 0,
-            budget: budget.cloned(),
+            budget: match batches {
+                Batches::Budget(b) => Some(Arc::clone(b)),
+                Batches::Rows(_) => None,
+            },
             charged: 0,
             in_flight: batches_in_flight(threads),
         })
     }
 
-    /// The rows (output payloads) whose join value has encoding `key`,
-    /// read through the primary key (`index` `None`) or through `index`.
-    pub(crate) fn lookup(
-        &self,
-        key: &[u8],
-        index: Option<&Index>,
-        snapshot: SeqNo,
-        out: &mut Vec<Vec<u8>>,
-    ) -> Result<()> {
-        self.for_each_match(key, index, snapshot, &mut |row| {
-            out.push(row);
-            Ok(true)
-        })?;
-        Ok(())
-    }
-
     /// Calls `f` with each row (output payload) whose join value has
-    /// encoding `key`, read as [`Side::lookup`] reads them but through an
-    /// index [`WALK_ROWS`] entries at a time, until `f` returns false;
-    /// whether every row went. A caller that charges each row can so stop
+    /// encoding `key`, read through the primary key (`index` `None`) or
+    /// through `index` [`WALK_ROWS`] entries at a time, until `f` returns
+    /// false; whether every row went. A caller that charges each row can so stop
     /// at its budget instead of holding a skewed value's rows first.
     pub(crate) fn for_each_match(
         &self,
@@ -354,6 +345,13 @@ impl Side {
             width,
         })
     }
+}
+
+/// How a side's scan sizes its batches: by the join's budget, which it
+/// charges, or a given number of rows, charged to nothing.
+enum Batches<'a> {
+    Budget(&'a Arc<Budget>),
+    Rows(usize),
 }
 
 /// A callback handed each tuple (join value, row payload), borrowed for the
@@ -735,7 +733,7 @@ mod tests {
         let side = Side::new(t.clone(), "a", vec![0, 2]).expect("side");
         let budget = Arc::new(Budget::new(256 << 10));
         let snapshot = db.snapshot();
-        let mut scan = side.scan(snapshot.seqno(), Some(&budget)).expect("scan");
+        let mut scan = side.scan(snapshot.seqno(), &budget).expect("scan");
         let mut tuples = 0;
         while scan.next_tuple().expect("tuple").is_some() {
             tuples += 1;
@@ -746,10 +744,12 @@ mod tests {
         assert_eq!(tuples, 500);
         drop(scan);
         assert_eq!(budget.used(), 0);
-        // The planner's sample reads without a budget.
-        let mut scan = side.scan(snapshot.seqno(), None).expect("scan");
+        // The planner's sample reads without a budget, in batches of the
+        // rows it asks for.
+        let mut scan = side.sample(snapshot.seqno(), 3).expect("scan");
         assert!(scan.next_tuple().expect("tuple").is_some());
         assert_eq!(budget.used(), 0);
+        assert_eq!(scan.rows, 3, "one batch of the sample's rows");
     }
 
     #[test]
