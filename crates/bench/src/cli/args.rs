@@ -180,6 +180,12 @@ pub struct SuiteArgs {
     /// once).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
     pub join_threads: u64,
+    /// joins suite: each Strata join's memory budget (the study's 16 MiB).
+    /// A smaller one brings the study's proportion of data to memory (10
+    /// million tuples against 16 MB) to this scale, where hash joins and
+    /// sorts spill.
+    #[arg(long, default_value = "16MiB", value_parser = size_arg)]
+    pub join_memory: u64,
     /// joins suite: the datasets of the datasets part.
     #[arg(long, default_value = "unif,zipf,user,movie,face,wiki")]
     pub join_datasets: String,

@@ -46,9 +46,6 @@ use crate::{Error, Result};
 
 /// Rows per load batch.
 const BATCH: usize = 10_000;
-/// The study's join memory.
-const MEMORY: usize = 16 << 20;
-
 /// The suite's defaults.
 pub fn apply_defaults(a: &mut BenchArgs, given: Given<'_>) {
     if !given("num") {
@@ -219,20 +216,22 @@ fn rounds_for(first: f64) -> usize {
 }
 
 /// What every part of a run shares: where its databases go, the seed of
-/// its rows, the peers and the threads each Strata join may use.
+/// its rows, the peers, and the threads and memory each Strata join may
+/// use.
 #[derive(Clone, Copy)]
 struct Part<'a> {
     base: &'a Path,
     seed: u64,
     peers: &'a [&'a str],
     threads: usize,
+    memory: usize,
 }
 
 impl Part<'_> {
     /// `j` with the suite's settings: its memory, threads and output
     /// columns.
     fn configured(&self, j: Join) -> Join {
-        j.memory(MEMORY)
+        j.memory(self.memory)
             .threads(self.threads)
             .columns(&["left.id", "right.id"])
     }
@@ -382,12 +381,15 @@ pub fn run(s: &SuiteArgs) -> Result<()> {
         .filter(|p| !p.is_empty())
         .collect();
     let threads = usize::try_from(s.join_threads).unwrap_or(1).max(1);
-    let mut rep = Report::new(n, &peers, threads);
+    let memory = usize::try_from(s.join_memory)
+        .map_err(|_| Error(format!("--join-memory {} is too large", s.join_memory)))?;
+    let mut rep = Report::new(n, &peers, threads, memory);
     let p = Part {
         base: &base,
         seed: a.seed,
         peers: &peers,
         threads,
+        memory,
     };
     for part in parts {
         match part {
@@ -620,7 +622,7 @@ fn frequency(rep: &mut Report, p: Part<'_>, n: u64) -> Result<()> {
     for name in ["user", "wiki"] {
         let d = Dataset::named(name).ok_or_else(|| Error(name.into()))?;
         let rows = Rows::new(&d, n, seed);
-        for f in [1usize, 4, 16] {
+        for f in [1usize, 4, 16, 32] {
             eprintln!("joins: {name} at join frequency {f}");
             for c in &configs {
                 let t = Tables::create(&base.join(format!("freq-{name}-{f}")))?;

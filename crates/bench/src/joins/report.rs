@@ -76,6 +76,8 @@ pub struct Report {
     n: u64,
     /// Threads each Strata join could use.
     threads: usize,
+    /// Each Strata join's memory budget.
+    memory: usize,
     peers: Vec<String>,
     datasets: Vec<DatasetResult>,
     entries: Vec<(usize, Vec<JoinRow>, JoinMethod, Vec<PeerRow>)>,
@@ -123,10 +125,11 @@ fn best<'a>(joins: &'a [JoinRow], names: &[&str]) -> Option<&'a JoinRow> {
 }
 
 impl Report {
-    pub fn new(n: u64, peers: &[&str], threads: usize) -> Report {
+    pub fn new(n: u64, peers: &[&str], threads: usize, memory: usize) -> Report {
         Report {
             n,
             threads,
+            memory,
             peers: peers.iter().map(|s| s.to_string()).collect(),
             datasets: Vec::new(),
             entries: Vec::new(),
@@ -293,7 +296,7 @@ impl Report {
         let _ = writeln!(
             o,
             "Machine: {} CPUs ({}), {} RAM, Linux {}. {} rows per table (the frequency part {}); \
-             4 KiB blocks, 16 MiB write buffers, size ratio 5, no compression, 16 MiB of join \
+             4 KiB blocks, 16 MiB write buffers, size ratio 5, no compression, {} of join \
              memory, {} thread(s) per Strata join; peers: {}. Times are seconds of one join \
              counting its rows (Strata's the median of 3 to 15 runs, as many as fit 0.6 s, the \
              peers' one run); every \
@@ -304,6 +307,7 @@ impl Report {
             m.kernel,
             self.n,
             self.n / 2,
+            human_bytes(self.memory as u64),
             self.threads,
             if self.peers.is_empty() {
                 "none".to_string()
@@ -329,7 +333,7 @@ impl Report {
             o,
             "- Memory: the largest peak of any join was {} against a budget of {}.",
             human_bytes(peak),
-            human_bytes(16 << 20)
+            human_bytes(self.memory as u64)
         );
         if let Some((_, joins, _, _)) = self.entries.iter().find(|e| e.0 == 4096)
             && let (Some(i), Some(b)) =
