@@ -76,6 +76,7 @@ pub(crate) fn run(db: &Db, a: &JoinArgs, out: &mut impl Write) -> Result<i32, Fa
     }
     let refused = |e: strata::Error| match e {
         strata::Error::InvalidArgument(m) => usage(m),
+        e @ strata::Error::MemoryBudget { .. } => usage(e.to_string()),
         e => Failure::Db(e),
     };
     if a.explain {

@@ -208,3 +208,53 @@ fn joins_run_by_every_method_agree_and_explain_lists_them() {
         "at least",
     );
 }
+
+#[test]
+fn a_join_whose_budget_cannot_hold_one_values_rows_is_refused() {
+    let t = tempdir();
+    let db = db_dir(&t);
+    let create = |name: &str, cols: &str| {
+        let args = ["table", "create", name, "--columns", cols, "--key", "id"];
+        assert_ok(&strata(&db, &args), name);
+    };
+    create("big", "id:i64, k:i64?, pad:utf8?");
+    create("small", "id:i64, k:i64?");
+    // One value on 3,000 rows of 200 bytes: more than the least budget,
+    // 256 KiB, holds at once.
+    let pad = "x".repeat(200);
+    let mut csv = String::from("id,k,pad\n");
+    for id in 0..3000 {
+        csv.push_str(&format!("{id},1,{pad}\n"));
+    }
+    assert_ok(
+        &strata_in(&db, &["table", "import", "big", "-"], &csv),
+        "import",
+    );
+    assert_ok(
+        &strata_in(&db, &["table", "import", "small", "-"], "id,k\n1,1\n"),
+        "import",
+    );
+    assert_ok(
+        &strata(&db, &["index", "create", "big", "by_k", "--column", "k"]),
+        "index",
+    );
+    let join = |memory: &str| {
+        strata(
+            &db,
+            &[
+                "join",
+                "small.k",
+                "big.k",
+                "--method",
+                "inlj-index",
+                "--memory",
+                memory,
+                "--count",
+            ],
+        )
+    };
+    fails(&join("256KiB"), "cannot hold the inner rows of one value");
+    let r = join("64MiB");
+    assert_ok(&r, "a budget that holds the value");
+    assert!(r.stdout.contains("rows\t3000"), "{}", r.stdout);
+}

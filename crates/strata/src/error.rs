@@ -79,6 +79,16 @@ pub enum Error {
         /// The key's values, as text.
         key: String,
     },
+    /// An operation with a memory budget (a join, [`crate::join::Join::memory`])
+    /// needs more than the budget holds; it stopped, holding nothing, and
+    /// wrote nothing. A larger budget, or where `what` says so another
+    /// method, runs it.
+    MemoryBudget {
+        /// The budget, in bytes.
+        limit: usize,
+        /// What did not fit, and what was held beside it.
+        what: String,
+    },
     /// A write would put a null in a column that is not nullable; nothing
     /// of it was written.
     NotNull {
@@ -149,6 +159,10 @@ impl Error {
             Error::Closed => Error::Closed,
             Error::TableNotFound(n) => Error::TableNotFound(n.clone()),
             Error::TableExists(n) => Error::TableExists(n.clone()),
+            Error::MemoryBudget { limit, what } => Error::MemoryBudget {
+                limit: *limit,
+                what: what.clone(),
+            },
             Error::NotNull { column, detail } => Error::NotNull {
                 column: column.clone(),
                 detail: detail.clone(),
@@ -201,6 +215,9 @@ impl fmt::Display for Error {
             Error::Closed => write!(f, "database is closed"),
             Error::TableNotFound(n) => write!(f, "no table named {n:?}"),
             Error::TableExists(n) => write!(f, "a table named {n:?} exists already"),
+            Error::MemoryBudget { limit, what } => {
+                write!(f, "the memory budget of {limit} bytes cannot hold {what}")
+            }
             Error::NotNull { column, detail } => {
                 write!(f, "column {column:?} is not nullable")?;
                 match detail {

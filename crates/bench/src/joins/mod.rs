@@ -236,12 +236,6 @@ impl Part<'_> {
             .columns(&["left.id", "right.id"])
     }
 
-    /// Runs one join [`rounds_for`] times, returning the report row.
-    fn run_join(&self, label: &str, j: Join) -> Result<JoinRow> {
-        let mut rows = self.run_joins(vec![(label.to_string(), j)])?;
-        rows.pop().ok_or_else(|| Error("no join ran".into()))
-    }
-
     /// Runs joins in turns, each [`rounds_for`] times, returning their report
     /// rows (the median times; rows and checksum must agree between rounds).
     /// Round `i` of every join that has one runs before round `i + 1` of any,
@@ -250,6 +244,19 @@ impl Part<'_> {
     /// whichever ran then: the planner is judged by differences of 10 %,
     /// which such drift exceeds here.
     fn run_joins(&self, joins: Vec<(String, Join)>) -> Result<Vec<JoinRow>> {
+        self.run_or_refuse(joins)?
+            .into_iter()
+            .map(|r| r.map_err(Error))
+            .collect()
+    }
+
+    /// As [`Part::run_joins`], but a join that refuses its memory budget
+    /// ([`strata::Error::MemoryBudget`]) is reported by why, not as an
+    /// error of the run.
+    fn run_or_refuse(
+        &self,
+        joins: Vec<(String, Join)>,
+    ) -> Result<Vec<std::result::Result<JoinRow, String>>> {
         let mut timed: Vec<Timed> = joins
             .into_iter()
             .map(|(label, j)| Timed {
@@ -258,6 +265,7 @@ impl Part<'_> {
                 times: Vec::with_capacity(MAX_ROUNDS),
                 rounds: ROUNDS,
                 summary: None,
+                refused: None,
             })
             .collect();
         for round in 0..MAX_ROUNDS {
@@ -268,11 +276,14 @@ impl Part<'_> {
         timed
             .into_iter()
             .map(|mut t| {
+                if let Some(why) = t.refused {
+                    return Ok(Err(format!("{}: {why}", t.label)));
+                }
                 let s = t
                     .summary
                     .ok_or_else(|| Error(format!("{}: no round ran", t.label)))?;
                 t.times.sort_by(f64::total_cmp);
-                Ok(JoinRow {
+                Ok(Ok(JoinRow {
                     method: t.label,
                     secs: t.times[t.times.len() / 2],
                     rows: s.rows,
@@ -280,7 +291,7 @@ impl Part<'_> {
                     peak_memory: s.peak_memory_bytes,
                     spilled: s.spilled_bytes,
                     ran: ran(&s),
-                })
+                }))
             })
             .collect()
     }
@@ -340,12 +351,23 @@ struct Timed {
     times: Vec<f64>,
     rounds: usize,
     summary: Option<strata::join::JoinSummary>,
+    /// Why the join refused its memory budget, if it did (it then runs no
+    /// more rounds).
+    refused: Option<String>,
 }
 
 impl Timed {
     fn round(&mut self) -> Result<()> {
         let t = Instant::now();
-        let s = self.join.count().map_err(err)?;
+        let s = match self.join.count() {
+            Ok(s) => s,
+            Err(e @ strata::Error::MemoryBudget { .. }) => {
+                self.refused = Some(e.to_string());
+                self.rounds = 0;
+                return Ok(());
+            }
+            Err(e) => return Err(err(e)),
+        };
         self.times.push(t.elapsed().as_secs_f64());
         if self.times.len() == 1 {
             self.rounds = rounds_for(self.times[0]);
@@ -635,7 +657,7 @@ fn frequency(rep: &mut Report, p: Part<'_>, n: u64) -> Result<()> {
                 });
                 let idx_name = idx_name.transpose().map_err(err)?;
                 let (mut load_secs, mut join_secs) = (0.0, 0.0);
-                let mut last = None;
+                let (mut last, mut refused) = (None, None);
                 for i in 0..f {
                     let lo = n as usize * i / f;
                     let hi = n as usize * (i + 1) / f;
@@ -643,11 +665,22 @@ fn frequency(rep: &mut Report, p: Part<'_>, n: u64) -> Result<()> {
                     t.load(&rows, lo..hi, 64)?;
                     t.settle()?;
                     load_secs += tl.elapsed().as_secs_f64();
-                    let row = p.run_join(&c.label, (c.join)(&t, idx_name.as_deref()))?;
-                    join_secs += row.secs;
-                    last = Some(row);
+                    let join = (c.join)(&t, idx_name.as_deref());
+                    let row = p.run_or_refuse(vec![(c.label.clone(), join)])?.pop();
+                    match row.ok_or_else(|| Error("no join ran".into()))? {
+                        Ok(row) => {
+                            join_secs += row.secs;
+                            last = Some(row);
+                        }
+                        // A method that cannot run in the budget is
+                        // reported as such; the part goes on.
+                        Err(why) => {
+                            refused = Some(why);
+                            break;
+                        }
+                    }
                 }
-                rep.frequency(name, f, &c.label, load_secs, join_secs, last);
+                rep.frequency(name, f, &c.label, (load_secs, join_secs), last, refused);
                 drop(t);
                 let _ = std::fs::remove_dir_all(base.join(format!("freq-{name}-{f}")));
             }

@@ -69,6 +69,9 @@ struct FreqResult {
     load_secs: f64,
     join_secs: f64,
     last: Option<JoinRow>,
+    /// Why a join of the series refused its memory budget (the series
+    /// stopped there).
+    refused: Option<String>,
 }
 
 /// Everything the suite measured.
@@ -191,9 +194,9 @@ impl Report {
         dataset: &str,
         frequency: usize,
         label: &str,
-        load_secs: f64,
-        join_secs: f64,
+        (load_secs, join_secs): (f64, f64),
         last: Option<JoinRow>,
+        refused: Option<String>,
     ) {
         self.freq.push(FreqResult {
             dataset: dataset.to_string(),
@@ -202,6 +205,7 @@ impl Report {
             load_secs,
             join_secs,
             last,
+            refused,
         });
     }
 
@@ -380,6 +384,7 @@ impl Report {
                 self.freq
                     .iter()
                     .find(|r| r.dataset == ds && r.frequency == f && r.label == l)
+                    .filter(|r| r.refused.is_none())
                     .map(|r| r.load_secs + r.join_secs)
             };
             let fmax = self
@@ -409,7 +414,10 @@ impl Report {
                     .freq
                     .iter()
                     .filter(|r| {
-                        r.dataset == ds && r.frequency == fm && r.label.starts_with("INLJ-NS")
+                        r.dataset == ds
+                            && r.frequency == fm
+                            && r.label.starts_with("INLJ-NS")
+                            && r.refused.is_none()
                     })
                     .map(|r| (r.label.clone(), r.load_secs + r.join_secs))
                     .collect();
@@ -696,19 +704,28 @@ impl Report {
                     .freq
                     .iter()
                     .find(|r| &r.dataset == ds && &r.label == label && r.frequency == *f)
-                    .map_or("—".into(), |r| {
-                        format!(
+                    .map_or("—".into(), |r| match r.refused {
+                        Some(_) => "refused (memory)".into(),
+                        None => format!(
                             "{:.2} ({:.2} + {:.2})",
                             r.load_secs + r.join_secs,
                             r.load_secs,
                             r.join_secs
-                        )
+                        ),
                     });
                 let _ = write!(o, " {v} |");
             }
             let _ = writeln!(o);
         }
         let _ = writeln!(o);
+        for r in &self.freq {
+            if let Some(why) = &r.refused {
+                let _ = writeln!(o, "- {} at F={}: {why}", r.dataset, r.frequency);
+            }
+        }
+        if self.freq.iter().any(|r| r.refused.is_some()) {
+            let _ = writeln!(o);
+        }
     }
 
     fn render_skew(&self, o: &mut String) {
@@ -795,6 +812,7 @@ impl Report {
                 &|g, s| {
                     rows.iter()
                         .find(|r| format!("F={}", r.frequency) == g && r.label == s)
+                        .filter(|r| r.refused.is_none())
                         .map(|r| r.load_secs + r.join_secs)
                 },
             )?;

@@ -14,6 +14,7 @@ pub(crate) fn sqlstate(e: &strata::Error) -> &'static str {
         E::TableNotFound(_) => "42P01",
         E::TableExists(_) => "42P07",
         E::InvalidArgument(_) => "22023",
+        E::MemoryBudget { .. } => "53200",
         E::OpenedReadOnly { .. } | E::ReadOnly { .. } => "25006",
         E::Corruption { .. } => "XX001",
         E::Io { .. } => "58030",

@@ -80,12 +80,13 @@ impl Budget {
         if self.try_charge(n) {
             return Ok(());
         }
-        Err(Error::InvalidArgument(format!(
-            "the join's memory budget of {} bytes cannot hold {what} ({n} bytes with {} in use); \
-             give it more memory",
-            self.limit,
-            self.used()
-        )))
+        Err(Error::MemoryBudget {
+            limit: self.limit,
+            what: format!(
+                "{what} ({n} bytes with {} in use); give the join more memory",
+                self.used()
+            ),
+        })
     }
 
     pub(crate) fn release(&self, n: usize) {
