@@ -83,6 +83,7 @@ pub(crate) fn sql_err(e: strata_sql::datafusion::error::DataFusionError) -> PyEr
 fn error_of(e: &strata::Error, msg: String) -> PyErr {
     match e {
         strata::Error::InvalidArgument(_)
+        | strata::Error::MemoryBudget { .. }
         | strata::Error::NotNull { .. }
         | strata::Error::OpenedReadOnly { .. } => InvalidArgumentError::new_err(msg),
         strata::Error::TableNotFound(_) | strata::Error::NotFound { .. } => {

@@ -117,7 +117,7 @@ pub(crate) fn run(db: &Db, a: &JoinArgs, out: &mut impl Write) -> Result<i32, Fa
         if left == 0 {
             break;
         }
-        let batch = batch?;
+        let batch = batch.map_err(refused)?;
         let n = batch.num_rows().min(left);
         let cols = batch
             .columns()

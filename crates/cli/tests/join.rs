@@ -254,6 +254,22 @@ fn a_join_whose_budget_cannot_hold_one_values_rows_is_refused() {
         )
     };
     fails(&join("256KiB"), "cannot hold the inner rows of one value");
+    // Streamed to a table of rows, the refusal arrives with the batches.
+    fails(
+        &strata(
+            &db,
+            &[
+                "join",
+                "small.k",
+                "big.k",
+                "--method",
+                "inlj-index",
+                "--memory",
+                "256KiB",
+            ],
+        ),
+        "cannot hold the inner rows of one value",
+    );
     let r = join("64MiB");
     assert_ok(&r, "a budget that holds the value");
     assert!(r.stdout.contains("rows\t3000"), "{}", r.stdout);

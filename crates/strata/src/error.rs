@@ -80,13 +80,14 @@ pub enum Error {
         key: String,
     },
     /// An operation with a memory budget (a join, [`crate::join::Join::memory`])
-    /// needs more than the budget holds; it stopped, holding nothing, and
-    /// wrote nothing. A larger budget, or where `what` says so another
-    /// method, runs it.
+    /// needs more than the budget holds; it stopped and released what it
+    /// held, and wrote nothing to the database (a streamed join may have
+    /// handed out batches before it). A larger budget, or where `what`
+    /// says so another method, runs it.
     MemoryBudget {
         /// The budget, in bytes.
         limit: usize,
-        /// What did not fit, and what was held beside it.
+        /// What did not fit, what was in use beside it, and what to do.
         what: String,
     },
     /// A write would put a null in a column that is not nullable; nothing

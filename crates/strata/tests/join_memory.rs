@@ -74,7 +74,7 @@ fn a_nested_loop_stops_reading_a_value_at_its_budget() {
     let err = join(BUDGET).expect_err("the value's rows do not fit");
     let grown = counting::grown_since(base);
     assert!(
-        matches!(&err, Error::MemoryBudget { limit, what }
+        matches!(&err, Error::MemoryBudget { limit, what, .. }
             if *limit == BUDGET && what.contains("inner rows of one value")),
         "{err}"
     );

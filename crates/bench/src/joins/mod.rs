@@ -244,9 +244,11 @@ impl Part<'_> {
     /// whichever ran then: the planner is judged by differences of 10 %,
     /// which such drift exceeds here.
     fn run_joins(&self, joins: Vec<(String, Join)>) -> Result<Vec<JoinRow>> {
+        let labels: Vec<String> = joins.iter().map(|(l, _)| l.clone()).collect();
         self.run_or_refuse(joins)?
             .into_iter()
-            .map(|r| r.map_err(Error))
+            .zip(labels)
+            .map(|(r, label)| r.map_err(|why| Error(format!("{label}: {why}"))))
             .collect()
     }
 
@@ -277,7 +279,7 @@ impl Part<'_> {
             .into_iter()
             .map(|mut t| {
                 if let Some(why) = t.refused {
-                    return Ok(Err(format!("{}: {why}", t.label)));
+                    return Ok(Err(why));
                 }
                 let s = t
                     .summary
@@ -405,6 +407,12 @@ pub fn run(s: &SuiteArgs) -> Result<()> {
     let threads = usize::try_from(s.join_threads).unwrap_or(1).max(1);
     let memory = usize::try_from(s.join_memory)
         .map_err(|_| Error(format!("--join-memory {} is too large", s.join_memory)))?;
+    if memory < strata::join::MIN_JOIN_MEMORY {
+        return Err(Error(format!(
+            "--join-memory {memory} is below a join's least budget, {} bytes",
+            strata::join::MIN_JOIN_MEMORY
+        )));
+    }
     let mut rep = Report::new(n, &peers, threads, memory);
     let p = Part {
         base: &base,

@@ -718,12 +718,21 @@ impl Report {
             let _ = writeln!(o);
         }
         let _ = writeln!(o);
+        // Each reason once, with the series it stopped.
+        let mut reasons: Vec<(&str, Vec<String>)> = Vec::new();
         for r in &self.freq {
             if let Some(why) = &r.refused {
-                let _ = writeln!(o, "- {} at F={}: {why}", r.dataset, r.frequency);
+                let series = format!("{} {} at F={}", r.dataset, r.label, r.frequency);
+                match reasons.iter_mut().find(|(w, _)| w == why) {
+                    Some((_, v)) => v.push(series),
+                    None => reasons.push((why, vec![series])),
+                }
             }
         }
-        if self.freq.iter().any(|r| r.refused.is_some()) {
+        for (why, series) in &reasons {
+            let _ = writeln!(o, "- Refused: {}: {why}.", series.join(", "));
+        }
+        if !reasons.is_empty() {
             let _ = writeln!(o);
         }
     }

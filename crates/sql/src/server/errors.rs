@@ -65,3 +65,22 @@ fn is_arrow_null_violation(e: &datafusion::arrow::error::ArrowError) -> bool {
     matches!(e, datafusion::arrow::error::ArrowError::InvalidArgumentError(m)
         if m.contains("is declared as non-nullable but contains null values"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::sqlstate;
+
+    #[test]
+    fn engine_errors_carry_the_sqlstate_a_driver_acts_on() {
+        let budget = strata::Error::MemoryBudget {
+            limit: 1 << 20,
+            what: "a tuple".into(),
+        };
+        // A refused budget is PostgreSQL's out_of_memory, not a bad argument.
+        assert_eq!(sqlstate(&budget), "53200");
+        assert_eq!(
+            sqlstate(&strata::Error::InvalidArgument("x".into())),
+            "22023"
+        );
+    }
+}
