@@ -539,7 +539,7 @@ pub(super) mod tests {
             .next_ref()
             .expect_err("3,000 bytes beside 2,048 in 4,200");
         assert!(
-            matches!(&err, Error::InvalidArgument(m) if m.contains("read buffer")),
+            matches!(&err, Error::MemoryBudget { what, .. } if what.contains("read buffer")),
             "{err}"
         );
         assert_eq!(space.budget.used(), 2048, "only the writers' blocks");
@@ -547,7 +547,7 @@ pub(super) mod tests {
         let mut w = space.create(1024).expect("a third writer fits");
         let err = w.push(b"k", &[1; 3000]).expect_err("no room");
         assert!(
-            matches!(&err, Error::InvalidArgument(m) if m.contains("larger than a spill block")),
+            matches!(&err, Error::MemoryBudget { what, .. } if what.contains("larger than a spill block")),
             "{err}"
         );
     }
