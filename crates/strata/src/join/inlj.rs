@@ -92,15 +92,12 @@ fn emit_chunk(
                 rounds.push(a);
                 continue;
             }
-            return Err(Error::MemoryBudget {
-                limit: budget.limit(),
-                what: format!(
-                    "the inner rows of one value in an index nested loop join ({} bytes in \
-                     use); give the join more memory, or use a hash or sort-merge join, which \
-                     spill such a value",
-                    budget.used()
-                ),
-            });
+            return Err(budget.refusal(format!(
+                "the inner rows of one value in an index nested loop join ({} bytes in use); \
+                 give the join more memory, or use a hash or sort-merge join, which spill such \
+                 a value",
+                budget.used()
+            )));
         };
         let result = (|| {
             for (key, rows) in round.iter().zip(&found) {

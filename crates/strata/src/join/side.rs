@@ -180,7 +180,9 @@ impl Side {
 
     /// The tuples of the table at `snapshot` in primary-key order, read in
     /// batches of `rows` on one thread and charged to no budget: the
-    /// planner's sample of its first `rows` tuples reads no more than them.
+    /// planner's sample of its first `rows` tuples reads one batch (another
+    /// only where rows with null join values, which make no tuple, were in
+    /// the first).
     pub(crate) fn sample(&self, snapshot: SeqNo, rows: usize) -> Result<SideScan<'_>> {
         self.scan_on(snapshot, 1, Batches::Rows(rows))
     }

@@ -80,13 +80,19 @@ impl Budget {
         if self.try_charge(n) {
             return Ok(());
         }
-        Err(Error::MemoryBudget {
+        Err(self.refusal(format!(
+            "{what} ({n} bytes with {} in use); give the join more memory",
+            self.used()
+        )))
+    }
+
+    /// The error of a join this budget cannot hold: `what` says what did
+    /// not fit and what to do.
+    pub(crate) fn refusal(&self, what: String) -> Error {
+        Error::MemoryBudget {
             limit: self.limit,
-            what: format!(
-                "{what} ({n} bytes with {} in use); give the join more memory",
-                self.used()
-            ),
-        })
+            what,
+        }
     }
 
     pub(crate) fn release(&self, n: usize) {
